@@ -1,0 +1,36 @@
+// swift-tools-version:5.9
+// localauth: fingerprint-first authentication for Linux logins.
+// The PAM module itself (Sources/pam_localauth) is C and is built by scripts/build with the
+// C compiler, not by this package, so that no Swift runtime is loaded into sudo or login.
+import PackageDescription
+
+let package = Package(
+    name: "localauth",
+    products: [
+        .library(name: "LocalAuth", targets: ["LocalAuth"]),
+        .executable(name: "localauth-helper", targets: ["localauth-helper"]),
+        .executable(name: "localauthctl", targets: ["localauthctl"]),
+    ],
+    targets: [
+        // System C libraries from Debian's -dev packages.
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
+                       providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+
+        // The policy engine: LAContext, LAError, the state machine, the state store, the
+        // configuration. Clock, sensor, store and password check are injected.
+        .target(name: "LocalAuth", dependencies: ["CCrypto"],
+                linkerSettings: [.linkedLibrary("m")]),
+
+        // The sensor side: fprintd on the system bus through sd-bus.
+        .target(name: "FprintdClient", dependencies: ["LocalAuth", "CSystemd", "CCrypto"]),
+
+        .executableTarget(name: "localauth-helper",
+                          dependencies: ["LocalAuth", "FprintdClient", "CSystemd"]),
+        .executableTarget(name: "localauthctl",
+                          dependencies: ["LocalAuth", "FprintdClient"]),
+
+        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth"]),
+    ]
+)

@@ -1,0 +1,94 @@
+/// The error of a failed policy evaluation, with Apple's LocalAuthentication raw values so
+/// that a number means the same thing on every platform (DESIGN.md §2).
+public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// Every outcome other than success. Raw values are Apple's.
+    public enum Code: Int, CaseIterable, Sendable {
+        /// The tries of one prompt were used up without a match.
+        case authenticationFailed = -1
+        /// The user cancelled the whole authentication.
+        case userCancel = -2
+        /// The user chose the password instead.
+        case userFallback = -3
+        /// The system interrupted: a signal, the reader taken by another session, the bus gone.
+        case systemCancel = -4
+        /// The user has no usable password, so biometrics may not be used.
+        case passcodeNotSet = -5
+        /// No reader, fprintd absent or not answering, or disabled by configuration.
+        case biometryNotAvailable = -6
+        /// The user has no enrolled fingerprints.
+        case biometryNotEnrolled = -7
+        /// Too many consecutive failures (or another rule): the password must come first.
+        case biometryLockout = -8
+        /// The calling application ended the authentication.
+        case appCancel = -9
+        /// The context was invalidated before use.
+        case invalidContext = -10
+        /// The reader went away during the scan.
+        case biometryDisconnected = -13
+        /// Nobody can scan: remote session, no terminal, or silent where a prompt is needed.
+        case notInteractive = -1004
+
+        /// Apple's case name, used in logs and on the pipe.
+        public var name: String {
+            switch self {
+            case .authenticationFailed: return "authenticationFailed"
+            case .userCancel: return "userCancel"
+            case .userFallback: return "userFallback"
+            case .systemCancel: return "systemCancel"
+            case .passcodeNotSet: return "passcodeNotSet"
+            case .biometryNotAvailable: return "biometryNotAvailable"
+            case .biometryNotEnrolled: return "biometryNotEnrolled"
+            case .biometryLockout: return "biometryLockout"
+            case .appCancel: return "appCancel"
+            case .invalidContext: return "invalidContext"
+            case .biometryDisconnected: return "biometryDisconnected"
+            case .notInteractive: return "notInteractive"
+            }
+        }
+    }
+
+    /// Why, in more detail than the code: picks the message the user sees and the log line.
+    public enum Reason: Equatable, Sendable {
+        case none
+        case failedAttempts(Int)
+        case passwordRequiredAfterReboot
+        case passwordRequiredAfterIdle
+        case passwordRequiredStale
+        case passwordNeverUsed
+        case stateUnreadable
+        case enrollmentChanged
+        case readerBusy
+        case remoteSession
+        case noTerminal
+        case silent
+        case emptyReason
+        case scanTimeout
+        case disabledByConfiguration
+    }
+
+    public let code: Code
+    public let reason: Reason
+    /// One line for the log, never shown to the user and never holding a secret.
+    public let cause: String
+
+    public init(_ code: Code, reason: Reason = .none, cause: String = "") {
+        self.code = code
+        self.reason = reason
+        self.cause = cause
+    }
+
+    public var errorCode: Int { code.rawValue }
+
+    public var description: String {
+        cause.isEmpty ? "LAError.\(code.name)" : "LAError.\(code.name): \(cause)"
+    }
+
+    /// The description a user reads, in `language`.
+    public func localizedDescription(_ language: Language = .english) -> String {
+        Messages.describe(code, in: language)
+    }
+
+    public static func == (a: LAError, b: LAError) -> Bool {
+        a.code == b.code && a.reason == b.reason
+    }
+}

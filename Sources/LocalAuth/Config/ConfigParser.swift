@@ -1,0 +1,92 @@
+/// A problem found while reading options: logged by the caller, the default is kept.
+public struct ConfigIssue: Equatable, CustomStringConvertible, Sendable {
+    /// The file, or `module arguments`.
+    public var source: String
+    /// 1-based line (file) or argument position; 0 when not applicable.
+    public var line: Int
+    public var message: String
+
+    public var description: String {
+        line > 0 ? "\(source):\(line): \(message)" : "\(source): \(message)"
+    }
+}
+
+/// Reads `/etc/security/localauth.conf` (`key = value`, `#` comments) and module arguments
+/// (`key=value` or a bare `debug`) through the one option table in Options.swift.
+public enum ConfigParser {
+    /// The largest config file read; a larger one is refused whole.
+    public static let maxFileSize = 64 * 1024
+
+    /// Applies the text of a config file. Later lines override earlier ones.
+    public static func apply(fileText: String, source: String, to options: inout Options,
+                             allowing allowed: (String) -> Bool = { _ in true }) -> [ConfigIssue] {
+        var issues: [ConfigIssue] = []
+        var lineNumber = 0
+        for rawLine in fileText.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            let line = trimmed(String(rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine))
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let eq = line.firstIndex(of: "=") else {
+                issues.append(ConfigIssue(source: source, line: lineNumber,
+                                          message: "expected `key = value`, found `\(printable(line))`"))
+                continue
+            }
+            let key = trimmed(String(line[..<eq]))
+            let value = trimmed(String(line[line.index(after: eq)...]))
+            if let issue = set(key, value, in: &options, allowed: allowed) {
+                issues.append(ConfigIssue(source: source, line: lineNumber, message: issue))
+            }
+        }
+        return issues
+    }
+
+    /// Applies module arguments. `authsucc` is the module's own mode word and is skipped here.
+    public static func apply(arguments: [String], to options: inout Options,
+                             allowing allowed: (String) -> Bool = { _ in true }) -> [ConfigIssue] {
+        var issues: [ConfigIssue] = []
+        for (i, arg) in arguments.enumerated() {
+            if moduleWords.contains(arg) { continue }
+            let key: String, value: String
+            if let eq = arg.firstIndex(of: "=") {
+                key = String(arg[..<eq])
+                value = String(arg[arg.index(after: eq)...])
+            } else if let spec = Options.spec(for: arg), spec.accepts == "yes or no" {
+                key = arg
+                value = "yes"
+            } else {
+                key = arg
+                value = ""
+            }
+            if let issue = set(key, value, in: &options, allowed: allowed) {
+                issues.append(ConfigIssue(source: "module arguments", line: i + 1, message: issue))
+            }
+        }
+        return issues
+    }
+
+    /// Words the module reads itself and that are not options.
+    static let moduleWords: Set<String> = ["authsucc"]
+
+    /// Sets one option; returns a message when it was not set.
+    static func set(_ key: String, _ value: String, in options: inout Options,
+                    allowed: (String) -> Bool) -> String? {
+        guard let spec = Options.spec(for: key) else {
+            return "unknown option `\(printable(key))`"
+        }
+        guard allowed(key) else {
+            return "option `\(key)` is ignored here (only root's configuration may set it)"
+        }
+        guard spec.apply(&options, value) else {
+            return "`\(key)` must be \(spec.accepts), not `\(printable(value))`; the default is kept"
+        }
+        return nil
+    }
+
+    /// Makes a value safe to put in a log line: control characters become `?`, and it is cut.
+    static func printable(_ s: String) -> String {
+        let cleaned = String(String.UnicodeScalarView(s.unicodeScalars.map {
+            $0.value < 0x20 || $0.value == 0x7f ? "?" : $0
+        }))
+        return cleaned.utf8.count > 80 ? String(cleaned.prefix(77)) + "..." : cleaned
+    }
+}

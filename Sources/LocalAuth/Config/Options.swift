@@ -1,0 +1,183 @@
+/// The one option table: `/etc/security/localauth.conf`, the module arguments, the helper
+/// and `localauthctl` all go through it (ConfigParser.swift). Bad values are reported and
+/// the default is kept; numbers are bounded.
+public struct Options: Equatable, Sendable {
+    public enum PolicyChoice: String, Sendable { case biometrics, owner }
+    public enum OptIn: String, Sendable { case required, optional }
+    public enum PromptMode: String, Sendable { case sequential, concurrent }
+
+    /// `policy`: `owner` (fingerprint, then the password module) or `biometrics`.
+    public var policy: PolicyChoice = .owner
+    /// `max_tries`: failed matches that end one prompt.
+    public var maxTries = 3
+    /// `lockout_threshold`: consecutive failed matches that lock fingerprints out.
+    public var lockoutThreshold = 5
+    /// `scan_timeout`: seconds to wait for a finger on each try.
+    public var scanTimeout = 30.0
+    /// `bus_timeout`: seconds any one D-Bus call may take.
+    public var busTimeout = 2.0
+    /// `reuse_duration`: seconds a fingerprint success on the same terminal is reused.
+    public var reuseDuration = 0.0
+    /// `reason`: the text shown with the prompt; empty means the built-in one.
+    public var reason = ""
+    /// `fallback_title`: how skipping to the password is offered; empty hides the offer.
+    public var fallbackTitle: String? = nil
+    /// `opt_in`: whether a user must turn fingerprint login on first.
+    public var optIn: OptIn = .optional
+    /// `debug`: more log lines.
+    public var debug = false
+    /// `state_dir`: where per-user state lives.
+    public var stateDir = "/var/lib/localauth"
+    /// `dbus_address`: the system bus; other values are for tests and only from root.
+    public var dbusAddress = "unix:path=/run/dbus/system_bus_socket"
+    /// `password_after_reboot`: the password is required once after each boot.
+    public var passwordAfterReboot = true
+    /// `password_after_idle`: hours without any successful authentication (0: off).
+    public var passwordAfterIdleHours = 48.0
+    /// `password_stale`: hours without the password, combined with `fingerprint_stale`.
+    public var passwordStaleHours = 156.0
+    /// `fingerprint_stale`: hours without a fingerprint, combined with `password_stale`.
+    public var fingerprintStaleHours = 4.0
+    /// `prompt`: `sequential` (finger, then password) or `concurrent` (both at once).
+    public var prompt: PromptMode = .sequential
+    /// `lid_path`: a file whose text contains `closed` when the laptop lid is closed.
+    public var lidPath = "/proc/acpi/button/lid/LID0/state"
+    /// `helper`: the helper's path (read by the module only, listed so it is not unknown).
+    public var helper = ""
+    /// `helper_timeout`: seconds the module waits for the helper in all (read by the module).
+    public var helperTimeout = 120.0
+
+    public init() {}
+
+    /// The reuse duration as Apple bounds it.
+    public static let maxReuseDuration = 300.0
+}
+
+/// One row of the option table: its key, what it accepts, and how it sets `Options`.
+struct OptionSpec {
+    let key: String
+    /// A short phrase for errors: "a whole number from 1 to 10".
+    let accepts: String
+    /// Returns false when the value is not accepted; the options are then unchanged.
+    let apply: (inout Options, String) -> Bool
+}
+
+extension OptionSpec {
+    static func int(_ key: String, _ range: ClosedRange<Int>,
+                    _ path: WritableKeyPath<Options, Int>) -> OptionSpec {
+        OptionSpec(key: key, accepts: "a whole number from \(range.lowerBound) to \(range.upperBound)") {
+            guard let n = Int(trimmed($1)), range.contains(n) else { return false }
+            $0[keyPath: path] = n
+            return true
+        }
+    }
+
+    static func seconds(_ key: String, _ range: ClosedRange<Double>,
+                        _ path: WritableKeyPath<Options, Double>) -> OptionSpec {
+        OptionSpec(key: key, accepts: "a number from \(format(range.lowerBound)) to \(format(range.upperBound))") {
+            guard let x = Double(trimmed($1)), x.isFinite, range.contains(x) else { return false }
+            $0[keyPath: path] = x
+            return true
+        }
+    }
+
+    static func bool(_ key: String, _ path: WritableKeyPath<Options, Bool>) -> OptionSpec {
+        OptionSpec(key: key, accepts: "yes or no") {
+            switch trimmed($1).lowercased() {
+            case "yes", "true", "1", "on": $0[keyPath: path] = true
+            case "no", "false", "0", "off": $0[keyPath: path] = false
+            default: return false
+            }
+            return true
+        }
+    }
+
+    static func choice<T: RawRepresentable>(_ key: String, _ path: WritableKeyPath<Options, T>,
+                                            _ all: [T]) -> OptionSpec where T.RawValue == String {
+        OptionSpec(key: key, accepts: all.map(\.rawValue).joined(separator: " or ")) {
+            guard let v = T(rawValue: trimmed($1)) else { return false }
+            $0[keyPath: path] = v
+            return true
+        }
+    }
+
+    /// Text of at most 256 bytes without control characters.
+    static func text(_ key: String, _ path: WritableKeyPath<Options, String>) -> OptionSpec {
+        OptionSpec(key: key, accepts: "text of at most 256 bytes without control characters") {
+            guard isPlainText($1) else { return false }
+            $0[keyPath: path] = $1
+            return true
+        }
+    }
+
+    /// An absolute path without `..` components or control characters.
+    static func path(_ key: String, _ path: WritableKeyPath<Options, String>) -> OptionSpec {
+        OptionSpec(key: key, accepts: "an absolute path") {
+            let v = trimmed($1)
+            guard v.hasPrefix("/"), isPlainText(v), !v.split(separator: "/").contains("..")
+            else { return false }
+            $0[keyPath: path] = v
+            return true
+        }
+    }
+}
+
+extension Options {
+    /// The table. Keys are the same in the config file and in module arguments.
+    static let table: [OptionSpec] = [
+        .choice("policy", \.policy, [PolicyChoice.owner, .biometrics]),
+        .int("max_tries", 1...10, \.maxTries),
+        .int("lockout_threshold", 1...100, \.lockoutThreshold),
+        .seconds("scan_timeout", 1...600, \.scanTimeout),
+        .seconds("bus_timeout", 0.1...30, \.busTimeout),
+        .seconds("reuse_duration", 0...maxReuseDuration, \.reuseDuration),
+        .text("reason", \.reason),
+        OptionSpec(key: "fallback_title", accepts: "text of at most 256 bytes without control characters") {
+            guard isPlainText($1) else { return false }
+            $0.fallbackTitle = $1
+            return true
+        },
+        .choice("opt_in", \.optIn, [OptIn.optional, .required]),
+        .bool("debug", \.debug),
+        .path("state_dir", \.stateDir),
+        OptionSpec(key: "dbus_address", accepts: "a D-Bus address such as unix:path=/run/dbus/system_bus_socket") {
+            let v = trimmed($1)
+            guard v.hasPrefix("unix:"), isPlainText(v) else { return false }
+            $0.dbusAddress = v
+            return true
+        },
+        .bool("password_after_reboot", \.passwordAfterReboot),
+        .seconds("password_after_idle", 0...100_000, \.passwordAfterIdleHours),
+        .seconds("password_stale", 0...100_000, \.passwordStaleHours),
+        .seconds("fingerprint_stale", 0...100_000, \.fingerprintStaleHours),
+        .choice("prompt", \.prompt, [PromptMode.sequential, .concurrent]),
+        .path("lid_path", \.lidPath),
+        .path("helper", \.helper),
+        .seconds("helper_timeout", 1...3600, \.helperTimeout),
+    ]
+
+    /// Keys that change where the product reads or writes, or what it talks to. On the
+    /// unprivileged path they are taken from root's configuration only.
+    public static let privilegedKeys: Set<String> = ["state_dir", "dbus_address", "helper", "lid_path"]
+
+    static func spec(for key: String) -> OptionSpec? {
+        table.first { $0.key == key }
+    }
+
+    public static var allKeys: [String] { table.map(\.key) }
+}
+
+func trimmed(_ s: String) -> String {
+    var chars = Substring(s)
+    while let f = chars.first, f == " " || f == "\t" { chars.removeFirst() }
+    while let l = chars.last, l == " " || l == "\t" { chars.removeLast() }
+    return String(chars)
+}
+
+func isPlainText(_ s: String) -> Bool {
+    s.utf8.count <= 256 && !s.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7f }
+}
+
+private func format(_ x: Double) -> String {
+    x == x.rounded() ? String(Int(x)) : String(x)
+}
