@@ -42,6 +42,8 @@ public struct Options: Equatable, Sendable {
     public var prompt: PromptMode = .sequential
     /// `lid_path`: a file whose text contains `closed` when the laptop lid is closed.
     public var lidPath = "/proc/acpi/button/lid/LID0/state"
+    /// `fprint_dir`: fprintd's print storage, hashed into the domain state when readable.
+    public var fprintDir = "/var/lib/fprint"
     /// `helper`: the helper's path (read by the module only, listed so it is not unknown).
     public var helper = ""
     /// `helper_timeout`: seconds the module waits for the helper in all (read by the module).
@@ -152,13 +154,14 @@ extension Options {
         .seconds("fingerprint_stale", 0...100_000, \.fingerprintStaleHours),
         .choice("prompt", \.prompt, [PromptMode.sequential, .concurrent]),
         .path("lid_path", \.lidPath),
+        .path("fprint_dir", \.fprintDir),
         .path("helper", \.helper),
         .seconds("helper_timeout", 1...3600, \.helperTimeout),
     ]
 
     /// Keys that change where the product reads or writes, or what it talks to. On the
     /// unprivileged path they are taken from root's configuration only.
-    public static let privilegedKeys: Set<String> = ["state_dir", "dbus_address", "helper", "lid_path"]
+    public static let privilegedKeys: Set<String> = ["state_dir", "dbus_address", "helper", "lid_path", "fprint_dir"]
 
     static func spec(for key: String) -> OptionSpec? {
         table.first { $0.key == key }
