@@ -17,10 +17,12 @@ let package = Package(
                        providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
+        // glibc headers outside Swift's Glibc module (shadow.h).
+        .systemLibrary(name: "CLinux"),
 
         // The policy engine: LAContext, LAError, the state machine, the state store, the
         // configuration. Clock, sensor, store and password check are injected.
-        .target(name: "LocalAuth", dependencies: ["CCrypto"],
+        .target(name: "LocalAuth", dependencies: ["CCrypto", "CLinux"],
                 linkerSettings: [.linkedLibrary("m")]),
 
         // The sensor side: fprintd on the system bus through sd-bus.

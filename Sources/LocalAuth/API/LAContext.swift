@@ -1,0 +1,189 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// A context for evaluating authentication policies, after Apple's `LAContext`.
+///
+///     let context = LAContext(environment: env)
+///     var error: LAError?
+///     if context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error) {
+///         context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics,
+///                                localizedReason: "unlock your notes") { success, error in … }
+///     }
+public final class LAContext: @unchecked Sendable {
+    /// The fallback button's title: nil → the default ("Use Password"), `""` → not offered.
+    public var localizedFallbackTitle: String?
+    /// The cancel button's title: nil → the default.
+    public var localizedCancelTitle: String?
+    /// Seconds a fingerprint success on the same terminal is reused (at most 300).
+    public var touchIDAuthenticationAllowableReuseDuration: Double {
+        get { reuseDuration }
+        set { reuseDuration = newValue.isFinite ? min(max(newValue, 0), Options.maxReuseDuration) : 0 }
+    }
+    /// The enrolled set's opaque hash: nil until a preflight or an evaluation succeeded with
+    /// biometrics, nil when nothing is enrolled.
+    public private(set) var evaluatedPolicyDomainState: [UInt8]?
+    /// `.touchID` once a reader was found by a preflight or evaluation.
+    public private(set) var biometryType: LABiometryType = .none
+
+    private var env: LAEnvironment
+    private var reuseDuration: Double
+    /// Set once by `invalidate()`; read from the evaluating thread.
+    private let invalidated = Atomic<Bool>(false)
+    /// Written by `invalidate()` to wake an evaluation waiting for a finger.
+    private let wakePipe: (read: Int32, write: Int32)
+
+    public init(environment: LAEnvironment) {
+        env = environment
+        reuseDuration = min(max(environment.options.reuseDuration, 0), Options.maxReuseDuration)
+        localizedFallbackTitle = environment.options.fallbackTitle
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 {
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC); _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
+        } else {
+            fds = [-1, -1]
+        }
+        wakePipe = (fds[0], fds[1])
+    }
+
+    deinit {
+        if wakePipe.read >= 0 { close(wakePipe.read) }
+        if wakePipe.write >= 0 { close(wakePipe.write) }
+    }
+
+    // MARK: - Preflight
+
+    /// Whether `policy` can be evaluated now. Never prompts and never starts a scan.
+    public func canEvaluatePolicy(_ policy: LAPolicy, error: inout LAError?) -> Bool {
+        switch preflight(policy) {
+        case .success: error = nil; return true
+        case .failure(let e): error = e; return false
+        }
+    }
+
+    /// The same preflight as a Swift result.
+    public func preflight(_ policy: LAPolicy) -> Result<Void, LAError> {
+        if invalidated.load(ordering: .acquiring) {
+            return .failure(LAError(.invalidContext, cause: "the context was invalidated"))
+        }
+        if env.system.hasUsablePassword(env.user) == false {
+            return .failure(LAError(.passcodeNotSet, cause: "the account has no usable password"))
+        }
+        // With a password to fall back on, the owner policy can always be evaluated.
+        if policy == .deviceOwnerAuthentication && env.passwordVerifier != nil { return .success(()) }
+        return biometricPreflight()
+    }
+
+    private func biometricPreflight() -> Result<Void, LAError> {
+        let rules = Rules(options)
+        do {
+            let stored = try env.store.load(env.user)
+            switch rules.refusal(stored, now: env.clock.now(), bootID: env.system.bootID()) {
+            case .error(let e)?: return .failure(e)
+            case .notOptedIn?:
+                return .failure(LAError(.biometryNotAvailable, reason: .disabledByConfiguration,
+                                        cause: "fingerprint login is turned off for this user"))
+            case nil: break
+            }
+            let set = try env.sensor.enrolledSet(for: env.user.value)
+            biometryType = .touchID
+            let domain = try DomainState.compute(set, store: env.store)
+            if let e = rules.enrollmentRefusal(stored.userState, current: domain) { return .failure(e) }
+            evaluatedPolicyDomainState = domain.map { Array($0.utf8) }
+            return .success(())
+        } catch let e as LAError {
+            return .failure(e)
+        } catch {
+            return .failure(LAError(.biometryNotAvailable, cause: "state store: \(error)"))
+        }
+    }
+
+    // MARK: - Evaluation
+
+    /// Evaluates `policy`, blocking the calling thread until it ends.
+    public func evaluate(_ policy: LAPolicy, localizedReason: String)
+        -> Result<EvaluationMachine.Outcome.Method, LAError> {
+        if invalidated.load(ordering: .acquiring) {
+            return .failure(LAError(.invalidContext, cause: "the context was invalidated"))
+        }
+        guard !localizedReason.isEmpty else {
+            return .failure(LAError(.appCancel, reason: .emptyReason,
+                                    cause: "localizedReason must not be empty"))
+        }
+        env.ui?.show(.reason(localizedReason), error: false)
+        switch run(policy) {
+        case .success(let method): return .success(method)
+        case .failure(let e): return .failure(e)
+        case .notOptedIn:
+            return .failure(LAError(.biometryNotAvailable, reason: .disabledByConfiguration,
+                                    cause: "fingerprint login is turned off for this user"))
+        }
+    }
+
+    /// The outcome as the machine gives it, including `.notOptedIn` (for the PAM helper).
+    public func run(_ policy: LAPolicy) -> EvaluationMachine.Outcome {
+        let runner = EvaluationRunner(env: runEnvironment())
+        var machine = EvaluationMachine(
+            policy: policy, rules: Rules(options), now: env.clock.now(), bootID: env.system.bootID(),
+            terminal: env.terminal, passcodeSet: env.system.hasUsablePassword(env.user) != false,
+            canAskPassword: env.passwordVerifier != nil && env.ui != nil,
+            fallbackTitle: localizedFallbackTitle)
+        let outcome = runner.run(&machine)
+        if case .success(let method) = outcome, method != .password {
+            biometryType = .touchID
+            evaluatedPolicyDomainState = runner.domainState.map { Array($0.utf8) }
+        }
+        return outcome
+    }
+
+    /// Apple's form: the reply gets `true` or the error.
+    public func evaluatePolicy(_ policy: LAPolicy, localizedReason: String,
+                               reply: (Bool, LAError?) -> Void) {
+        switch evaluate(policy, localizedReason: localizedReason) {
+        case .success: reply(true, nil)
+        case .failure(let e): reply(false, e)
+        }
+    }
+
+    /// Apple's async form.
+    public func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws(LAError) -> Bool {
+        switch evaluate(policy, localizedReason: localizedReason) {
+        case .success: return true
+        case .failure(let e): throw e
+        }
+    }
+
+    /// Ends an evaluation in flight with `appCancel`; later calls fail with `invalidContext`.
+    public func invalidate() {
+        invalidated.store(true, ordering: .releasing)
+        var byte: UInt8 = 1
+        _ = write(wakePipe.write, &byte, 1)
+    }
+
+    // MARK: - Helpers
+
+    private var options: Options {
+        var o = env.options
+        o.reuseDuration = reuseDuration
+        return o
+    }
+
+    /// The environment with the reuse duration set on this context and the invalidation pipe
+    /// added to what may end a wait.
+    private func runEnvironment() -> LAEnvironment {
+        var e = env
+        e.options = options
+        e.wakeSources.append(InvalidationSource(fd: wakePipe.read))
+        return e
+    }
+}
+
+/// Wakes a waiting evaluation when the context is invalidated.
+private final class InvalidationSource: WakeSource {
+    let fd: Int32
+    init(fd: Int32) { self.fd = fd }
+    func interruption() -> LAError? {
+        LAError(.appCancel, cause: "the context was invalidated during the evaluation")
+    }
+}

@@ -1,0 +1,259 @@
+/// One policy evaluation as a state machine: events in, actions out, no I/O inside.
+/// `EvaluationRunner` performs the actions (talks to the sensor, writes the store, shows
+/// messages) and feeds the results back as events. Every action list ends with at most
+/// one action that produces the next event.
+public struct EvaluationMachine {
+    public enum Outcome: Equatable, Sendable {
+        case success(Method)
+        case failure(LAError)
+        /// The settings switch is required and off: not this module's business.
+        case notOptedIn
+
+        public enum Method: String, Equatable, Sendable { case fingerprint, reused, password }
+    }
+
+    public enum Action: Equatable {
+        // Producing the next event:
+        case loadState
+        case readEnrollment
+        case claimReader
+        case startScan
+        case waitForEvent
+        case recordFailure
+        case recordMatch(domainState: String?)
+        case askPassword
+        case recordPassword
+        // Not producing one:
+        case show(UserMessage, error: Bool)
+        case stopScan
+        case releaseReader
+        case finish(Outcome)
+    }
+
+    public enum Event: Equatable {
+        case start
+        case stateLoaded(StoredState)
+        case enrollmentRead(domainState: String?)
+        case claimed
+        case scanStarted(VerifyStarted)
+        case sensor(SensorEvent)
+        case failureRecorded(UserState)
+        case matchRecorded
+        /// The user or the system ended the wait; the error says who.
+        case interrupted(LAError)
+        case passwordChecked(Bool)
+        case passwordRecorded
+        /// A step of the runner failed (store, sensor call): the evaluation ends with it.
+        case stepFailed(LAError)
+    }
+
+    private enum State {
+        case idle
+        case loading
+        case readingEnrollment(UserState)
+        case claiming(UserState, domain: String?)
+        case starting(Prompt)
+        case scanning(Prompt)
+        case recordingFailure(Prompt)
+        case recordingMatch
+        case askingPassword(after: LAError)
+        case recordingPassword
+        case finished
+    }
+
+    /// What one prompt has used so far.
+    private struct Prompt {
+        var state: UserState
+        var domain: String?
+        var failures = 0
+    }
+
+    public let policy: LAPolicy
+    public let rules: Rules
+    public let now: Timestamp
+    public let bootID: String?
+    public let terminal: String
+    /// False when the account has no usable password: then no fingerprint either.
+    public let passcodeSet: Bool
+    /// Whether a password can be checked here (`deviceOwnerAuthentication` asks for it after
+    /// the fingerprint; without one, the PAM stack's password module takes over).
+    public let canAskPassword: Bool
+    /// Whether the user is offered the password while the reader waits.
+    public let fallbackOffered: Bool
+    public let fallbackTitle: String?
+    private var state: State = .idle
+
+    public init(policy: LAPolicy, rules: Rules, now: Timestamp, bootID: String?, terminal: String,
+                passcodeSet: Bool = true, canAskPassword: Bool, fallbackTitle: String?) {
+        self.passcodeSet = passcodeSet
+        self.policy = policy
+        self.rules = rules
+        self.now = now
+        self.bootID = bootID
+        self.terminal = terminal
+        self.canAskPassword = canAskPassword && policy == .deviceOwnerAuthentication
+        self.fallbackOffered = fallbackTitle != ""
+        self.fallbackTitle = fallbackTitle
+    }
+
+    public var isFinished: Bool {
+        if case .finished = state { return true }
+        return false
+    }
+
+    public mutating func handle(_ event: Event) -> [Action] {
+        switch (state, event) {
+        case (_, .stepFailed(let error)):
+            return end(error, release: isHoldingReader)
+        case (.idle, .start):
+            guard passcodeSet else {
+                state = .finished
+                return [.finish(.failure(LAError(.passcodeNotSet, cause: "the account has no usable password")))]
+            }
+            state = .loading
+            return [.loadState]
+        case (.loading, .stateLoaded(let stored)):
+            return stateLoaded(stored)
+        case (.readingEnrollment(let s), .enrollmentRead(let domain)):
+            if let error = rules.enrollmentRefusal(s, current: domain) {
+                return [.show(.enrollmentChanged(optInRequired: rules.optInRequired), error: true)]
+                    + end(error, release: false)
+            }
+            state = .claiming(s, domain: domain)
+            return [.claimReader]
+        case (.claiming(let s, let domain), .claimed):
+            state = .starting(Prompt(state: s, domain: domain))
+            return [.startScan]
+        case (.starting(let p), .scanStarted(let started)):
+            state = .scanning(p)
+            return promptLines(started, first: p.failures == 0) + [.waitForEvent]
+        case (.scanning(let p), .sensor(let e)):
+            return sensorEvent(e, p)
+        case (.scanning, .interrupted(let error)), (.starting, .interrupted(let error)):
+            return [.stopScan] + end(error, release: true)
+        case (.recordingFailure(let p), .failureRecorded(let s)):
+            return failureRecorded(p, s)
+        case (.recordingMatch, .matchRecorded):
+            state = .finished
+            return [.finish(.success(.fingerprint))]
+        case (.askingPassword(let previous), .passwordChecked(let ok)):
+            guard ok else {
+                state = .finished
+                return [.finish(.failure(LAError(.authenticationFailed, reason: previous.reason,
+                                                 cause: "wrong password")))]
+            }
+            state = .recordingPassword
+            return [.recordPassword]
+        case (.recordingPassword, .passwordRecorded):
+            state = .finished
+            return [.finish(.success(.password))]
+        case (.askingPassword(let previous), .interrupted(let error)):
+            state = .finished
+            return [.finish(.failure(error.code == .userFallback ? previous : error))]
+        default:
+            // An event that cannot happen in this state: our own broken invariant. End the
+            // evaluation as a failure rather than trapping (this runs under sudo's PAM stack).
+            return end(LAError(.invalidContext, cause: "unexpected event \(event) in \(state)"),
+                       release: isHoldingReader)
+        }
+    }
+
+    // MARK: - Steps
+
+    private mutating func stateLoaded(_ stored: StoredState) -> [Action] {
+        switch rules.refusal(stored, now: now, bootID: bootID) {
+        case .notOptedIn?:
+            state = .finished
+            return [.finish(.notOptedIn)]
+        case .error(let error)?:
+            return [.show(refusalMessage(error), error: true)] + end(error, release: false)
+        case nil:
+            let s = stored.userState
+            if rules.canReuse(s, now: now, terminal: terminal) {
+                state = .finished
+                return [.finish(.success(.reused))]
+            }
+            state = .readingEnrollment(s)
+            return [.readEnrollment]
+        }
+    }
+
+    private mutating func sensorEvent(_ e: SensorEvent, _ p: Prompt) -> [Action] {
+        switch e {
+        case .match:
+            state = .recordingMatch
+            return [.show(.matched, error: false), .releaseReader, .recordMatch(domainState: p.domain)]
+        case .noMatch:
+            state = .recordingFailure(p)
+            return [.stopScan, .recordFailure]
+        case .retry(let kind):
+            return [.show(.retry(kind), error: true), .waitForEvent]
+        case .disconnected:
+            return [.show(.readerDisconnected, error: true)]
+                + end(LAError(.biometryDisconnected, cause: "the reader went away during the scan"), release: true)
+        case .failed(let error):
+            return [.stopScan] + end(error, release: true)
+        case .timeout:
+            return [.stopScan, .show(.noFingerDetected, error: true)]
+                + end(LAError(.systemCancel, reason: .scanTimeout, cause: "no finger within the scan timeout"),
+                      release: true)
+        case .woken:
+            // The runner turns wake-ups into `.interrupted` or waits again; seeing one here
+            // means it did neither.
+            return [.stopScan] + end(LAError(.systemCancel, cause: "unhandled wake-up"), release: true)
+        }
+    }
+
+    private mutating func failureRecorded(_ p: Prompt, _ s: UserState) -> [Action] {
+        var prompt = p
+        prompt.failures += 1
+        prompt.state = s
+        if rules.isLockedOut(s) {
+            return [.show(.lockedOut(threshold: rules.lockoutThreshold), error: true)]
+                + end(LAError(.biometryLockout, reason: .failedAttempts(rules.lockoutThreshold),
+                              cause: "\(s.consecutiveFailures) consecutive failed matches"), release: true)
+        }
+        if prompt.failures >= rules.maxTries {
+            return [.show(.triesExhausted, error: true)]
+                + end(LAError(.authenticationFailed, cause: "\(prompt.failures) failed matches"), release: true)
+        }
+        let left = rules.triesLeft(usedInPrompt: prompt.failures, consecutive: s.consecutiveFailures)
+        state = .starting(prompt)
+        return [.show(.notRecognized(triesLeft: left), error: true), .startScan]
+    }
+
+    // MARK: - Helpers
+
+    /// Ends with `error`, or — for `deviceOwnerAuthentication` where a password can be
+    /// checked — goes on to the password.
+    private mutating func end(_ error: LAError, release: Bool) -> [Action] {
+        var actions: [Action] = release ? [.releaseReader] : []
+        if canAskPassword && error.code != .appCancel && error.code != .userCancel
+            && error.code != .invalidContext {
+            state = .askingPassword(after: error)
+            actions.append(.askPassword)
+        } else {
+            state = .finished
+            actions.append(.finish(.failure(error)))
+        }
+        return actions
+    }
+
+    private var isHoldingReader: Bool {
+        switch state {
+        case .starting, .scanning, .recordingFailure: return true
+        default: return false
+        }
+    }
+
+    private func promptLines(_ started: VerifyStarted, first: Bool) -> [Action] {
+        var lines: [Action] = [.show(.placeFinger(finger: started.finger, scanType: started.scanType), error: false)]
+        if first && fallbackOffered { lines.append(.show(.fallbackHint(title: fallbackTitle), error: false)) }
+        return lines
+    }
+
+    private func refusalMessage(_ error: LAError) -> UserMessage {
+        if case .failedAttempts(let n) = error.reason { return .lockedOut(threshold: n) }
+        return .passwordRequired(error.reason)
+    }
+}

@@ -1,0 +1,224 @@
+/// Performs the actions of an `EvaluationMachine` against the injected environment and feeds
+/// the results back, until the machine finishes. All I/O of an evaluation happens here.
+final class EvaluationRunner {
+    private let env: LAEnvironment
+    private let rules: Rules
+    private let scanTimeoutMillis: Int64
+    private var deadline: Int64 = 0
+    private var claimed = false
+    private var scanning = false
+    /// The domain state computed for this evaluation, if the enrolled set was read.
+    private(set) var domainState: String?
+
+    init(env: LAEnvironment) {
+        self.env = env
+        self.rules = Rules(env.options)
+        self.scanTimeoutMillis = Int64(env.options.scanTimeout * 1000)
+    }
+
+    func run(_ machine: inout EvaluationMachine) -> EvaluationMachine.Outcome {
+        var pending = machine.handle(.start)
+        while !pending.isEmpty {
+            let action = pending.removeFirst()
+            if case .finish(let outcome) = action {
+                cleanUp()
+                return outcome
+            }
+            if let event = perform(action) {
+                pending += machine.handle(event)
+            }
+        }
+        // The machine always ends with `.finish`; reaching here is our own bug.
+        cleanUp()
+        return .failure(LAError(.invalidContext, cause: "evaluation ended without an outcome"))
+    }
+
+    /// Performs one action; returns the event it produced, if it produces one.
+    private func perform(_ action: EvaluationMachine.Action) -> EvaluationMachine.Event? {
+        switch action {
+        case .loadState: return loadState()
+        case .readEnrollment: return readEnrollment()
+        case .claimReader: return claim()
+        case .startScan: return startScan()
+        case .waitForEvent: return waitForEvent()
+        case .recordFailure: return recordFailure()
+        case .recordMatch(let domain): return recordMatch(domain)
+        case .askPassword: return askPassword()
+        case .recordPassword: return recordPassword()
+        case .show(let message, let error):
+            env.ui?.show(message, error: error)
+            return nil
+        case .stopScan:
+            if scanning { env.sensor.stopVerify() }
+            scanning = false
+            return nil
+        case .releaseReader:
+            if claimed { env.sensor.release() }
+            claimed = false
+            return nil
+        case .finish:
+            return nil
+        }
+    }
+
+    // MARK: - Steps
+
+    private func loadState() -> EvaluationMachine.Event {
+        do {
+            let stored = try env.store.load(env.user)
+            if case .damaged(let cause) = stored {
+                env.log.log(.error, "state of \(env.user) cannot be trusted: \(cause)")
+            }
+            return .stateLoaded(stored)
+        } catch {
+            return .stepFailed(storeFailure(error))
+        }
+    }
+
+    private func readEnrollment() -> EvaluationMachine.Event {
+        do {
+            let set = try env.sensor.enrolledSet(for: env.user.value)
+            domainState = try DomainState.compute(set, store: env.store)
+            return .enrollmentRead(domainState: domainState)
+        } catch {
+            return .stepFailed(error)
+        }
+    }
+
+    private func claim() -> EvaluationMachine.Event {
+        do {
+            try env.sensor.claim(user: env.user.value)
+            claimed = true
+            return .claimed
+        } catch {
+            if error.reason == .readerBusy { env.ui?.show(.readerBusy, error: true) }
+            return .stepFailed(error)
+        }
+    }
+
+    private func startScan() -> EvaluationMachine.Event {
+        do {
+            let started = try env.sensor.startVerify()
+            scanning = true
+            deadline = MonotonicClock.millis() + scanTimeoutMillis
+            return .scanStarted(started)
+        } catch {
+            return .stepFailed(error)
+        }
+    }
+
+    /// Waits for the sensor; a wake-up from a source either ends the wait or is ignored.
+    private func waitForEvent() -> EvaluationMachine.Event {
+        let fds = env.wakeSources.map(\.fd)
+        while true {
+            let event = env.sensor.nextEvent(deadline: deadline, wakeOn: fds)
+            guard case .woken(let fd) = event else {
+                if event == .noMatch || event == .match { scanning = false }
+                return .sensor(event)
+            }
+            if let source = env.wakeSources.first(where: { $0.fd == fd }),
+               let error = source.interruption() {
+                return .interrupted(error)
+            }
+        }
+    }
+
+    private func recordFailure() -> EvaluationMachine.Event {
+        var damaged: String?
+        do {
+            let s = try env.store.update(env.user) { stored in
+                if case .damaged(let cause) = stored {
+                    damaged = cause  // never overwrite what we cannot read
+                    return nil
+                }
+                return self.rules.afterFailedMatch(stored.userState)
+            }
+            if let damaged {
+                return .stepFailed(LAError(.biometryLockout, reason: .stateUnreadable, cause: damaged))
+            }
+            return .failureRecorded(s)
+        } catch {
+            // A failure that cannot be counted must not allow another try.
+            return .stepFailed(storeFailure(error))
+        }
+    }
+
+    private func recordMatch(_ domain: String?) -> EvaluationMachine.Event {
+        let now = env.clock.now()
+        do {
+            try env.store.update(env.user) { stored in
+                if case .damaged = stored { return nil }
+                return self.rules.afterMatch(stored.userState, now: now, terminal: self.env.terminal,
+                                             domainState: domain)
+            }
+        } catch {
+            // The finger matched; not remembering it only costs a later reuse.
+            env.log.log(.warning, "could not record the match of \(env.user): \(error)")
+        }
+        return .matchRecorded
+    }
+
+    private func askPassword() -> EvaluationMachine.Event {
+        guard let ui = env.ui, let verifier = env.passwordVerifier else {
+            return .interrupted(LAError(.appCancel, cause: "no way to ask for the password"))
+        }
+        guard var password = ui.askPassword(prompt: "Password: ") else {
+            return .interrupted(LAError(.appCancel, cause: "the conversation failed"))
+        }
+        defer { Crypto.wipe(&password) }
+        return .passwordChecked(verifier.verify(user: env.user, password: password))
+    }
+
+    private func recordPassword() -> EvaluationMachine.Event {
+        do {
+            try PasswordRecord.record(env: env, rules: rules, domainState: domainState)
+        } catch {
+            env.log.log(.warning, "could not record the password of \(env.user): \(error)")
+        }
+        return .passwordRecorded
+    }
+
+    // MARK: - Helpers
+
+    private func cleanUp() {
+        if scanning { env.sensor.stopVerify() }
+        if claimed { env.sensor.release() }
+        scanning = false
+        claimed = false
+    }
+
+    private func storeFailure(_ error: StoreError) -> LAError {
+        env.log.log(.error, "state store: \(error)")
+        return LAError(.biometryNotAvailable, cause: "state store: \(error)")
+    }
+}
+
+/// Recording a successful password: clears the lockout and the password preconditions.
+/// Used after `deviceOwnerAuthentication`'s own password and by the module's `authsucc` line.
+public enum PasswordRecord {
+    public static func record(env: LAEnvironment, rules: Rules, domainState: String?) throws(StoreError) {
+        let now = env.clock.now()
+        let boot = env.system.bootID()
+        try env.store.update(env.user) { stored in
+            if case .damaged(let cause) = stored {
+                env.log.log(.notice, "rewriting damaged state of \(env.user) after the password: \(cause)")
+            }
+            return rules.afterPassword(stored.userState, now: now, bootID: boot, domainState: domainState)
+        }
+    }
+}
+
+/// The opaque hash of the enrolled set (Apple's `evaluatedPolicyDomainState`), keyed with
+/// the installation secret so it reveals nothing outside this machine.
+public enum DomainState {
+    public static func compute(_ set: EnrolledSet, store: StateStore) throws(LAError) -> String? {
+        guard !set.fingers.isEmpty else { return nil }
+        let key: [UInt8]
+        do {
+            key = try store.installationSecret()
+        } catch {
+            throw LAError(.biometryNotAvailable, cause: "installation secret: \(error)")
+        }
+        return Crypto.hex(Crypto.hmacSHA256(key: key, set.canonicalBytes))
+    }
+}

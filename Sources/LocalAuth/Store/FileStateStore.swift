@@ -1,0 +1,202 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One file per user in a root-only directory (default `/var/lib/localauth`):
+///
+///     <dir>/                 0700, owned by the store's effective uid
+///     <dir>/<user>.state     0600: the state (StateFileFormat)
+///     <dir>/<user>.lock      0600: held with flock(LOCK_EX) around every read-modify-write
+///     <dir>/<user>.state.damaged   a damaged file moved aside when it is rewritten
+///     <dir>/.secret          0600: the per-installation key of the domain state
+///
+/// Files are opened with O_NOFOLLOW; a symlink, a file owned by someone else or readable
+/// by others is *damaged*, never trusted. Writes go to a temporary file that is fsynced
+/// and renamed over the old one, so a crash leaves either the old or the new state.
+public final class FileStateStore: StateStore {
+    public let directory: String
+    private let owner: uid_t
+
+    public init(directory: String) {
+        self.directory = directory
+        self.owner = geteuid()
+    }
+
+    public func load(_ user: UserName) throws(StoreError) -> StoredState {
+        try checkDirectory()
+        return readState(path(user, ".state"))
+    }
+
+    @discardableResult
+    public func update(_ user: UserName,
+                       _ change: (StoredState) -> UserState?) throws(StoreError) -> UserState {
+        try checkDirectory()
+        let lock = try openLock(path(user, ".lock"))
+        defer { close(lock) }
+        let statePath = path(user, ".state")
+        let current = readState(statePath)
+        guard let next = change(current) else { return current.userState }
+        if case .damaged = current { moveAside(statePath) }
+        try writeAtomically(statePath, StateFileFormat.encode(next))
+        return next
+    }
+
+    public func installationSecret() throws(StoreError) -> [UInt8] {
+        try checkDirectory()
+        let secretPath = directory + "/.secret"
+        let lock = try openLock(directory + "/.secret.lock")
+        defer { close(lock) }
+        if let existing = try readSecret(secretPath) { return existing }
+        guard let fresh = Crypto.randomBytes(32) else {
+            throw .io(path: secretPath, operation: "generate", errno: EIO)
+        }
+        try writeAtomically(secretPath, fresh)
+        return fresh
+    }
+
+    // MARK: - Paths and the directory
+
+    func path(_ user: UserName, _ suffix: String) -> String {
+        directory + "/" + user.value + suffix
+    }
+
+    /// The directory must be ours and closed to others; a missing one is created 0700.
+    func checkDirectory() throws(StoreError) {
+        var st = stat()
+        if lstat(directory, &st) != 0 {
+            guard errno == ENOENT else { throw .io(path: directory, operation: "stat", errno: errno) }
+            guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
+                throw .unsafeDirectory(path: directory, why: "missing and cannot be created: \(errnoText(errno))")
+            }
+            guard lstat(directory, &st) == 0 else { throw .io(path: directory, operation: "stat", errno: errno) }
+        }
+        guard Posix.isDirectory(st) else {
+            throw .unsafeDirectory(path: directory, why: "not a directory (or a symlink)")
+        }
+        guard st.st_uid == owner else {
+            throw .unsafeDirectory(path: directory, why: "owned by uid \(st.st_uid), expected \(owner)")
+        }
+        guard st.st_mode & 0o077 == 0 else {
+            throw .unsafeDirectory(path: directory, why: "mode \(Posix.modeText(st)), expected 0700")
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Reads a state file. Every problem short of "no file" makes it damaged.
+    func readState(_ path: String) -> StoredState {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0 {
+            switch errno {
+            case ENOENT: return .fresh
+            case ELOOP: return .damaged(cause: "\(path) is a symlink")
+            default: return .damaged(cause: "\(path): \(errnoText(errno))")
+            }
+        }
+        defer { close(fd) }
+        if let problem = ownershipProblem(fd, path) { return .damaged(cause: problem) }
+        switch Posix.readAll(fd, limit: StateFileFormat.maxSize) {
+        case .failure(let e): return .damaged(cause: "\(path): \(errnoText(e.code))")
+        case .success(let bytes):
+            switch StateFileFormat.decode(bytes) {
+            case .success(let state): return .state(state)
+            case .failure(let damage): return .damaged(cause: "\(path) is corrupt: \(damage.why)")
+            }
+        }
+    }
+
+    /// Why a file we opened cannot be trusted, or nil.
+    private func ownershipProblem(_ fd: Int32, _ path: String) -> String? {
+        guard let st = Posix.fileStat(fd) else { return "\(path): fstat failed: \(errnoText(errno))" }
+        guard Posix.isRegular(st) else { return "\(path) is not a regular file" }
+        guard st.st_uid == owner else { return "\(path) is owned by uid \(st.st_uid), expected \(owner)" }
+        guard st.st_mode & 0o077 == 0 else { return "\(path) has mode \(Posix.modeText(st)), expected 0600" }
+        return nil
+    }
+
+    private func readSecret(_ path: String) throws(StoreError) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw .io(path: path, operation: "open", errno: errno)
+        }
+        defer { close(fd) }
+        if let problem = ownershipProblem(fd, path) {
+            throw .unsafeDirectory(path: directory, why: problem)
+        }
+        switch Posix.readAll(fd, limit: 64) {
+        case .failure(let e): throw .io(path: path, operation: "read", errno: e.code)
+        case .success(let bytes):
+            guard bytes.count == 32 else {
+                throw .unsafeDirectory(path: directory, why: "\(path) is not a 32-byte secret")
+            }
+            return bytes
+        }
+    }
+
+    // MARK: - Locking and writing
+
+    /// Opens (creating) and exclusively locks a lock file; returns its descriptor.
+    private func openLock(_ path: String) throws(StoreError) -> Int32 {
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
+        guard fd >= 0 else { throw .io(path: path, operation: "open", errno: errno) }
+        if let problem = ownershipProblem(fd, path) {
+            close(fd)
+            throw .unsafeDirectory(path: directory, why: problem)
+        }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                let e = errno
+                close(fd)
+                throw .io(path: path, operation: "lock", errno: e)
+            }
+        }
+        return fd
+    }
+
+    /// temp file → fsync → rename → fsync(directory).
+    private func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(StoreError) {
+        let tmp = path + ".tmp"
+        unlink(tmp)  // a leftover from a crash; we hold the lock, so it is not in use
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .io(path: tmp, operation: "create", errno: errno) }
+        var failure: StoreError?
+        if fchmod(fd, 0o600) != 0 {
+            failure = .io(path: tmp, operation: "chmod", errno: errno)
+        } else if let e = Posix.writeAll(fd, bytes) {
+            failure = .io(path: tmp, operation: "write", errno: e)
+        } else if fsync(fd) != 0 {
+            failure = .io(path: tmp, operation: "fsync", errno: errno)
+        }
+        close(fd)
+        if let failure {
+            unlink(tmp)
+            throw failure
+        }
+        guard rename(tmp, path) == 0 else {
+            let e = errno
+            unlink(tmp)
+            throw .io(path: path, operation: "rename", errno: e)
+        }
+        syncDirectory()
+    }
+
+    private func syncDirectory() {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+
+    /// Keeps a damaged file for inspection instead of losing it; a symlink is only removed
+    /// (its target is never touched).
+    private func moveAside(_ path: String) {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return }
+        if (st.st_mode & S_IFMT) == S_IFLNK {
+            unlink(path)
+        } else {
+            rename(path, path + ".damaged")
+        }
+    }
+}

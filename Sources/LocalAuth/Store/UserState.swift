@@ -1,0 +1,43 @@
+/// What is remembered about one user between authentications.
+public struct UserState: Equatable, Sendable {
+    /// Failed matches since the last match or password, across prompts, services, restarts.
+    public var consecutiveFailures = 0
+    /// The last successful password authentication (the `authsucc` line), if any.
+    public var lastPasswordAt: Timestamp?
+    /// The last fingerprint match, and where (terminal or seat), for the reuse window.
+    public var lastFingerprintAt: Timestamp?
+    public var lastFingerprintTerminal: String?
+    /// The boot during which the password was last entered (Apple: password after restart).
+    public var bootID: String?
+    /// The settings switch: fingerprint login turned on by the user.
+    public var optedIn = false
+    /// The enrolled set's domain state that fingerprints are trusted for (recorded when the
+    /// switch is turned on, or when the password is entered if no switch is required).
+    public var trustedDomainState: String?
+
+    public init() {}
+
+    /// The most recent successful authentication of either kind.
+    public var lastSuccessAt: Timestamp? {
+        switch (lastPasswordAt, lastFingerprintAt) {
+        case let (p?, f?): return max(p, f)
+        case let (p, f): return p ?? f
+        }
+    }
+}
+
+/// A user's state as read from the store.
+public enum StoredState: Equatable, Sendable {
+    /// No file: a user never seen.
+    case fresh
+    case state(UserState)
+    /// The file exists but cannot be trusted (corrupt, truncated, a symlink, wrong owner
+    /// or mode). It never unlocks anything: fingerprints are refused until the password.
+    case damaged(cause: String)
+
+    /// The state to build on: fresh and damaged start from empty.
+    public var userState: UserState {
+        if case .state(let s) = self { return s }
+        return UserState()
+    }
+}
