@@ -1,0 +1,213 @@
+import CSystemd
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything that can go wrong on the bus, as one closed set. Negative sd-bus results are
+/// turned into these by `checked` below and nowhere else.
+enum BusError: Error, Equatable {
+    /// No reply within the bound (ETIMEDOUT): the peer is frozen or overloaded.
+    case timedOut
+    /// The connection is closed, was refused, or was lost (ECONNRESET, ENOTCONN, EPIPE,
+    /// ECONNREFUSED, ENOENT, ESHUTDOWN, ECONNABORTED).
+    case disconnected(errno: Int32)
+    /// The peer (or the bus daemon for it) answered with a D-Bus error.
+    case remote(name: String, message: String)
+    /// Any other failure of a local sd-bus call: which call, and the errno.
+    case local(call: String, errno: Int32)
+    /// A reply did not have the shape fprintd's API promises.
+    case malformed(String)
+
+    /// One line for the log.
+    var summary: String {
+        switch self {
+        case .timedOut: return "no reply within the bus timeout"
+        case .disconnected(let e): return "no bus connection (\(errnoName(e)))"
+        case .remote(let name, let message): return message.isEmpty ? name : "\(name): \(message)"
+        case .local(let call, let e): return "\(call) failed (\(errnoName(e)))"
+        case .malformed(let what): return "unexpected reply: \(what)"
+        }
+    }
+}
+
+private let disconnectErrnos: Set<Int32> = [ECONNRESET, ENOTCONN, EPIPE, ECONNREFUSED, ENOENT,
+                                            ESHUTDOWN, ECONNABORTED]
+
+/// The one place where C results become Swift errors. `r` is an sd-bus return value
+/// (negative errno on failure); `error`, when given, may carry a D-Bus error name.
+@discardableResult
+func checked(_ r: Int32, _ call: String,
+             _ error: UnsafePointer<sd_bus_error>? = nil) throws(BusError) -> Int32 {
+    guard r < 0 else { return r }
+    let e = -r
+    // Timeouts first: sd-bus reports its own timeout with a D-Bus error name too.
+    if e == ETIMEDOUT { throw .timedOut }
+    if disconnectErrnos.contains(e) { throw .disconnected(errno: e) }
+    if let error, sd_bus_error_is_set(error) != 0, let name = error.pointee.name {
+        let message = error.pointee.message.map { String(cString: $0) } ?? ""
+        throw .remote(name: String(cString: name), message: message)
+    }
+    throw .local(call: call, errno: e)
+}
+
+func errnoName(_ e: Int32) -> String {
+    String(cString: strerror(e))
+}
+
+/// One client connection to a bus at a given address, with every call bounded in time.
+/// Never reads the environment: the address is always given.
+final class Bus {
+    private var handle: OpaquePointer?
+    /// The bound for each call and for the connection's own setup, in µs.
+    let timeoutUsec: UInt64
+    /// Match handlers, kept alive for as long as their slots.
+    private var matches: [(slot: OpaquePointer?, box: Unmanaged<MatchBox>)] = []
+
+    /// Connects to `address` as a bus client (Hello). sd_bus_start only starts the
+    /// handshake; the first call completes it, within that call's bound.
+    init(address: String, timeoutSeconds: Double) throws(BusError) {
+        timeoutUsec = UInt64(max(timeoutSeconds, 0.001) * 1_000_000)
+        var bus: OpaquePointer?
+        try checked(sd_bus_new(&bus), "sd_bus_new")
+        handle = bus
+        do {
+            try checked(address.withCString { sd_bus_set_address(bus, $0) }, "sd_bus_set_address")
+            try checked(sd_bus_set_bus_client(bus, 1), "sd_bus_set_bus_client")
+            // Calls made by sd-bus itself (Hello, AddMatch) default to 25 s; bound them too.
+            try checked(sd_bus_set_method_call_timeout(bus, timeoutUsec),
+                        "sd_bus_set_method_call_timeout")
+            try checked(sd_bus_start(bus), "sd_bus_start")
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    var isOpen: Bool { handle.map { sd_bus_is_open($0) > 0 } ?? false }
+
+    /// Drops the connection. Peers see the client vanish (fprintd then drops its claim).
+    func close() {
+        for match in matches {
+            sd_bus_slot_unref(match.slot)
+            match.box.release()
+        }
+        matches = []
+        if let handle { sd_bus_flush_close_unref(handle) }
+        handle = nil
+    }
+
+    private func open() throws(BusError) -> OpaquePointer {
+        guard let handle, sd_bus_is_open(handle) > 0 else { throw .disconnected(errno: ENOTCONN) }
+        return handle
+    }
+
+    /// A new method call message. Auto-start stays allowed: on a real system the bus
+    /// daemon starts fprintd on demand.
+    func methodCall(destination: String, path: String, interface: String,
+                    member: String) throws(BusError) -> Message {
+        let bus = try open()
+        var m: OpaquePointer?
+        let r = destination.withCString { d in
+            path.withCString { p in
+                interface.withCString { i in
+                    member.withCString { sd_bus_message_new_method_call(bus, &m, d, p, i, $0) }
+                }
+            }
+        }
+        try checked(r, "sd_bus_message_new_method_call")
+        guard let m else { throw .local(call: "sd_bus_message_new_method_call", errno: ENOMEM) }
+        return Message(adopting: m)
+    }
+
+    /// Sends `message` and waits for its reply, at most `timeoutUsec`. Signals that arrive
+    /// meanwhile stay queued for `dispatch()`.
+    func call(_ message: Message) throws(BusError) -> Message {
+        let bus = try open()
+        var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
+        defer { sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        try checked(sd_bus_call(bus, message.pointer, timeoutUsec, &error, &reply), "sd_bus_call", &error)
+        guard let reply else { throw .malformed("empty reply") }
+        return Message(adopting: reply)
+    }
+
+    /// Calls `handler` for each message matching `rule` (D-Bus match rule syntax), from
+    /// `dispatch()`. The AddMatch round trip is bounded by the method call timeout.
+    func addMatch(_ rule: String, _ handler: @escaping (Message) -> Void) throws(BusError) {
+        let bus = try open()
+        let box = Unmanaged.passRetained(MatchBox(handler))
+        var slot: OpaquePointer?
+        let r = rule.withCString { sd_bus_add_match(bus, &slot, $0, matchTrampoline, box.toOpaque()) }
+        do {
+            try checked(r, "sd_bus_add_match")
+        } catch {
+            box.release()
+            throw error
+        }
+        matches.append((slot, box))
+    }
+
+    /// Runs the handlers of everything already received, without blocking.
+    /// Throws `.disconnected` once the connection is gone.
+    func dispatch() throws(BusError) {
+        let bus = try open()
+        while try checked(sd_bus_process(bus, nil), "sd_bus_process") > 0 {}
+        // sd_bus_process returns 0 but leaves the bus closed after the last message.
+        _ = try open()
+    }
+
+    /// Sleeps until the bus has input (or its own timer fires), `deadline` (monotonic ms)
+    /// passes, or one of `extra` is readable or hung up. Returns that descriptor, if any.
+    func wait(until deadline: Int64, extra: [Int32]) throws(BusError) -> Int32? {
+        let bus = try open()
+        let fd = try checked(sd_bus_get_fd(bus), "sd_bus_get_fd")
+        let events = try checked(sd_bus_get_events(bus), "sd_bus_get_events")
+        var busDue: UInt64 = 0
+        try checked(sd_bus_get_timeout(bus, &busDue), "sd_bus_get_timeout")
+        var fds = [pollfd(fd: fd, events: Int16(truncatingIfNeeded: events), revents: 0)]
+        fds += extra.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        let n = poll(&fds, nfds_t(fds.count), pollMillis(deadline: deadline, busDueUsec: busDue))
+        if n < 0 {
+            let e = errno
+            if e == EINTR { return nil }  // the caller loops and re-checks its deadline
+            throw .local(call: "poll", errno: e)
+        }
+        return fds.dropFirst().first { $0.revents != 0 }?.fd
+    }
+}
+
+/// Milliseconds to sleep: until `deadline`, or earlier when sd-bus has a timer due
+/// (`busDueUsec` is absolute CLOCK_MONOTONIC µs; UINT64_MAX means none).
+private func pollMillis(deadline: Int64, busDueUsec: UInt64) -> Int32 {
+    let now = MonotonicMicros.now()
+    var wait = max(0, deadline * 1000 - now)
+    if busDueUsec != UInt64.max {
+        wait = min(wait, max(0, Int64(clamping: busDueUsec) - now))
+    }
+    // Round up so a deadline 0.4 ms away does not spin.
+    return Int32(clamping: (wait + 999) / 1000)
+}
+
+enum MonotonicMicros {
+    static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+    }
+}
+
+/// Holds a match handler for the C callback's userdata.
+private final class MatchBox {
+    let handler: (Message) -> Void
+    init(_ handler: @escaping (Message) -> Void) { self.handler = handler }
+}
+
+/// sd-bus calls C function pointers; this one forwards to the boxed Swift handler.
+private let matchTrampoline: sd_bus_message_handler_t = { message, userdata, _ in
+    guard let message, let userdata else { return 0 }
+    let box = Unmanaged<MatchBox>.fromOpaque(userdata).takeUnretainedValue()
+    box.handler(Message(retaining: message))
+    return 0
+}

@@ -1,0 +1,193 @@
+import LocalAuth
+
+/// The fingerprint sensor as fprintd offers it on the system bus.
+///
+/// One bus connection, opened on first use at the given address (the environment is never
+/// read). Every call is bounded by `busTimeout`. When fprintd leaves the bus, the
+/// connection drops, or a call times out, the connection is dropped: fprintd releases the
+/// claim of a client that vanished, and later calls on a frozen fprintd would only time out
+/// again. The next use connects afresh.
+public final class FprintdSensor: FingerprintSensor {
+    private let address: String
+    let busTimeout: Double
+    private let fprintDir: String
+    let log: LogSink
+
+    var bus: Bus?
+    var choice: DeviceChoice?
+    var claimed: Claimed?
+    var session: VerifySession?
+    /// Set by the bus handlers when the session cannot go on; reported by the next call.
+    var lost: LAError?
+    var scanTypes: [String: ScanType] = [:]
+    /// Device paths whose signals are already subscribed on this connection.
+    var subscribed: Set<String> = []
+
+    public init(address: String, busTimeout: Double, fprintDir: String, log: LogSink) {
+        self.address = address
+        self.busTimeout = busTimeout
+        self.fprintDir = fprintDir
+        self.log = log
+    }
+
+    deinit { bus?.close() }
+
+    // MARK: FingerprintSensor
+
+    public func enrolledSet(for user: String) throws(LAError) -> EnrolledSet {
+        let choice = try pickDevice(for: user)
+        let name = try run("Get name") { bus throws(BusError) in
+            try bus.stringProperty(device: choice.path, "name")
+        }
+        let scanType = try self.scanType(of: choice.path)
+        let location = PrintDigest.locateDevice(fprintDir: fprintDir, user: user,
+                                                fingers: choice.fingers)
+        if location == nil { log.log(.debug, "print storage for \(user) not readable; identity from the name") }
+        let material = location.map {
+            PrintDigest.material(fprintDir: fprintDir, user: user, device: $0, fingers: choice.fingers)
+        } ?? []
+        return EnrolledSet(deviceIdentity: location ?? "name=\(name)", deviceName: name,
+                           fingers: choice.fingers, printMaterial: material, scanType: scanType)
+    }
+
+    public func claim(user: String) throws(LAError) {
+        if let claimed, claimed.user == user, lost == nil { return }
+        release()
+        let choice = try (self.choice?.user == user ? self.choice! : pickDevice(for: user))
+        try subscribe(to: choice.path)
+        let reply = try run("Claim", mapping: FprintdErrors.mapClaim) { bus throws(BusError) in
+            try bus.deviceCall(choice.path, "Claim", [user])
+        }
+        claimed = Claimed(user: user, path: choice.path, owner: reply.sender ?? "")
+        lost = nil
+    }
+
+    public func startVerify() throws(LAError) -> VerifyStarted {
+        if let lost { throw lost }
+        guard let claimed else {
+            throw LAError(.biometryNotAvailable, cause: "VerifyStart without a claimed reader")
+        }
+        let scanType = try self.scanType(of: claimed.path)
+        session = VerifySession()
+        let reply: Message
+        do {
+            reply = try run("VerifyStart") { bus throws(BusError) in
+                try bus.deviceCall(claimed.path, "VerifyStart", ["any"])
+            }
+        } catch {
+            session = nil
+            throw error
+        }
+        session?.acceptAfter = reply.cookie
+        awaitFingerSelection()
+        return VerifyStarted(finger: session?.finger ?? "any", scanType: scanType)
+    }
+
+    public func nextEvent(deadline: Int64, wakeOn: [Int32]) -> SensorEvent {
+        guard session != nil else {
+            return .failed(LAError(.biometryNotAvailable, cause: "no verification in progress"))
+        }
+        switch pump(until: deadline, wakeOn: wakeOn, ready: { session?.events.isEmpty == false }) {
+        case .ready: return session?.nextEvent() ?? .timeout
+        case .deadline: return .timeout
+        case .woken(let fd): return .woken(fd)
+        case .lost(let error): return .failed(error)
+        }
+    }
+
+    public func stopVerify() {
+        guard session != nil, let claimed else { return }
+        session = nil
+        do {
+            _ = try run("VerifyStop") { bus throws(BusError) in
+                do throws(BusError) {
+                    try bus.deviceCall(claimed.path, "VerifyStop")
+                } catch .remote(let name, _) where name == Fprintd.ErrorName.noActionInProgress {
+                    // Already over on fprintd's side: nothing to stop.
+                }
+            }
+        } catch {
+            log.log(.notice, "VerifyStop: \(error)")
+        }
+    }
+
+    public func release() {
+        session = nil
+        guard let claimed else { return }
+        self.claimed = nil
+        do {
+            _ = try run("Release") { bus throws(BusError) in try bus.deviceCall(claimed.path, "Release") }
+        } catch {
+            log.log(.notice, "Release: \(error)")
+        }
+    }
+}
+
+// MARK: - Connection and calls
+
+extension FprintdSensor {
+    /// The open connection, connecting first if needed (and watching fprintd's name).
+    private func connection() throws(LAError) -> Bus {
+        if let bus, bus.isOpen { return bus }
+        dropConnection()
+        do {
+            let bus = try Bus(address: address, timeoutSeconds: busTimeout)
+            try bus.addMatch(nameOwnerRule) { [weak self] in self?.nameOwnerChanged($0) }
+            self.bus = bus
+            return bus
+        } catch {
+            log.log(.warning, "cannot connect to the bus at \(address): \(error.summary)")
+            throw LAError(.biometryNotAvailable, cause: "cannot connect to the system bus: \(error.summary)")
+        }
+    }
+
+    /// Runs one exchange with fprintd. A timeout or a lost connection drops the connection
+    /// so that nothing else waits on it; other errors leave it usable.
+    func run<T>(_ call: String, mapping: ((BusError, LogSink) -> LAError)? = nil,
+                        _ body: (Bus) throws(BusError) -> T) throws(LAError) -> T {
+        let bus = try connection()
+        do {
+            return try body(bus)
+        } catch {
+            switch error {
+            case .timedOut, .disconnected: dropConnection()
+            default: break
+            }
+            throw mapping?(error, log) ?? FprintdErrors.map(error, doing: call, log: log)
+        }
+    }
+
+    /// Forgets the connection and everything tied to it.
+    func dropConnection() {
+        bus?.close()
+        bus = nil
+        subscribed = []
+        claimed = nil
+        scanTypes = [:]
+    }
+
+    private func pickDevice(for user: String) throws(LAError) -> DeviceChoice {
+        let paths = try run("GetDevices") { bus throws(BusError) in try bus.getDevices().paths }
+        var readers: [(path: String, fingers: [String])] = []
+        for path in paths {
+            let fingers = try run("ListEnrolledFingers") { bus throws(BusError) in
+                try bus.listEnrolledFingers(device: path, user: user)
+            }
+            readers.append((path, fingers))
+        }
+        let choice = try DeviceChoice.best(for: user, among: readers)
+        self.choice = choice
+        return choice
+    }
+
+    /// `scan-type`, read once per reader and connection.
+    private func scanType(of path: String) throws(LAError) -> ScanType {
+        if let known = scanTypes[path] { return known }
+        let text = try run("Get scan-type") { bus throws(BusError) in
+            try bus.stringProperty(device: path, "scan-type")
+        }
+        let type = ScanType(rawValue: text) ?? .press
+        scanTypes[path] = type
+        return type
+    }
+}

@@ -1,0 +1,125 @@
+import LocalAuth
+
+/// The signals the sensor listens to, and the wait loop that dispatches them.
+extension FprintdSensor {
+    /// fprintd's well-known name changing hands: it exited, crashed, or was restarted.
+    var nameOwnerRule: String {
+        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+            + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Fprintd.service)'"
+    }
+
+    func deviceRule(_ path: String, _ member: String) -> String {
+        "type='signal',sender='\(Fprintd.service)',path='\(path)',"
+            + "interface='\(Fprintd.deviceInterface)',member='\(member)'"
+    }
+
+    enum PumpResult {
+        case ready
+        case deadline
+        case woken(Int32)
+        case lost(LAError)
+    }
+}
+
+extension FprintdSensor {
+    /// Subscribes to a reader's verify signals, once per connection, before VerifyStart is
+    /// ever called on it, so that no status can slip between the call and the match.
+    func subscribe(to path: String) throws(LAError) {
+        guard !subscribed.contains(path) else { return }
+        try run("AddMatch") { bus throws(BusError) in
+            try bus.addMatch(deviceRule(path, "VerifyStatus")) { [weak self] in self?.verifyStatus($0) }
+            try bus.addMatch(deviceRule(path, "VerifyFingerSelected")) { [weak self] in
+                self?.fingerSelected($0)
+            }
+        }
+        subscribed.insert(path)
+    }
+
+    private func verifyStatus(_ message: Message) {
+        guard let claimed, session?.accepts(message, claimed: claimed) == true else { return }
+        do {
+            let result = try message.readString()
+            let done = try message.readBool()
+            log.log(.debug, "VerifyStatus \(result) done=\(done)")
+            if let event = VerifyStatus.event(for: result, done: done, log: log) {
+                session?.receive(event)
+            }
+        } catch {
+            log.log(.warning, "malformed VerifyStatus signal: \(error.summary)")
+        }
+    }
+
+    private func fingerSelected(_ message: Message) {
+        guard let claimed, session?.accepts(message, claimed: claimed) == true else { return }
+        do {
+            session?.finger = try message.readString()
+        } catch {
+            log.log(.warning, "malformed VerifyFingerSelected signal: \(error.summary)")
+        }
+    }
+
+    /// NameOwnerChanged(name, old, new) for fprintd's name. Only the fprintd holding our
+    /// claim matters: its leaving (exit, crash, restart) takes the claim with it.
+    func nameOwnerChanged(_ message: Message) {
+        guard let claimed else { return }
+        do {
+            let name = try message.readString()
+            let old = try message.readString()
+            guard name == Fprintd.service, old == claimed.owner else { return }
+        } catch {
+            log.log(.warning, "malformed NameOwnerChanged signal: \(error.summary)")
+            return
+        }
+        log.log(.warning, "fprintd left the bus while the reader was claimed")
+        loseSession(LAError(.biometryNotAvailable, cause: "fprintd left the bus"))
+    }
+
+    /// Ends the session without talking to fprintd: the claim is already gone with it.
+    func loseSession(_ error: LAError) {
+        lost = error
+        claimed = nil
+    }
+
+    /// fprintd sends VerifyFingerSelected right after VerifyStart's reply, so it is
+    /// normally already on its way; waiting for it (bounded by the bus timeout) lets the
+    /// prompt name the finger. A status arriving first also ends the wait.
+    func awaitFingerSelection() {
+        let deadline = MonotonicClock.millis() + Int64(busTimeout * 1000)
+        let result = pump(until: deadline, wakeOn: []) {
+            session?.finger != nil || session?.events.isEmpty == false
+        }
+        if case .lost(let error) = result {
+            session?.receive(.failed(error))
+        }
+    }
+
+    /// Dispatches bus input until `ready()` holds, `deadline` (monotonic ms) passes, or one
+    /// of `wakeOn` is readable. A lost session or connection wins over everything else.
+    func pump(until deadline: Int64, wakeOn: [Int32], ready: () -> Bool) -> PumpResult {
+        while true {
+            guard let bus, bus.isOpen else { return .lost(connectionLost()) }
+            do {
+                try bus.dispatch()
+            } catch {
+                return .lost(connectionLost())
+            }
+            if let lost { return .lost(lost) }
+            if ready() { return .ready }
+            if MonotonicClock.millis() >= deadline { return .deadline }
+            do {
+                if let fd = try bus.wait(until: deadline, extra: wakeOn) { return .woken(fd) }
+            } catch {
+                return .lost(connectionLost())
+            }
+        }
+    }
+
+    private func connectionLost() -> LAError {
+        if let lost { return lost }
+        log.log(.warning, "the bus connection was lost")
+        let error = LAError(.biometryNotAvailable, cause: "the bus connection was lost")
+        dropConnection()
+        loseSession(error)
+        return error
+    }
+}

@@ -1,0 +1,101 @@
+import CSystemd
+
+/// An sd-bus message with the few append/read helpers fprintd's API needs. sd-bus's
+/// variadic helpers cannot be called from Swift, so each value goes through the basic
+/// (one value) calls.
+final class Message {
+    let pointer: OpaquePointer
+
+    /// Takes over a reference the caller owns (a message sd-bus just created for us).
+    init(adopting pointer: OpaquePointer) { self.pointer = pointer }
+
+    /// Takes a new reference (a message sd-bus lends to a callback).
+    init(retaining pointer: OpaquePointer) {
+        self.pointer = sd_bus_message_ref(pointer)
+    }
+
+    deinit { sd_bus_message_unref(pointer) }
+
+    // MARK: Header fields
+
+    /// The sender's serial. Serials from one connection only grow, so comparing them
+    /// orders a signal against a reply from the same peer.
+    var cookie: UInt64 {
+        var cookie: UInt64 = 0
+        return sd_bus_message_get_cookie(pointer, &cookie) >= 0 ? cookie : 0
+    }
+
+    /// The object path a signal was emitted on.
+    var path: String? {
+        sd_bus_message_get_path(pointer).map { String(cString: $0) }
+    }
+
+    /// The unique name (`:1.42`) of the connection that sent this message.
+    var sender: String? {
+        sd_bus_message_get_sender(pointer).map { String(cString: $0) }
+    }
+
+    // MARK: Appending
+
+    @discardableResult
+    func append(_ value: String) throws(BusError) -> Message {
+        try checked(value.withCString { sd_bus_message_append_basic(pointer, typeString, $0) },
+                    "sd_bus_message_append_basic")
+        return self
+    }
+
+    // MARK: Reading
+
+    func readString() throws(BusError) -> String {
+        var value: UnsafePointer<CChar>?
+        let r = try checked(sd_bus_message_read_basic(pointer, typeString, &value),
+                            "sd_bus_message_read_basic")
+        guard r > 0, let value else { throw .malformed("missing string") }
+        return String(cString: value)
+    }
+
+    func readBool() throws(BusError) -> Bool {
+        var value: Int32 = 0
+        let r = try checked(sd_bus_message_read_basic(pointer, typeBoolean, &value),
+                            "sd_bus_message_read_basic")
+        guard r > 0 else { throw .malformed("missing boolean") }
+        return value != 0
+    }
+
+    /// Reads an array of strings (`as`) or object paths (`ao`).
+    func readArray(of element: CChar) throws(BusError) -> [String] {
+        let contents = String(UnicodeScalar(UInt8(bitPattern: element)))
+        try enter(typeArray, contents)
+        var out: [String] = []
+        while true {
+            var value: UnsafePointer<CChar>?
+            let r = try checked(sd_bus_message_read_basic(pointer, element, &value),
+                                "sd_bus_message_read_basic")
+            guard r > 0, let value else { break }
+            out.append(String(cString: value))
+        }
+        try checked(sd_bus_message_exit_container(pointer), "sd_bus_message_exit_container")
+        return out
+    }
+
+    /// Reads a variant holding one string: the reply of Properties.Get for an `s` property.
+    func readStringVariant() throws(BusError) -> String {
+        try enter(typeVariant, "s")
+        let value = try readString()
+        try checked(sd_bus_message_exit_container(pointer), "sd_bus_message_exit_container")
+        return value
+    }
+
+    private func enter(_ type: CChar, _ contents: String) throws(BusError) {
+        let r = try checked(contents.withCString { sd_bus_message_enter_container(pointer, type, $0) },
+                            "sd_bus_message_enter_container")
+        guard r > 0 else { throw .malformed("expected a container of \(contents)") }
+    }
+}
+
+// D-Bus type codes (sd-bus-protocol.h); the enum is anonymous, so spelled out here.
+let typeString = CChar(UInt8(ascii: "s"))
+let typeObjectPath = CChar(UInt8(ascii: "o"))
+let typeBoolean = CChar(UInt8(ascii: "b"))
+let typeArray = CChar(UInt8(ascii: "a"))
+let typeVariant = CChar(UInt8(ascii: "v"))

@@ -1,0 +1,63 @@
+import LocalAuth
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One line on stdout, flushed at once so a reader on a pipe sees it as it happens.
+func say(_ line: String) {
+    fputs(line + "\n", stdout)
+    fflush(stdout)
+}
+
+/// One line on stderr, prefixed with the program name.
+func warn(_ line: String) {
+    fputs("localauthctl: \(line)\n", stderr)
+}
+
+/// Log lines on stderr: errors only, or everything with LOCALAUTH_DEBUG set.
+final class StderrLog: LogSink {
+    private let minimum: LogLevel = getenv("LOCALAUTH_DEBUG") != nil ? .debug : .error
+    func log(_ level: LogLevel, _ message: String) {
+        if level >= minimum { warn(message) }
+    }
+}
+
+/// The login name of the calling user, from the password database (not $USER).
+func callerLoginName() -> String? {
+    guard let pw = getpwuid(getuid()), let name = pw.pointee.pw_name else { return nil }
+    return String(cString: name)
+}
+
+/// The language for messages, from the usual locale variables.
+func messageLanguage() -> Language {
+    for name in ["LC_ALL", "LC_MESSAGES", "LANG"] {
+        if let value = getenv(name), value.pointee != 0 {
+            return Language(localeIdentifier: String(cString: value))
+        }
+    }
+    return .english
+}
+
+/// The write end of the interrupt pipe, for the signal handler (which cannot capture).
+nonisolated(unsafe) private var interruptWriteEnd: Int32 = -1
+
+/// A descriptor that becomes readable on SIGINT or SIGTERM, so a scan in progress ends
+/// through the normal stop-and-release path. -1 if unavailable.
+func interruptDescriptor() -> Int32 {
+    var fds: [Int32] = [-1, -1]
+    guard pipe(&fds) == 0 else { return -1 }
+    for fd in fds {
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+    }
+    interruptWriteEnd = fds[1]
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = { _ in
+        var byte: UInt8 = 1
+        _ = write(interruptWriteEnd, &byte, 1)  // async-signal-safe; a full pipe is fine
+    }
+    sigemptyset(&action.sa_mask)
+    sigaction(SIGINT, &action, nil)
+    sigaction(SIGTERM, &action, nil)
+    return fds[0]
+}
