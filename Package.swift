@@ -33,6 +33,9 @@ let package = Package(
         .executableTarget(name: "localauthctl",
                           dependencies: ["LocalAuth", "FprintdClient"]),
 
-        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth"]),
+        // Test support: many of these processes hammer one state file at once.
+        .executableTarget(name: "store-hammer", dependencies: ["LocalAuth"],
+                          path: "Tests/Support/store-hammer"),
+        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "store-hammer"]),
     ]
 )

@@ -81,10 +81,14 @@ public struct EvaluationMachine {
     /// Whether the user is offered the password while the reader waits.
     public let fallbackOffered: Bool
     public let fallbackTitle: String?
+    /// False only when the settings switch itself is being changed.
+    public let checkTrust: Bool
     private var state: State = .idle
 
     public init(policy: LAPolicy, rules: Rules, now: Timestamp, bootID: String?, terminal: String,
-                passcodeSet: Bool = true, canAskPassword: Bool, fallbackTitle: String?) {
+                passcodeSet: Bool = true, canAskPassword: Bool, fallbackTitle: String?,
+                checkTrust: Bool = true) {
+        self.checkTrust = checkTrust
         self.passcodeSet = passcodeSet
         self.policy = policy
         self.rules = rules
@@ -115,7 +119,7 @@ public struct EvaluationMachine {
         case (.loading, .stateLoaded(let stored)):
             return stateLoaded(stored)
         case (.readingEnrollment(let s), .enrollmentRead(let domain)):
-            if let error = rules.enrollmentRefusal(s, current: domain) {
+            if checkTrust, let error = rules.enrollmentRefusal(s, current: domain) {
                 return [.show(.enrollmentChanged(optInRequired: rules.optInRequired), error: true)]
                     + end(error, release: false)
             }
@@ -189,7 +193,7 @@ public struct EvaluationMachine {
         case .retry(let kind):
             return [.show(.retry(kind), error: true), .waitForEvent]
         case .disconnected:
-            return [.show(.readerDisconnected, error: true)]
+            return [.stopScan, .show(.readerDisconnected, error: true)]
                 + end(LAError(.biometryDisconnected, cause: "the reader went away during the scan"), release: true)
         case .failed(let error):
             return [.stopScan] + end(error, release: true)

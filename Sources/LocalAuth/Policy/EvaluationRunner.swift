@@ -53,8 +53,7 @@ final class EvaluationRunner {
             scanning = false
             return nil
         case .releaseReader:
-            if claimed { env.sensor.release() }
-            claimed = false
+            cleanUp()  // a scan still running is stopped before the release
             return nil
         case .finish:
             return nil

@@ -1,0 +1,128 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+@testable import LocalAuth
+
+/// LAContext's contract: the reason, invalidation, preflight without scanning.
+@Suite struct ContextTests {
+    @Test func anEmptyReasonIsAnErrorNotACrash() {
+        let h = Harness()
+        h.passwordEntered()
+        let r = h.context().evaluate(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "")
+        #expect(r.error?.reason == .emptyReason)
+        #expect(h.sensor.calls.isEmpty)
+    }
+
+    @Test func theReasonIsShownFirst() {
+        let h = Harness()
+        h.passwordEntered()
+        _ = h.evaluate(events: [.match])
+        #expect(h.ui.shown.first == .reason("run sudo"))
+    }
+
+    @Test func invalidateEndsAnEvaluationInFlightWithAppCancel() async {
+        let h = Harness()
+        h.passwordEntered()
+        h.sensor.events = [.woken(-1)]  // wait until something wakes the sensor
+        let c = h.context()
+        let waiter = Task.detached { c.evaluate(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x") }
+        while !h.sensor.calls.contains("nextEvent") { usleep(1000) }
+        c.invalidate()
+        let r = await waiter.value
+        #expect(r.error?.code == .appCancel)
+        #expect(h.sensor.calls.suffix(2) == ["stopVerify", "release"])
+        // Later calls fail with invalidContext.
+        #expect(c.evaluate(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x").error?.code == .invalidContext)
+        var error: LAError?
+        #expect(!c.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        #expect(error?.code == .invalidContext)
+    }
+
+    @Test func thePreflightNeverStartsAScan() {
+        let h = Harness()
+        h.passwordEntered()
+        var error: LAError?
+        #expect(h.context().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        #expect(error == nil)
+        #expect(h.sensor.calls == ["enrolledSet"])
+        #expect(h.ui.shown.isEmpty)
+    }
+
+    @Test func thePreflightReportsTheSensorsErrors() {
+        let h = Harness()
+        h.passwordEntered()
+        var error: LAError?
+        h.sensor.enrolled = .failure(LAError(.biometryNotEnrolled))
+        #expect(!h.context().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        #expect(error?.code == .biometryNotEnrolled)
+        h.sensor.enrolled = .failure(LAError(.biometryNotAvailable, cause: "no reader"))
+        #expect(!h.context().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        #expect(error?.code == .biometryNotAvailable)
+        // With a password to fall back on, the owner policy stays available.
+        #expect(h.context(passwordVerifier: FixedPassword()).canEvaluatePolicy(.deviceOwnerAuthentication, error: &error))
+    }
+
+    @Test func aBusyReaderIsSaidInOneLineAndEndsAtOnce() {
+        let h = Harness()
+        h.passwordEntered()
+        h.sensor.claimError = LAError(.systemCancel, reason: .readerBusy, cause: "AlreadyInUse")
+        let r = h.evaluate(events: [.match])
+        #expect(r.error?.code == .systemCancel)
+        #expect(h.ui.texts.contains("The fingerprint reader is in use by another session — use your password"))
+        #expect(h.sensor.scansStarted == 0)
+    }
+
+    @Test func aDisconnectedReaderEndsWithBiometryDisconnected() {
+        let h = Harness()
+        h.passwordEntered()
+        let r = h.evaluate(events: [.disconnected])
+        #expect(r.error?.code == .biometryDisconnected)
+        #expect(h.sensor.calls.last == "release")
+        #expect(h.state.consecutiveFailures == 0)
+    }
+
+    @Test func theDaemonLeavingEndsWithItsErrorAndReleases() {
+        let h = Harness()
+        h.passwordEntered()
+        let r = h.evaluate(events: [.failed(LAError(.biometryNotAvailable, cause: "fprintd left the bus"))])
+        #expect(r.error?.code == .biometryNotAvailable)
+        #expect(h.sensor.calls.suffix(2) == ["stopVerify", "release"])
+    }
+
+    @Test func errorCodesKeepApplesRawValues() {
+        let expected: [LAError.Code: Int] = [
+            .authenticationFailed: -1, .userCancel: -2, .userFallback: -3, .systemCancel: -4,
+            .passcodeNotSet: -5, .biometryNotAvailable: -6, .biometryNotEnrolled: -7,
+            .biometryLockout: -8, .appCancel: -9, .invalidContext: -10,
+            .biometryDisconnected: -13, .notInteractive: -1004]
+        #expect(LAError.Code.allCases.count == expected.count)
+        for (code, raw) in expected { #expect(code.rawValue == raw) }
+        #expect(LAPolicy.deviceOwnerAuthenticationWithBiometrics.rawValue == 1)
+        #expect(LAPolicy.deviceOwnerAuthentication.rawValue == 2)
+    }
+
+    @Test func everyErrorIsDescribedInEachLanguage() {
+        for code in LAError.Code.allCases {
+            let texts = Language.allCases.map { LAError(code).localizedDescription($0) }
+            #expect(texts.allSatisfy { !$0.isEmpty })
+            #expect(Set(texts).count == 3, "\(code) has a missing translation")
+        }
+        #expect(LAError(.biometryLockout).localizedDescription(.simplifiedChinese) == "指纹已锁定：请先输入密码。")
+        #expect(LAError(.biometryLockout).localizedDescription(.traditionalChinese) == "指紋已鎖定：請先輸入密碼。")
+    }
+
+    @Test func theLanguageIsPickedFromTheLocale() {
+        #expect(Language(localeIdentifier: "zh_CN.UTF-8") == .simplifiedChinese)
+        #expect(Language(localeIdentifier: "zh_SG") == .simplifiedChinese)
+        #expect(Language(localeIdentifier: "zh_TW.UTF-8") == .traditionalChinese)
+        #expect(Language(localeIdentifier: "zh_HK") == .traditionalChinese)
+        #expect(Language(localeIdentifier: "zh-Hant") == .traditionalChinese)
+        #expect(Language(localeIdentifier: "en_US.UTF-8") == .english)
+        #expect(Language(localeIdentifier: "C") == .english)
+        #expect(Language(localeIdentifier: "") == .english)
+        #expect(UserMessage.lockedOut(threshold: 5).text(.simplifiedChinese) == "连续 5 次失败，指纹已锁定——请输入密码解锁")
+        #expect(UserMessage.placeFinger(finger: "right-index-finger", scanType: .swipe).text(.traditionalChinese)
+                == "請在指紋讀取器上劃動右手食指")
+    }
+}

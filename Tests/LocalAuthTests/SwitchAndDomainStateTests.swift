@@ -1,0 +1,118 @@
+import Testing
+@testable import LocalAuth
+
+/// The seeds' domain-state detection and the settings switch.
+@Suite struct SwitchAndDomainStateTests {
+    static let one = EnrolledSet(deviceIdentity: "virtual_device/0", deviceName: "Virtual reader",
+                                 fingers: ["right-index-finger"], printMaterial: [1])
+
+    @Test func theDomainStateIsNilUntilAPreflightSucceeds() throws {
+        let h = Harness()
+        h.passwordEntered()
+        let c = h.context()
+        #expect(c.evaluatedPolicyDomainState == nil)
+        #expect(c.biometryType == .none)
+        var error: LAError?
+        #expect(c.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        #expect(c.evaluatedPolicyDomainState != nil)
+        #expect(c.biometryType == .touchID)
+    }
+
+    @Test func theDomainStateChangesOnEnrollDeleteAndReEnroll() throws {
+        let h = Harness()
+        func domain(_ set: EnrolledSet) throws -> String? { try DomainState.compute(set, store: h.store) }
+        let base = try domain(Self.one)
+        var added = Self.one
+        added.fingers = ["left-thumb", "right-index-finger"]
+        var reEnrolled = Self.one
+        reEnrolled.printMaterial = [2]
+        var otherReader = Self.one
+        otherReader.deviceIdentity = "virtual_device/1"
+        let none = EnrolledSet(deviceIdentity: "virtual_device/0", deviceName: "", fingers: [])
+
+        #expect(base != nil)
+        #expect(try domain(Self.one) == base)  // stable
+        #expect(try domain(added) != base)
+        #expect(try domain(reEnrolled) != base)
+        #expect(try domain(otherReader) != base)
+        #expect(try domain(none) == nil)  // nothing enrolled
+        // Keyed per installation: another installation's secret gives another value.
+        let other = Harness()
+        #expect(try DomainState.compute(Self.one, store: other.store) != base)
+    }
+
+    @Test func aChangedEnrolledSetIsRefusedUntilThePassword() throws {
+        let h = Harness()
+        h.passwordEntered()
+        #expect(try h.evaluate(events: [.match]).get() == .fingerprint)
+        h.sensor.enrolled = .success(EnrolledSet(deviceIdentity: "virtual_device/0", deviceName: "",
+                                                 fingers: ["left-thumb", "right-index-finger"]))
+        let r = h.evaluate(events: [.match])
+        #expect(r.error?.reason == .enrollmentChanged)
+        #expect(h.ui.texts.contains("Your enrolled fingerprints changed — enter your password to use them again"))
+        #expect(h.sensor.scansStarted == 1)
+        h.passwordEntered()
+        #expect(try h.evaluate(events: [.match]).get() == .fingerprint)
+    }
+
+    @Test func withTheSwitchRequiredTheUserMustTurnItOnWithAMatch() throws {
+        let h = Harness()
+        h.options.optIn = .required
+        h.passwordEntered()
+        let off = h.context().run(.deviceOwnerAuthenticationWithBiometrics)
+        #expect(off == .notOptedIn)
+        #expect(h.sensor.scansStarted == 0)
+
+        // Turning it on needs a live match: a wrong finger leaves it off.
+        h.sensor.events = [.noMatch, .noMatch, .noMatch]
+        #expect(SettingsSwitch.enable(h.environment()).error?.code == .authenticationFailed)
+        #expect(!h.state.optedIn)
+        h.passwordEntered()
+        h.sensor.events = [.match]
+        #expect(throws: Never.self) { try SettingsSwitch.enable(h.environment()).get() }
+        #expect(h.state.optedIn)
+        #expect(h.state.trustedDomainState != nil)
+        #expect(try h.evaluate(events: [.match]).get() == .fingerprint)
+    }
+
+    @Test func withTheSwitchAChangedSetNeedsThePasswordAndTheSwitchAgain() throws {
+        let h = Harness()
+        h.options.optIn = .required
+        h.passwordEntered()
+        h.sensor.events = [.match]
+        try SettingsSwitch.enable(h.environment()).get()
+        h.sensor.enrolled = .success(EnrolledSet(deviceIdentity: "virtual_device/0", deviceName: "",
+                                                 fingers: ["left-thumb", "right-index-finger"]))
+        #expect(h.evaluate(events: [.match]).error?.reason == .enrollmentChanged)
+        #expect(h.ui.texts.contains("Your enrolled fingerprints changed — enter your password, then run `localauthctl enable`"))
+        h.passwordEntered()  // the password alone does not trust the new set when a switch is required
+        #expect(h.evaluate(events: [.match]).error?.reason == .enrollmentChanged)
+
+        // Turning it on again needs the password (the set changed) and a match.
+        h.ui.password = "wrong"
+        h.sensor.events = [.match]
+        #expect(SettingsSwitch.enable(h.environment(passwordVerifier: FixedPassword())).error?.reason == .enrollmentChanged)
+        h.ui.password = "secret"
+        h.sensor.events = [.match]
+        try SettingsSwitch.enable(h.environment(passwordVerifier: FixedPassword())).get()
+        #expect(try h.evaluate(events: [.match]).get() == .fingerprint)
+    }
+
+    @Test func turningItOffNeedsAMatchOrThePassword() throws {
+        let h = Harness()
+        h.options.optIn = .required
+        h.passwordEntered()
+        h.sensor.events = [.match]
+        try SettingsSwitch.enable(h.environment()).get()
+
+        h.ui.password = "wrong"
+        h.sensor.events = [.noMatch, .noMatch, .noMatch]
+        #expect(SettingsSwitch.disable(h.environment(passwordVerifier: FixedPassword())).error != nil)
+        #expect(h.state.optedIn)
+        h.ui.password = "secret"
+        h.sensor.events = [.timeout]
+        try SettingsSwitch.disable(h.environment(passwordVerifier: FixedPassword())).get()
+        #expect(!h.state.optedIn)
+        #expect(h.context().run(.deviceOwnerAuthenticationWithBiometrics) == .notOptedIn)
+    }
+}
