@@ -28,14 +28,17 @@ let package = Package(
         // The sensor side: fprintd on the system bus through sd-bus.
         .target(name: "FprintdClient", dependencies: ["LocalAuth", "CSystemd", "CCrypto"]),
 
+        // The frames between pam_localauth.so and the helper (docs/PROTOCOL.md).
+        .target(name: "LocalAuthProtocol"),
+
         .executableTarget(name: "localauth-helper",
-                          dependencies: ["LocalAuth", "FprintdClient", "CSystemd"]),
+                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CSystemd"]),
         .executableTarget(name: "localauthctl",
                           dependencies: ["LocalAuth", "FprintdClient"]),
 
         // Test support: many of these processes hammer one state file at once.
         .executableTarget(name: "store-hammer", dependencies: ["LocalAuth"],
                           path: "Tests/Support/store-hammer"),
-        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "store-hammer"]),
+        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthProtocol", "store-hammer"]),
     ]
 )

@@ -1,1 +1,45 @@
-print("todo")
+// localauth-helper: started by pam_localauth.so with a fixed environment and two pipes
+// (fd 0: frames from the module, fd 1: frames to it). Runs one evaluation and exits.
+// It never reads the environment; options come from the root-owned config file and the
+// module arguments carried in the request.
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+import LocalAuthProtocol
+
+// Ctrl-C and Ctrl-Z at the terminal reach the whole foreground process group; the module
+// turns Ctrl-C into a cancel frame, so the helper itself must not die or stop on them.
+signal(SIGINT, SIG_IGN)
+signal(SIGQUIT, SIG_IGN)
+signal(SIGTSTP, SIG_IGN)
+signal(SIGPIPE, SIG_IGN)
+
+let channel = FrameChannel(input: 0, output: 1)
+let bootLog = SyslogSink(ident: "localauth-helper")
+
+func finish(_ frame: Frame, log: LogSink) -> Never {
+    if !channel.send(frame) { log.log(.error, "the module went away before the result") }
+    exit(0)
+}
+
+let request: HelperRequest
+do {
+    request = try HelperRequest.parse(try channel.receive())
+} catch {
+    bootLog.log(.error, "bad request: \(error)")
+    finish(HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
+                              cause: "bad request: \(error)"), log: bootLog)
+}
+
+let options = Options.load(arguments: request.arguments, log: bootLog)
+let log: LogSink = options.debug ? SyslogSink(ident: "localauth-helper", minimum: .debug) : bootLog
+
+switch request.mode {
+case .authenticate:
+    let outcome = Authenticate.run(request, options: options, channel: channel, log: log)
+    log.log(.info, "user \(request.user) service \(Presence.printable(request.service)): \(outcome)")
+    finish(HelperResult.frame(outcome), log: log)
+case .authsucc:
+    finish(AuthSucc.run(request, options: options, log: log), log: log)
+}

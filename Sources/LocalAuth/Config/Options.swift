@@ -46,6 +46,9 @@ public struct Options: Equatable, Sendable {
     public var fprintDir = "/var/lib/fprint"
     /// `helper`: the helper's path (read by the module only, listed so it is not unknown).
     public var helper = ""
+    /// `config`: another configuration file, read instead of the default (root's module
+    /// arguments only; applied before the other arguments).
+    public var config = ConfigFile.defaultPath
     /// `helper_timeout`: seconds the module waits for the helper in all (read by the module).
     public var helperTimeout = 120.0
 
@@ -156,12 +159,13 @@ extension Options {
         .path("lid_path", \.lidPath),
         .path("fprint_dir", \.fprintDir),
         .path("helper", \.helper),
+        .path("config", \.config),
         .seconds("helper_timeout", 1...3600, \.helperTimeout),
     ]
 
     /// Keys that change where the product reads or writes, or what it talks to. On the
     /// unprivileged path they are taken from root's configuration only.
-    public static let privilegedKeys: Set<String> = ["state_dir", "dbus_address", "helper", "lid_path", "fprint_dir"]
+    public static let privilegedKeys: Set<String> = ["state_dir", "dbus_address", "helper", "lid_path", "fprint_dir", "config"]
 
     static func spec(for key: String) -> OptionSpec? {
         table.first { $0.key == key }

@@ -1,0 +1,45 @@
+/// `key=value` lines separated by `\n`, the payload of request and result frames.
+public struct KeyValues: Equatable, Sendable {
+    public private(set) var pairs: [(String, String)] = []
+
+    public init() {}
+
+    public init(_ pairs: [(String, String)]) { self.pairs = pairs }
+
+    public static func == (a: KeyValues, b: KeyValues) -> Bool {
+        a.pairs.count == b.pairs.count && zip(a.pairs, b.pairs).allSatisfy { $0 == $1 }
+    }
+
+    public mutating func add(_ key: String, _ value: String) { pairs.append((key, value)) }
+
+    /// The only value of `key`; nil when absent.
+    public func value(_ key: String) -> String? { pairs.first { $0.0 == key }?.1 }
+
+    public func values(_ key: String) -> [String] { pairs.filter { $0.0 == key }.map(\.1) }
+
+    public func count(_ key: String) -> Int { pairs.filter { $0.0 == key }.count }
+
+    /// Values lose any newline (they are one line each by definition).
+    public func encoded() -> [UInt8] {
+        Array(pairs.map { "\($0.0)=\($0.1.filter { $0 != "\n" && $0 != "\0" })" }
+            .joined(separator: "\n").utf8)
+    }
+
+    public enum ParseError: Error, Equatable, Sendable {
+        case notText
+        case lineWithoutEquals(Int)
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws(ParseError) -> KeyValues {
+        guard !bytes.contains(0), let text = String(validating: bytes, as: UTF8.self) else {
+            throw .notText
+        }
+        var kv = KeyValues()
+        if text.isEmpty { return kv }
+        for (i, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            guard let eq = line.firstIndex(of: "=") else { throw .lineWithoutEquals(i + 1) }
+            kv.add(String(line[..<eq]), String(line[line.index(after: eq)...]))
+        }
+        return kv
+    }
+}

@@ -1,0 +1,25 @@
+import LocalAuth
+import LocalAuthProtocol
+
+/// The result frame: the LAError raw value (0 for success, 1 for "not opted in", the
+/// module's PAM_IGNORE), its name, and one line for the log.
+enum HelperResult {
+    static func frame(_ outcome: EvaluationMachine.Outcome) -> Frame {
+        switch outcome {
+        case .success(let method):
+            return frame(code: 0, name: "success", cause: "matched (\(method.rawValue))")
+        case .notOptedIn:
+            return frame(code: 1, name: "notOptedIn", cause: "fingerprint login is off for this user")
+        case .failure(let e):
+            return frame(code: e.code.rawValue, name: e.code.name, cause: e.cause)
+        }
+    }
+
+    static func frame(code: Int, name: String, cause: String) -> Frame {
+        var kv = KeyValues()
+        kv.add("code", String(code))
+        kv.add("name", name)
+        kv.add("cause", String(cause.prefix(512)))
+        return Frame(.result, kv.encoded())
+    }
+}

@@ -1,0 +1,49 @@
+import LocalAuth
+import LocalAuthProtocol
+
+/// The module's request frame (docs/PROTOCOL.md), checked before anything else happens.
+struct HelperRequest {
+    enum Mode: String { case authenticate, authsucc }
+
+    var mode: Mode
+    var user: UserName
+    var service: String
+    var tty: String
+    var rhost: String
+    var silent: Bool
+    var locale: String
+    var callerPID: Int32?
+    var firstLine: Bool
+    var arguments: [String]
+
+    struct Invalid: Error, CustomStringConvertible {
+        let description: String
+        init(_ d: String) { description = d }
+    }
+
+    static func parse(_ frame: Frame) throws(Invalid) -> HelperRequest {
+        guard frame.kind == .request else { throw Invalid("first frame is not a request") }
+        let kv: KeyValues
+        do { kv = try KeyValues.parse(frame.payload) } catch { throw Invalid("request is not key=value text: \(error)") }
+        for key in ["version", "mode", "user", "service", "tty", "rhost", "silent", "locale", "pid", "first_line"]
+        where kv.count(key) > 1 {
+            throw Invalid("request repeats `\(key)`")
+        }
+        guard kv.value("version") == "1" else { throw Invalid("unsupported request version") }
+        guard let mode = kv.value("mode").flatMap(Mode.init(rawValue:)) else { throw Invalid("unknown mode") }
+        let user: UserName
+        do { user = try UserName(kv.value("user") ?? "") } catch { throw Invalid("refused user name: \(error)") }
+        return HelperRequest(
+            mode: mode, user: user, service: kv.value("service") ?? "", tty: kv.value("tty") ?? "",
+            rhost: kv.value("rhost") ?? "", silent: kv.value("silent") == "1",
+            locale: kv.value("locale") ?? "", callerPID: kv.value("pid").flatMap { Int32($0) },
+            firstLine: kv.value("first_line") == "1", arguments: kv.values("arg"))
+    }
+
+    /// PAM_RHOST naming this machine (or unset) is a local login.
+    var isRemote: Bool {
+        !["", "localhost", "127.0.0.1", "::1"].contains(rhost)
+    }
+
+    var language: Language { Language(localeIdentifier: locale) }
+}
