@@ -111,10 +111,9 @@ final class EvaluationRunner {
         let fds = env.wakeSources.map(\.fd)
         while true {
             let event = env.sensor.nextEvent(deadline: deadline, wakeOn: fds)
-            guard case .woken(let fd) = event else {
-                if event == .noMatch || event == .match { scanning = false }
-                return .sensor(event)
-            }
+            // A finished verification still needs VerifyStop before the next one (fprintd
+            // answers AlreadyInUse otherwise), so `scanning` stays set until `.stopScan`.
+            guard case .woken(let fd) = event else { return .sensor(event) }
             if let source = env.wakeSources.first(where: { $0.fd == fd }),
                let error = source.interruption() {
                 return .interrupted(error)
