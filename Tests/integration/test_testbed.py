@@ -35,14 +35,19 @@ def alive(pid: int) -> bool:
 
 
 class Client:
-    """An fprintd client written with dbus-python, as a PAM-side program would use it."""
+    """An fprintd client written with dbus-python, as a PAM-side program would use it.
+    Proxies are made with introspect=False: otherwise dbus-python introspects each object
+    asynchronously when the proxy is made and holds the first call until that finished,
+    which with fprintd frozen means the default 25 s timeout, not the call's own."""
 
     def __init__(self, address: str):
         self.bus = dbus.bus.BusConnection(address, mainloop=DBusGMainLoop())
-        mgr = dbus.Interface(self.bus.get_object(FPRINT, "/net/reactivated/Fprint/Manager"),
+        mgr = dbus.Interface(self.bus.get_object(FPRINT, "/net/reactivated/Fprint/Manager",
+                                                 introspect=False),
                              MANAGER_IFACE)
         self.path = mgr.GetDefaultDevice()
-        self.dev = dbus.Interface(self.bus.get_object(FPRINT, self.path), DEVICE_IFACE)
+        self.dev = dbus.Interface(self.bus.get_object(FPRINT, self.path, introspect=False),
+                                  DEVICE_IFACE)
         self.statuses = []
         self.started = False
         self.done_count = 0
@@ -262,8 +267,11 @@ def test_stop_leaves_no_process_and_no_dir(bed_factory):
     assert set(pids) == {"dbus", "polkit", "fprintd"}
     assert all(alive(p) for p in pids.values())
     d = b.dir
-    b.freeze_fprintd()          # stop() must cope with a frozen fprintd too
+    b.freeze_fprintd()          # stop() must cope with a frozen fprintd and bus too
+    os.kill(pids["dbus"], signal.SIGSTOP)
+    t0 = time.monotonic()
     b.stop()
+    assert time.monotonic() - t0 < 3
     assert not any(alive(p) for p in pids.values())
     assert not d.exists()
     b.stop()                    # idempotent
@@ -296,6 +304,10 @@ def test_polkit_deny_refuses_claim(bed_factory):
     with pytest.raises(DBusCallError) as exc:
         b.list(USER)   # needs the verify action too
     assert exc.value.name == ERR + "PermissionDenied"
+    t0 = time.monotonic()
+    with pytest.raises(BedError, match="fprintd-enroll exited"):
+        b.enroll(USER)
+    assert time.monotonic() - t0 < 3
 
 
 def test_polkit_allow_mock(bed_factory):

@@ -278,6 +278,7 @@ class Reader:
         self._seq = itertools.count(1)
         self._inject_lock = threading.RLock()
         self._arm_after = 0          # seq after which a re-arm event is required (0: none)
+        self.last_injected: Optional[Event] = None   # result of the last inject()
         self._ctx: Optional[GLib.MainContext] = None
         self._loop: Optional[GLib.MainLoop] = None
         self._conn: Optional[Gio.DBusConnection] = None
@@ -447,10 +448,15 @@ class Reader:
                 return False
         return self.finger_needed()
 
-    def wait_armed(self, timeout: float = 10.0) -> None:
-        """Wait until the reader waits for a finger that no earlier injection has fed."""
+    def wait_armed(self, timeout: float = 10.0,
+                   give_up: Optional[Callable[[], Optional[str]]] = None) -> None:
+        """Wait until the reader waits for a finger that no earlier injection has fed.
+        ``give_up`` is polled meanwhile; a string it returns is raised as BedError."""
         deadline = time.monotonic() + timeout
         while not self._armed():
+            reason = give_up() if give_up is not None else None
+            if reason:
+                raise BedError(reason)
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"the reader did not wait for a finger within "
@@ -458,15 +464,15 @@ class Reader:
             with self._cv:           # woken by any signal, else poll every 20 ms
                 self._cv.wait(min(left, 0.02))
 
-    def inject(self, command: str, timeout: float = 10.0,
-               wait_result: bool = True) -> Optional[str]:
+    def inject(self, command: str, timeout: float = 10.0, wait_result: bool = True,
+               give_up: Optional[Callable[[], Optional[str]]] = None) -> Optional[str]:
         """Wait until the reader waits for a finger, send ``command`` (``SCAN id``,
         ``RETRY n``, ``ERROR n``), and return the result signal it caused
         (``verify-match``, ``enroll-stage-passed``, ...), or None if
         ``wait_result`` is false. Raises TimeoutError if any step takes longer than
         ``timeout``."""
         with self._inject_lock:
-            self.wait_armed(timeout)
+            self.wait_armed(timeout, give_up)
             before = self.mark()
             self.send(command, timeout)
             self._arm_after = before
@@ -476,6 +482,7 @@ class Reader:
             # A final result (done) needs a new arm after it; a non-final one (retry,
             # enroll stage) is itself the re-arm: the action goes on.
             self._arm_after = ev.seq if ev.args[1] else ev.seq - 1
+            self.last_injected = ev
             return ev.args[0]
 
     def inject_sequence(self, commands: Iterable[str], timeout: float = 10.0) -> list:
@@ -676,19 +683,28 @@ class BedClient:
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
         results = []
+
+        def exited() -> Optional[str]:
+            if proc.poll() is not None:
+                return f"fprintd-enroll exited with {proc.returncode}"
+            return None
+
         try:
             while True:
-                result = self.reader.scan(print_id, timeout)
-                results.append(result)
-                last = self.reader.last_result()
-                if last is not None and last.args[1]:   # done
+                results.append(self.reader.inject(f"SCAN {print_id}", timeout,
+                                                  give_up=exited))
+                if self.reader.last_injected.args[1]:   # done
                     break
             out, _ = proc.communicate(timeout=timeout)
-        except BaseException:
+        except Exception as exc:
             proc.kill()
             out, _ = proc.communicate()
-            raise BedError(f"enrollment of {user}/{finger} failed: {results} "
-                           f"{out.decode(errors='replace')}")
+            raise BedError(f"enrollment of {user}/{finger} failed ({exc}): {results} "
+                           f"{out.decode(errors='replace')}") from exc
+        except BaseException:
+            proc.kill()
+            proc.communicate()
+            raise
         if results[-1] != "enroll-completed" or proc.returncode != 0:
             raise BedError(f"enrollment of {user}/{finger} failed: {results} "
                            f"rc={proc.returncode} {out.decode(errors='replace')}")
@@ -946,8 +962,10 @@ class Bed(BedClient):
         if self._stopped:
             return
         self._stopped = True
-        self.close()
+        # Daemons first (a frozen bus would make closing our connections hang), then
+        # our connections and the watcher thread.
         _terminate(list(self._procs.values()))
+        self.close()
         _live_beds.discard(self)
         if self.dir is not None and not self.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
