@@ -6,7 +6,8 @@
   gets its own.
 * ``bed_factory(**kwargs)``: more beds or other modes, e.g. ``bed_factory(reader=False)``,
   ``bed_factory(polkit="deny")``, ``bed_factory(fprintd=False)``; all stopped at teardown.
-* ``enrolled_bed``: ``bed`` with USER's right-index-finger enrolled as print ``f1``.
+* ``enrolled_bed``: ``bed`` with testbed.DEFAULT_USER's right-index-finger enrolled as
+  print ``f1``.
 
 When a test fails, the tail of its bed's fprintd log is printed with the failure
 ("Captured stdout teardown"). SIGTERM to pytest raises KeyboardInterrupt, so fixtures and
@@ -22,9 +23,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from testbed import Bed  # noqa: E402
-
-USER = "localauth-bed-user"  # fprintd (called by root) takes any user name
+from testbed import DEFAULT_USER as USER, Bed  # noqa: E402
 
 
 def _raise_interrupt(signum, frame):

@@ -6,7 +6,6 @@ Run: cd /work/main && /usr/bin/python3 -m pytest -q Tests/integration/test_testb
 import os
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -16,8 +15,7 @@ import pytest
 from dbus.mainloop.glib import DBusGMainLoop
 from gi.repository import GLib
 
-from conftest import USER
-from testbed import CLI, PYTHON, BedError, DBusCallError
+from testbed import CLI, DEFAULT_USER as USER, PYTHON, BedError, DBusCallError
 
 FPRINT = "net.reactivated.Fprint"
 DEVICE_IFACE = "net.reactivated.Fprint.Device"

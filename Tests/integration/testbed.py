@@ -24,9 +24,10 @@ What runs (all started by this module, every PID recorded, only those PIDs stopp
   ``fprintd=False``: no fprintd (the name ``net.reactivated.Fprint`` has no owner).
 
 Daemons are started from one long-lived thread with PR_SET_PDEATHSIG=SIGKILL, so even if
-the Python process is killed outright they do not outlive it. ``stop()`` runs from
-``__exit__`` and from ``atexit``; it thaws fprintd, sends SIGTERM to exactly the recorded
-PIDs, SIGKILL after 2 s, reaps them and removes DIR (``keep=True`` or
+the Python process is killed outright they do not outlive it (polkitd loses that setting
+when it changes user, but exits when the bus goes). ``stop()`` runs from
+``__exit__`` and from ``atexit``; it sends SIGCONT (a frozen daemon cannot die) and SIGTERM
+to exactly the recorded PIDs, SIGKILL after 2 s, reaps them and removes DIR (``keep=True`` or
 ``LOCALAUTH_BED_KEEP=1`` keeps DIR, logs included: DIR/logs/*.log, fprintd with
 ``G_MESSAGES_DEBUG=all``).
 
@@ -45,8 +46,8 @@ re-invent it):
    stays but ``connect`` is refused. ``send()`` retries on ENOENT/ECONNREFUSED.
 2. One command per connection, and the listener keeps only the newest connection: a second
    connection that arrives before the first was read silently drops the first command
-   ("Error on old connection, ignoring" in the fprintd log). Writing ``RETRY 0`` and
-   ``SCAN f1`` back to back loses one of them now and then. ``send()`` therefore waits for
+   ("Error on old connection, ignoring" in the fprintd log); three commands written back
+   to back were seen to lose the first. ``send()`` therefore waits for
    the device to close the connection (EOF), which it does right after it has queued and
    processed the command; only then is the next command sent. No newline: the bytes are
    the command.
@@ -57,9 +58,9 @@ re-invent it):
    reader waits: wait for ``finger-needed`` true.
 4. ``finger-needed`` alone cannot tell two arms apart: after ``verify-retry-scan`` it goes
    false and true again within a millisecond, and after ``verify-no-match`` (done) it stays
-   false until the client calls VerifyStart again. Polling can miss the blip, and the
-   property's PropertiesChanged signals are coalesced by fprintd when a value flips back
-   within one main-loop turn. What works every time (``inject()``): record the signals of
+   false until the client calls VerifyStart again. Polling can miss the blip, and
+   fprintd's (gdbus-codegen) skeleton emits PropertiesChanged from an idle callback and
+   drops a change that flipped back before it ran. What works every time (``inject()``): record the signals of
    the device path (a watcher thread with its own bus connection and GLib main context);
    after each command wait for its result signal (VerifyStatus or EnrollStatus); before the
    next command wait until, *after that result*, the reader was re-armed -- the result
@@ -82,6 +83,12 @@ re-invent it):
    Connecting to the reader's socket still succeeds (kernel backlog), so a command sent
    while frozen is acknowledged only after ``thaw_fprintd()``. A restarted fprintd serves
    the same device path and state directory; its first Claim re-creates the socket.
+9. dbus-python proxies introspect their object asynchronously when made, and the first
+   call waits for that: with fprintd frozen it then takes the default 25 s instead of the
+   call's timeout. Make proxies with ``introspect=False`` in tests.
+10. Print files are named by finger *number* (libfprint's FpFinger, left-thumb 1 ...
+    right-index-finger 7 ... right-little-finger 10): ``print_file(user, finger)``.
+    fprintd (called by root) accepts any user name, existing or not.
 
 pypamtest holds the GIL for a whole PAM transaction, which starves threads in the same
 process (including this module's watcher): inject from another process with
@@ -93,7 +100,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
-import errno
 import itertools
 import os
 import queue
@@ -123,6 +129,7 @@ DEVICE_IFACE = "net.reactivated.Fprint.Device"
 PROPS_IFACE = "org.freedesktop.DBus.Properties"
 POLKIT_NAME = "org.freedesktop.PolicyKit1"
 DEFAULT_DEVICE = "/net/reactivated/Fprint/Device/0"
+DEFAULT_USER = "localauth-bed-user"   # fprintd (called by root) takes any user name
 
 # fprintd's finger names; a print is stored in a file named by the finger's number
 # (libfprint's FpFinger: left-thumb 1 ... right-index-finger 7 ... right-little-finger 10).
