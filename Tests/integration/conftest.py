@@ -1,8 +1,8 @@
 """pytest fixtures for localauth's integration tests (run with /usr/bin/python3 -m pytest).
 
 * ``bed``: a fresh Bed per test (private system bus, real polkitd, real fprintd -t with the
-  virtual reader, empty state directory). Starting one takes ~0.06 s and stopping one
-  ~0.015 s on the 2-core CI machine (see testbed.py for the measurement), so every test
+  virtual reader, empty state directory). Starting one takes 0.04-0.06 s and stopping one
+  0.004-0.015 s (medians) on the 2-core CI machine (see testbed.py for the measurement), so every test
   gets its own.
 * ``bed_factory(**kwargs)``: more beds or other modes, e.g. ``bed_factory(reader=False)``,
   ``bed_factory(polkit="deny")``, ``bed_factory(fprintd=False)``; all stopped at teardown.

@@ -32,10 +32,10 @@ to exactly the recorded PIDs, SIGKILL after 2 s, reaps them and removes DIR (``k
 ``G_MESSAGES_DEBUG=all``).
 
 Timing, measured on the 2-core Debian 12 machine (``/usr/bin/python3 testbed.py --measure``,
-20 runs each): start with the real polkitd 0.058 s median (0.069 s max: dbus-daemon, then
-polkitd and fprintd in parallel until both own their names and GetDevices lists the
-reader), ``polkit="deny"`` 0.10 s (dbusmock is a Python process); stop 0.015 s median
-(0.022 s max). ``enroll()`` takes ~0.03 s.
+20 runs each, two sessions): start with the real polkitd 0.04-0.06 s median, 0.07 s max
+(dbus-daemon, then polkitd and fprintd in parallel until both own their names and
+GetDevices lists the reader); ``polkit="deny"`` 0.09-0.10 s (dbusmock is a Python
+process); stop 0.004-0.015 s median, 0.04 s max. ``enroll()`` takes 0.026 s median.
 
 The virtual reader, and how to feed it reliably (all of it observed against fprintd 1.94.2
 and libfprint 1.94.5; each point is handled here, the PAM and sensor tests must not
