@@ -1,0 +1,31 @@
+/*
+ * The module arguments the module itself acts on. The helper owns the full option table
+ * (Sources/LocalAuth/Config): every argument, these included, is forwarded to it verbatim.
+ * Built per call on the stack, never kept in globals, so nothing leaks between handles.
+ */
+#ifndef LA_ARGS_H
+#define LA_ARGS_H
+
+#include <stdbool.h>
+
+#include <security/pam_modules.h>
+
+enum {
+    LA_HELPER_TIMEOUT_DEFAULT_MS = 120 * 1000,
+    LA_HELPER_TIMEOUT_MIN_MS = 1 * 1000,
+    LA_HELPER_TIMEOUT_MAX_MS = 3600 * 1000,
+};
+
+struct la_args {
+    bool authsucc;           /* the line after the password module (DESIGN.md §3) */
+    bool debug;              /* more log lines */
+    const char *helper_path; /* compiled-in path, or `helper=` when the caller is root */
+    long helper_timeout_ms;  /* `helper_timeout=SECONDS`: time waiting on the helper, in all */
+    int argc;                /* every argument, for `arg=` request lines */
+    const char **argv;
+};
+
+/* Fills *out from the arguments. Bad values are logged and the default is kept. */
+void la_args_parse(pam_handle_t *pamh, int argc, const char **argv, struct la_args *out);
+
+#endif

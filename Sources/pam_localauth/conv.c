@@ -1,0 +1,66 @@
+/* Conversation relay; see conv.h. */
+#include "conv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <security/pam_ext.h>
+
+/* Frame payloads carry no NUL (the decoder checks), so a copy with one added is the text. */
+static void la_conv_text(const struct la_frame *f, char out[LA_FRAME_MAX])
+{
+    memcpy(out, f->payload, f->payload_len);
+    out[f->payload_len] = '\0';
+}
+
+void la_conv_show(struct la_relay *r, const struct la_frame *f)
+{
+    if (r->silent)
+        return;
+    char text[LA_FRAME_MAX];
+    la_conv_text(f, text);
+    int style = f->type == 'E' ? PAM_ERROR_MSG : PAM_TEXT_INFO;
+    pam_prompt(r->pamh, style, NULL, "%s", text);
+}
+
+/* Asks the application; NULL when its conversation failed or gave no answer. */
+static char *la_conv_ask(struct la_relay *r, const struct la_frame *f)
+{
+    char text[LA_FRAME_MAX];
+    char *answer = NULL;
+    la_conv_text(f, text);
+    int style = f->type == 'P' ? PAM_PROMPT_ECHO_OFF : PAM_PROMPT_ECHO_ON;
+    if (pam_prompt(r->pamh, style, &answer, "%s", text) != PAM_SUCCESS || answer == NULL) {
+        free(answer);
+        return NULL;
+    }
+    return answer;
+}
+
+static void la_conv_forget(char *answer)
+{
+    if (answer == NULL)
+        return;
+    explicit_bzero(answer, strlen(answer));
+    free(answer);
+}
+
+bool la_conv_prompt(struct la_relay *r, const struct la_frame *f, char *why, size_t cap)
+{
+    char *answer = la_conv_ask(r, f);
+    /* An answer that cannot travel as one frame (too long, not UTF-8) counts as no answer:
+     * the helper must not get a cut or altered secret. */
+    size_t len = answer ? strlen(answer) : 0;
+    if (answer != NULL && (len > LA_FRAME_MAX - 1
+                           || !la_utf8_valid((const uint8_t *)answer, len))) {
+        la_conv_forget(answer);
+        answer = NULL;
+    }
+    if (answer == NULL)
+        r->conv_failed = true;
+    bool sent = answer
+        ? la_helper_send(r->helper, 'A', answer, len, r->budget_ms, why, cap)
+        : la_helper_send(r->helper, 'N', NULL, 0, r->budget_ms, why, cap);
+    la_conv_forget(answer);
+    return sent;
+}

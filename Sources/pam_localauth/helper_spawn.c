@@ -1,0 +1,337 @@
+/* The helper process; see helper_spawn.h. */
+#include "helper_spawn.h"
+
+#include "frame.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The helper's whole environment: nothing of the caller's (LD_*, locale, bus address, ...)
+ * reaches a process that runs as root on behalf of an unprivileged user. */
+static char *const la_helper_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+
+int64_t la_clock_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool la_helper_path_trusted(const char *path, char *why, size_t cap)
+{
+    struct stat st;
+    if (path[0] != '/') {
+        snprintf(why, cap, "helper %s refused: not an absolute path", path);
+        return false;
+    }
+    if (stat(path, &st) != 0) {
+        snprintf(why, cap, "helper %s refused: %s", path, strerror(errno));
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, cap, "helper %s refused: not a regular file", path);
+        return false;
+    }
+    if (st.st_uid != 0) {
+        snprintf(why, cap, "helper %s refused: owned by uid %u, not root", path,
+                 (unsigned)st.st_uid);
+        return false;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(why, cap, "helper %s refused: writable by group or others", path);
+        return false;
+    }
+    return true;
+}
+
+/* --- in the child, between fork and execve: async-signal-safe calls only --- */
+
+/* The host may have closed fd 0, 1 or 2, so a pipe can sit exactly where it must go; lift
+ * each above 2 first so that dup2 never meets itself (and so clears close-on-exec). */
+static int la_child_lift(int fd)
+{
+    return fcntl(fd, F_DUPFD, 3);
+}
+
+static void la_child_close_from_3(int max_fd)
+{
+    if (close_range(3, ~0U, 0) == 0)
+        return;
+    for (int fd = 3; fd < max_fd; fd++)
+        close(fd);
+}
+
+/* Dispositions the host set (ignored SIGPIPE, SIGINT, ...) and its signal mask would
+ * survive execve; the helper starts from defaults. */
+static void la_child_reset_signals(void)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++)
+        sigaction(sig, &dfl, NULL); /* fails harmlessly for SIGKILL, SIGSTOP, reserved */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Under setuid sudo ruid != euid; the helper gets one identity, the effective one, so it
+ * is not in the kernel's and libraries' "secure mode" halfway. Supplementary groups are
+ * the invoking user's; a root helper drops them. */
+static bool la_child_one_identity(void)
+{
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    if (uid == 0 && setgroups(0, NULL) != 0)
+        return false;
+    return setresgid(gid, gid, gid) == 0 && setresuid(uid, uid, uid) == 0;
+}
+
+static _Noreturn void la_child_exec(const char *path, int in, int out, int err, int max_fd)
+{
+    in = la_child_lift(in);
+    out = la_child_lift(out);
+    err = la_child_lift(err);
+    if (in < 0 || out < 0 || err < 0)
+        _exit(127);
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+        _exit(127);
+    la_child_close_from_3(max_fd);
+    la_child_reset_signals();
+    /* Its own session: a Ctrl-C on the terminal reaches the module (which sends `C`), not
+     * the helper, and the helper cannot open the caller's terminal. */
+    if (setsid() < 0 || !la_child_one_identity() || chdir("/") != 0)
+        _exit(127);
+    umask(022);
+    char *const argv[] = { (char *)path, NULL };
+    execve(path, argv, la_helper_env);
+    _exit(127);
+}
+
+/* --- in the module --- */
+
+static void la_close(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+/* Where the fallback close loop in the child stops; computed here because sysconf is
+ * not async-signal-safe. */
+static int la_max_fd(void)
+{
+    long n = sysconf(_SC_OPEN_MAX);
+    if (n < 1024)
+        return 1024;
+    return n > (1 << 20) ? (1 << 20) : (int)n;
+}
+
+/* A host that set SIGCHLD to SIG_IGN would have the kernel reap the helper for it and
+ * make waitpid fail; a host handler could reap it first. Default while the helper lives.
+ * A disposition that is already the default is left alone, so that nothing about it,
+ * not even its flags, differs afterwards. */
+static void la_sigchld_default(struct la_helper *h)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    h->sigchld_changed = false;
+    if (sigaction(SIGCHLD, NULL, &h->old_sigchld) != 0)
+        return;
+    if (!(h->old_sigchld.sa_flags & SA_SIGINFO) && h->old_sigchld.sa_handler == SIG_DFL)
+        return;
+    h->sigchld_changed = sigaction(SIGCHLD, &dfl, NULL) == 0;
+}
+
+static void la_sigchld_restore(struct la_helper *h)
+{
+    if (h->sigchld_changed)
+        sigaction(SIGCHLD, &h->old_sigchld, NULL);
+    h->sigchld_changed = false;
+}
+
+static bool la_open_fds(int req[2], int resp[2], int *devnull)
+{
+    if (pipe2(req, O_CLOEXEC) != 0)
+        return false;
+    if (pipe2(resp, O_CLOEXEC) != 0)
+        return false;
+    *devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (*devnull < 0)
+        return false;
+    /* Our write end only: a helper that stops reading must not block us past the timeout. */
+    int flags = fcntl(req[1], F_GETFL);
+    return flags >= 0 && fcntl(req[1], F_SETFL, flags | O_NONBLOCK) == 0;
+}
+
+bool la_helper_start(struct la_helper *h, const char *path, char *why, size_t cap)
+{
+    int req[2] = { -1, -1 }, resp[2] = { -1, -1 }, devnull = -1;
+    h->pid = -1;
+    h->to_helper = h->from_helper = -1;
+    h->gone = false;
+
+    if (!la_open_fds(req, resp, &devnull)) {
+        snprintf(why, cap, "could not create pipes for the helper: %s", strerror(errno));
+        goto fail;
+    }
+    int max_fd = la_max_fd();
+    la_sigchld_default(h);
+    pid_t pid = fork();
+    if (pid == 0)
+        la_child_exec(path, req[0], resp[1], devnull, max_fd);
+    if (pid < 0) {
+        snprintf(why, cap, "could not start the helper: %s", strerror(errno));
+        la_sigchld_restore(h);
+        goto fail;
+    }
+    h->pid = pid;
+    h->to_helper = req[1];
+    h->from_helper = resp[0];
+    la_close(&req[0]);
+    la_close(&resp[1]);
+    la_close(&devnull);
+    return true;
+
+fail:
+    la_close(&req[0]);
+    la_close(&req[1]);
+    la_close(&resp[0]);
+    la_close(&resp[1]);
+    la_close(&devnull);
+    return false;
+}
+
+/* Waits for room in the pipe, charging the wait to the budget. */
+static bool la_wait_writable(int fd, int64_t *budget_ms)
+{
+    if (*budget_ms <= 0)
+        return false;
+    struct pollfd p = { .fd = fd, .events = POLLOUT };
+    int64_t start = la_clock_ms();
+    int r = poll(&p, 1, (int)*budget_ms);
+    *budget_ms -= la_clock_ms() - start;
+    return r > 0 || (r < 0 && errno == EINTR);
+}
+
+static bool la_write_all(struct la_helper *h, const uint8_t *buf, size_t len,
+                         int64_t *budget_ms, char *why, size_t cap)
+{
+    int fd = h->to_helper;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, buf + done, len - done);
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN && la_wait_writable(fd, budget_ms))
+            continue;
+        if (n < 0 && errno == EPIPE)
+            h->gone = true;
+        if (n < 0 && errno == EAGAIN)
+            snprintf(why, cap, "helper timed out: it stopped reading");
+        else
+            snprintf(why, cap, "could not write to the helper: %s", strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+bool la_helper_send(struct la_helper *h, uint8_t type, const void *payload, size_t len,
+                    int64_t *budget_ms, char *why, size_t cap)
+{
+    uint8_t wire[LA_FRAME_WIRE_MAX];
+    size_t wire_len;
+    enum la_frame_status st = la_frame_encode(type, payload, len, wire, sizeof wire, &wire_len);
+    if (st != LA_FRAME_OK) {
+        snprintf(why, cap, "could not encode a '%c' frame: %s", type, la_frame_status_text(st));
+        return false;
+    }
+    /* A helper that died turns our write into SIGPIPE, which would kill sudo or login. */
+    struct sigaction ign, old;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    bool changed = sigaction(SIGPIPE, NULL, &old) == 0
+        && ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_IGN)
+        && sigaction(SIGPIPE, &ign, NULL) == 0;
+    bool ok = la_write_all(h, wire, wire_len, budget_ms, why, cap);
+    if (changed)
+        sigaction(SIGPIPE, &old, NULL);
+    explicit_bzero(wire, sizeof wire);
+    return ok;
+}
+
+void la_helper_close_input(struct la_helper *h)
+{
+    la_close(&h->to_helper);
+}
+
+void la_helper_close_pipes(struct la_helper *h)
+{
+    la_close(&h->to_helper);
+    la_close(&h->from_helper);
+}
+
+/* One waitpid that survives EINTR; returns the pid, 0 (still running) or -1. */
+static pid_t la_waitpid(pid_t pid, int *status, int options)
+{
+    pid_t r;
+    do
+        r = waitpid(pid, status, options);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
+bool la_helper_reap(struct la_helper *h, int64_t grace_ms, int *status, bool *killed)
+{
+    bool reaped = false;
+    *status = 0;
+    *killed = false;
+    if (h->pid <= 0)
+        return false;
+    int64_t deadline = la_clock_ms() + (grace_ms > 0 ? grace_ms : 0);
+    const struct timespec tick = { .tv_sec = 0, .tv_nsec = 2 * 1000 * 1000 };
+    for (;;) {
+        pid_t r = la_waitpid(h->pid, status, WNOHANG);
+        if (r != 0) {
+            reaped = r == h->pid; /* -1: someone else reaped it; the status is unknown */
+            break;
+        }
+        if (la_clock_ms() >= deadline) {
+            /* Not yet reaped, so the pid is still ours and cannot have been reused. */
+            kill(h->pid, SIGKILL);
+            *killed = true;
+            reaped = la_waitpid(h->pid, status, 0) == h->pid;
+            break;
+        }
+        nanosleep(&tick, NULL);
+    }
+    h->pid = -1;
+    la_sigchld_restore(h);
+    return reaped;
+}
+
+void la_helper_describe_status(int status, char *out, size_t cap)
+{
+    if (WIFEXITED(status))
+        snprintf(out, cap, "exit status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(out, cap, "killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(out, cap, "wait status %#x", (unsigned)status);
+}

@@ -1,0 +1,63 @@
+/*
+ * Starting, talking to and ending the helper process, the way Linux-PAM starts unix_chkpwd:
+ * absolute path checked before use, fork + execve with a fixed environment and only fds
+ * 0-2, one uid, SIGCHLD at default while the child lives, always reaped.
+ */
+#ifndef LA_HELPER_SPAWN_H
+#define LA_HELPER_SPAWN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct la_helper {
+    pid_t pid;             /* -1 when not running or already reaped */
+    int to_helper;         /* its fd 0; non-blocking on our side */
+    int from_helper;       /* its fd 1 */
+    bool gone;             /* a write met a closed pipe: the helper has ended */
+    struct sigaction old_sigchld;
+    bool sigchld_changed;  /* old_sigchld is to be put back */
+};
+
+/* Milliseconds on the monotonic clock: all helper timing, never the wall clock. */
+int64_t la_clock_ms(void);
+
+/*
+ * True when path names a regular file owned by root that neither group nor others may
+ * write; otherwise false with a reason in why[0..cap).
+ */
+bool la_helper_path_trusted(const char *path, char *why, size_t cap);
+
+/*
+ * Starts the helper. SIGCHLD is set to default until la_helper_reap restores it. On
+ * failure returns false with a reason, and nothing is left running or changed.
+ */
+bool la_helper_start(struct la_helper *h, const char *path, char *why, size_t cap);
+
+/*
+ * Writes one frame, waiting at most *budget_ms (which is charged for the wait) for room
+ * in the pipe. SIGPIPE is ignored during the write and restored. The frame buffer is
+ * zeroed afterwards because an answer may be a secret. False with a reason on failure.
+ */
+bool la_helper_send(struct la_helper *h, uint8_t type, const void *payload, size_t len,
+                    int64_t *budget_ms, char *why, size_t cap);
+
+/* Closes the pipe to the helper: it sees end of file on its fd 0. */
+void la_helper_close_input(struct la_helper *h);
+
+/* Closes our ends of both pipes. */
+void la_helper_close_pipes(struct la_helper *h);
+
+/*
+ * Waits up to grace_ms for the helper to exit, then kills it (SIGKILL) and waits for it.
+ * Always reaps and restores SIGCHLD. Returns true with the wait status in *status, or
+ * false when the status could not be had. *killed says whether the kill was needed.
+ */
+bool la_helper_reap(struct la_helper *h, int64_t grace_ms, int *status, bool *killed);
+
+/* Describes a wait status: "exit status 3", "killed by signal 11". */
+void la_helper_describe_status(int status, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,55 @@
+/* Log lines; see log.h. */
+#include "log.h"
+
+#include "args.h"
+#include "request.h"
+#include "result_map.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+
+#include <security/pam_ext.h>
+
+void la_log_clean(const char *in, char *out, size_t cap)
+{
+    size_t i = 0;
+    for (; in[i] != '\0' && i + 1 < cap; i++) {
+        unsigned char c = (unsigned char)in[i];
+        out[i] = (c < 0x20 || c == 0x7f || c == '"') ? '?' : (char)c;
+    }
+    out[i] = '\0';
+}
+
+/* Success is routine; a denial is worth a notice; a broken helper is an error. */
+static int la_log_priority(int pam_code, const char *result_name)
+{
+    if (pam_code == PAM_SUCCESS || pam_code == PAM_IGNORE)
+        return LOG_INFO;
+    if (strcmp(result_name, LA_RESULT_HELPER_FAILURE) == 0)
+        return LOG_ERR;
+    return LOG_NOTICE;
+}
+
+void la_log_outcome(pam_handle_t *pamh, const char *user, const char *result_name,
+                    int pam_code, const char *cause)
+{
+    char u[128], s[128], c[512];
+    la_log_clean(user ? user : "", u, sizeof u);
+    la_log_clean(la_item_string(pamh, PAM_SERVICE), s, sizeof s);
+    la_log_clean(cause ? cause : "", c, sizeof c);
+    pam_syslog(pamh, la_log_priority(pam_code, result_name),
+               "user=\"%s\" service=\"%s\" result=%s pam=%s cause=\"%s\"",
+               u, s, result_name, la_pam_code_name(pam_code), c);
+}
+
+void la_log_debug(pam_handle_t *pamh, const struct la_args *args, const char *fmt, ...)
+{
+    if (!args->debug)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    pam_vsyslog(pamh, LOG_DEBUG, fmt, ap);
+    va_end(ap);
+}

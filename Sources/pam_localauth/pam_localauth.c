@@ -1,0 +1,178 @@
+/*
+ * pam_localauth: the PAM entry points. Each one only decides which path to take; the
+ * helper does the policy (Sources/localauth-helper), session.c runs it, result_map.c turns
+ * its result into a PAM code. DESIGN.md §3 and docs/PROTOCOL.md are the contract.
+ */
+#include "args.h"
+#include "frame.h"
+#include "log.h"
+#include "request.h"
+#include "result_map.h"
+#include "session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include <security/pam_ext.h>
+#include <security/pam_modules.h>
+
+#define LA_EXPORT __attribute__((visibility("default")))
+
+/* Set by the first line, read by the `authsucc` line of the same handle: clearing a
+ * lockout is only allowed when this module's first line ran before the password module.
+ * The data is the user name the first line saw. */
+static const char la_marker[] = "pam_localauth_first_line";
+
+static void la_marker_cleanup(pam_handle_t *pamh, void *data, int status)
+{
+    (void)pamh;
+    (void)status;
+    free(data);
+}
+
+static void la_marker_set(pam_handle_t *pamh, const char *user)
+{
+    char *copy = strdup(user);
+    if (copy == NULL || pam_set_data(pamh, la_marker, copy, la_marker_cleanup) != PAM_SUCCESS)
+        free(copy);
+}
+
+/* The first line's user, or NULL when the first line did not run in this handle. */
+static const char *la_marker_get(pam_handle_t *pamh)
+{
+    const void *data = NULL;
+    if (pam_get_data(pamh, la_marker, &data) != PAM_SUCCESS)
+        return NULL;
+    return data;
+}
+
+/* Never pam_get_user: it would prompt for a name, and this module must not be the one
+ * that asks "login:". No user set means nothing to do. */
+static const char *la_user(pam_handle_t *pamh)
+{
+    const char *user = la_item_string(pamh, PAM_USER);
+    return user[0] != '\0' ? user : NULL;
+}
+
+/* Empty, localhost and the loopback addresses are this machine; anything else is remote. */
+static bool la_rhost_is_remote(const char *rhost)
+{
+    static const char *const local[] = { "", "localhost", "127.0.0.1", "::1" };
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
+        if (strcmp(rhost, local[i]) == 0)
+            return false;
+    return true;
+}
+
+/* Runs the helper in `mode`; a request that cannot be encoded is a failure, not a run. */
+static void la_run_helper(pam_handle_t *pamh, int flags, const struct la_args *args,
+                          const char *mode, const char *user, struct la_outcome *out)
+{
+    struct la_request req;
+    char payload[LA_FRAME_MAX];
+    size_t len;
+    la_request_gather(pamh, flags, args, mode, user, &req);
+    memset(out, 0, sizeof *out);
+    /* A payload is at most LA_FRAME_MAX - 1 bytes: the length field also counts the type. */
+    if (la_request_encode(&req, payload, sizeof payload - 1, &len, out->failure,
+                          sizeof out->failure))
+        la_session_run(pamh, args, payload, len, req.silent, out);
+}
+
+/* The result's name for the log line. */
+static const char *la_outcome_name(const struct la_outcome *out)
+{
+    if (!out->have_result)
+        return LA_RESULT_HELPER_FAILURE;
+    const char *name = la_result_name(out->result.code);
+    return name ? name : "unknownCode";
+}
+
+/* The cause for the log line; a result code the table does not know is named there. */
+static const char *la_outcome_cause(const struct la_outcome *out, char *buf, size_t cap)
+{
+    if (!out->have_result)
+        return out->failure;
+    if (la_result_name(out->result.code) == NULL) {
+        snprintf(buf, cap, "unknown result code %ld from the helper; %s", out->result.code,
+                 out->result.cause);
+        return buf;
+    }
+    return out->result.cause;
+}
+
+static void la_log_run(pam_handle_t *pamh, const char *user, const struct la_outcome *out,
+                       int pam_code)
+{
+    char buf[384];
+    la_log_outcome(pamh, user, la_outcome_name(out), pam_code,
+                   la_outcome_cause(out, buf, sizeof buf));
+}
+
+/* The line before the password module: fingerprint first. */
+static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *args)
+{
+    const char *user = la_user(pamh);
+    if (user == NULL) {
+        la_log_outcome(pamh, "", LA_RESULT_NO_USER, PAM_AUTHINFO_UNAVAIL,
+                       "no user name set (PAM_USER); the module never asks for one");
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    la_marker_set(pamh, user);
+    const char *rhost = la_item_string(pamh, PAM_RHOST);
+    if (la_rhost_is_remote(rhost)) {
+        char cause[320];
+        snprintf(cause, sizeof cause, "remote host %s: helper not started", rhost);
+        la_log_outcome(pamh, user, la_result_name(LA_CODE_NOT_INTERACTIVE),
+                       PAM_AUTHINFO_UNAVAIL, cause);
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    struct la_outcome out;
+    la_run_helper(pamh, flags, args, "authenticate", user, &out);
+    int pam_code = la_outcome_pam(&out);
+    la_log_run(pamh, user, &out, pam_code);
+    return pam_code;
+}
+
+/* The line after the password module: the password worked, so the helper may clear the
+ * lockout and record the password time. It can never turn into success or a denial. */
+static int la_authsucc(pam_handle_t *pamh, int flags, const struct la_args *args)
+{
+    const char *first_user = la_marker_get(pamh);
+    const char *user = la_user(pamh);
+    if (first_user == NULL) {
+        pam_syslog(pamh, LOG_NOTICE, "authsucc without the first line in this handle: "
+                   "nothing changed");
+        return PAM_IGNORE;
+    }
+    if (user == NULL || strcmp(user, first_user) != 0) {
+        pam_syslog(pamh, LOG_NOTICE, "authsucc for another user than the first line: "
+                   "nothing changed");
+        return PAM_IGNORE;
+    }
+    struct la_outcome out;
+    /* Used up: a second authsucc line needs a new first line. */
+    pam_set_data(pamh, la_marker, NULL, NULL);
+    la_run_helper(pamh, flags, args, "authsucc", user, &out);
+    la_log_run(pamh, user, &out, PAM_IGNORE);
+    return PAM_IGNORE;
+}
+
+LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+    struct la_args args;
+    la_args_parse(pamh, argc, argv, &args);
+    return args.authsucc ? la_authsucc(pamh, flags, &args) : la_authenticate(pamh, flags, &args);
+}
+
+/* Nothing to set: the module holds no credentials. */
+LA_EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+    (void)pamh;
+    (void)flags;
+    (void)argc;
+    (void)argv;
+    return PAM_SUCCESS;
+}

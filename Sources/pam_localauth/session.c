@@ -1,0 +1,323 @@
+/* One helper run; see session.h. */
+#include "session.h"
+
+#include "conv.h"
+#include "frame.h"
+#include "helper_spawn.h"
+#include "interrupt.h"
+#include "log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* How long the helper gets to answer a `C`, and to exit after its `R`. */
+enum { LA_GRACE_MS = 2000 };
+
+struct la_session {
+    const struct la_args *args;
+    struct la_helper helper;
+    struct la_interrupt interrupt;
+    struct la_relay relay;
+    int64_t budget_ms;       /* what is left of helper_timeout */
+    int64_t cancel_deadline; /* monotonic ms by which a cancelled helper must answer; 0: none */
+    bool helper_ended;       /* end of file or a broken pipe: it is gone or going */
+    uint8_t in[LA_FRAME_WIRE_MAX];
+    size_t in_len;
+    struct la_outcome *out;
+};
+
+/* Records why the run failed; the first reason is the one that counts. */
+__attribute__((format(printf, 2, 3)))
+static void la_fail(struct la_session *s, const char *fmt, ...)
+{
+    if (s->out->failure[0] != '\0')
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->out->failure, sizeof s->out->failure, fmt, ap);
+    va_end(ap);
+}
+
+static bool la_send(struct la_session *s, uint8_t type, const void *payload, size_t len)
+{
+    char why[192];
+    if (la_helper_send(&s->helper, type, payload, len, &s->budget_ms, why, sizeof why))
+        return true;
+    s->helper_ended = s->helper_ended || s->helper.gone;
+    la_fail(s, "%s", why);
+    return false;
+}
+
+/* How long the next wait may last: the budget, or less while a `C` is pending. */
+static int64_t la_wait_limit(const struct la_session *s)
+{
+    int64_t limit = s->budget_ms;
+    if (s->cancel_deadline != 0) {
+        int64_t left = s->cancel_deadline - la_clock_ms();
+        if (left < limit)
+            limit = left;
+    }
+    return limit;
+}
+
+static void la_fail_timeout(struct la_session *s)
+{
+    if (s->out->have_result)
+        la_fail(s, "helper did not end within %d ms after its result", LA_GRACE_MS);
+    else if (s->cancel_deadline != 0 && s->budget_ms > 0)
+        la_fail(s, "helper did not answer the cancel within %d ms", LA_GRACE_MS);
+    else
+        la_fail(s, "helper timed out after %ld s", s->args->helper_timeout_ms / 1000);
+}
+
+/* Ctrl-C: ask the helper to stop scanning, once, and give it a short grace to answer. */
+static bool la_on_interrupt(struct la_session *s)
+{
+    if (s->cancel_deadline != 0 || s->out->have_result)
+        return true;
+    la_log_debug(s->relay.pamh, s->args, "interrupted: sending cancel to the helper");
+    s->cancel_deadline = la_clock_ms() + LA_GRACE_MS;
+    return la_send(s, 'C', NULL, 0);
+}
+
+/* Reads what the helper has written; false on end of file or error (recorded). */
+static bool la_read_some(struct la_session *s)
+{
+    ssize_t n;
+    do
+        n = read(s->helper.from_helper, s->in + s->in_len, sizeof s->in - s->in_len);
+    while (n < 0 && errno == EINTR);
+    if (n > 0) {
+        s->in_len += (size_t)n;
+        return true;
+    }
+    if (n == 0) {
+        s->helper_ended = true;
+        if (s->in_len != 0)
+            la_fail(s, "garbled frame: %s", la_frame_status_text(LA_FRAME_INCOMPLETE));
+        else if (!s->out->have_result)
+            la_fail(s, "helper ended without a result");
+        return false;
+    }
+    la_fail(s, "could not read from the helper: %s", strerror(errno));
+    return false;
+}
+
+/* One poll on the helper's pipe and the self-pipe, charged to the budget. */
+static int la_poll_once(struct la_session *s, struct pollfd fds[2], int64_t limit)
+{
+    la_interrupt_arm(&s->interrupt);
+    int64_t start = la_clock_ms();
+    int r = poll(fds, 2, (int)limit);
+    s->budget_ms -= la_clock_ms() - start;
+    la_interrupt_disarm(&s->interrupt);
+    return r;
+}
+
+/*
+ * Waits until the helper wrote something and reads it. SIGINT is caught only here, while
+ * nothing but the helper is being waited for; during a prompt the application's own
+ * handling applies. False when the run cannot go on (the reason is recorded).
+ */
+static bool la_read_more(struct la_session *s)
+{
+    for (;;) {
+        int64_t limit = la_wait_limit(s);
+        if (limit <= 0) {
+            la_fail_timeout(s);
+            return false;
+        }
+        struct pollfd fds[2] = {
+            { .fd = s->helper.from_helper, .events = POLLIN },
+            { .fd = s->interrupt.read_fd, .events = POLLIN },
+        };
+        int r = la_poll_once(s, fds, limit);
+        if (r < 0 && errno != EINTR) {
+            la_fail(s, "could not wait for the helper: %s", strerror(errno));
+            return false;
+        }
+        if (r > 0 && (fds[1].revents & POLLIN) && la_interrupt_take(&s->interrupt)
+            && !la_on_interrupt(s))
+            return false;
+        if (r > 0 && fds[0].revents != 0)
+            return la_read_some(s);
+    }
+}
+
+/* The next complete frame in s->in, reading as needed. *size is its wire size. */
+static bool la_next_frame(struct la_session *s, struct la_frame *f, size_t *size)
+{
+    for (;;) {
+        enum la_frame_status st = la_frame_decode(s->in, s->in_len, f, size);
+        if (st == LA_FRAME_OK)
+            return true;
+        if (st == LA_FRAME_BAD_TYPE) {
+            la_fail(s, "garbled frame: unknown frame type 0x%02x", s->in[LA_FRAME_HEADER]);
+            return false;
+        }
+        if (st != LA_FRAME_INCOMPLETE) {
+            la_fail(s, "garbled frame: %s", la_frame_status_text(st));
+            return false;
+        }
+        if (!la_read_more(s))
+            return false;
+    }
+}
+
+static void la_consume(struct la_session *s, size_t size)
+{
+    memmove(s->in, s->in + size, s->in_len - size);
+    s->in_len -= size;
+}
+
+static bool la_take_result(struct la_session *s, const struct la_frame *f)
+{
+    const char *why = NULL;
+    if (!la_result_parse(f->payload, f->payload_len, &s->out->result, &why)) {
+        la_fail(s, "garbled frame: %s", why);
+        return false;
+    }
+    s->out->have_result = true;
+    return true;
+}
+
+/* Handles one frame; false when the exchange is over (result taken, or failure). */
+static bool la_dispatch(struct la_session *s, const struct la_frame *f, bool *done)
+{
+    char why[192];
+    la_log_debug(s->relay.pamh, s->args, "helper frame '%c', %zu bytes", f->type,
+                 f->payload_len);
+    switch (f->type) {
+    case 'I':
+    case 'E':
+        la_conv_show(&s->relay, f);
+        return true;
+    case 'P':
+    case 'p':
+        if (la_conv_prompt(&s->relay, f, why, sizeof why))
+            return true;
+        s->helper_ended = s->helper_ended || s->helper.gone;
+        la_fail(s, "%s", why);
+        return false;
+    case 'R':
+        *done = true;
+        return la_take_result(s, f);
+    default:
+        la_fail(s, "unexpected frame type '%c' from the helper", f->type);
+        return false;
+    }
+}
+
+/* Frames until the result. False on any failure (recorded). */
+static bool la_exchange(struct la_session *s)
+{
+    bool done = false;
+    while (!done) {
+        struct la_frame f;
+        size_t size;
+        if (!la_next_frame(s, &f, &size) || !la_dispatch(s, &f, &done))
+            return false;
+        la_consume(s, size);
+    }
+    return true;
+}
+
+/* After `R` only end of file may come; anything else makes the whole run a failure.
+ * Our side is closed first, so a helper that reads to the end before exiting is not
+ * left waiting for us while we wait for it. */
+static bool la_expect_end(struct la_session *s)
+{
+    la_helper_close_input(&s->helper);
+    if (s->in_len != 0) {
+        la_fail(s, "frame after the result");
+        return false;
+    }
+    if (s->budget_ms > LA_GRACE_MS)
+        s->budget_ms = LA_GRACE_MS;
+    if (la_read_more(s)) {
+        la_fail(s, "frame after the result");
+        return false;
+    }
+    /* End of file sets no failure once the result is in; a timeout or error did. */
+    return s->out->failure[0] == '\0';
+}
+
+/*
+ * Ends the helper: a helper that went away on its own (or is expected to) gets a grace to
+ * exit and its status is checked; any other is killed at once. Always reaped.
+ */
+static void la_finish(struct la_session *s)
+{
+    bool clean = s->out->failure[0] == '\0';
+    la_helper_close_pipes(&s->helper);
+    int status;
+    bool killed;
+    bool reaped = la_helper_reap(&s->helper, clean || s->helper_ended ? LA_GRACE_MS : 0,
+                                 &status, &killed);
+    char how[64];
+    la_helper_describe_status(status, how, sizeof how);
+    if (!reaped)
+        la_fail(s, "helper's exit status could not be read");
+    else if (killed && clean)
+        la_fail(s, "helper did not exit after its result");
+    else if (clean && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        la_fail(s, "helper ended with %s after its result", how);
+    else if (s->helper_ended && !killed && !clean) {
+        size_t n = strlen(s->out->failure);
+        snprintf(s->out->failure + n, sizeof s->out->failure - n, " (%s)", how);
+    }
+    if (s->out->failure[0] != '\0')
+        s->out->have_result = false;
+}
+
+static void la_session_init(struct la_session *s, pam_handle_t *pamh,
+                            const struct la_args *args, bool silent, struct la_outcome *out)
+{
+    memset(s, 0, sizeof *s);
+    memset(out, 0, sizeof *out);
+    s->args = args;
+    s->out = out;
+    s->budget_ms = args->helper_timeout_ms;
+    s->helper.pid = -1;
+    s->helper.to_helper = s->helper.from_helper = -1;
+    s->relay = (struct la_relay){
+        .pamh = pamh, .helper = &s->helper, .budget_ms = &s->budget_ms, .silent = silent,
+    };
+}
+
+void la_session_run(pam_handle_t *pamh, const struct la_args *args, const char *request,
+                    size_t request_len, bool silent, struct la_outcome *out)
+{
+    struct la_session s;
+    char why[256];
+    la_session_init(&s, pamh, args, silent, out);
+    if (!la_helper_path_trusted(args->helper_path, why, sizeof why)) {
+        la_fail(&s, "%s", why);
+        return;
+    }
+    if (!la_interrupt_open(&s.interrupt)) {
+        la_fail(&s, "could not create the interrupt pipe: %s", strerror(errno));
+        return;
+    }
+    if (!la_helper_start(&s.helper, args->helper_path, why, sizeof why)) {
+        la_fail(&s, "%s", why);
+    } else {
+        if (la_send(&s, 'Q', request, request_len) && la_exchange(&s))
+            la_expect_end(&s);
+        la_finish(&s);
+    }
+    la_interrupt_close(&s.interrupt);
+    out->conv_failed = s.relay.conv_failed;
+}
+
+int la_outcome_pam(const struct la_outcome *out)
+{
+    if (!out->have_result)
+        return PAM_AUTHINFO_UNAVAIL;
+    return la_result_to_pam(out->result.code, out->conv_failed);
+}
