@@ -63,8 +63,8 @@ final class Bus {
     /// Match handlers, kept alive for as long as their slots.
     private var matches: [(slot: OpaquePointer?, box: Unmanaged<MatchBox>)] = []
 
-    /// Connects to `address` as a bus client (Hello). sd_bus_start only starts the
-    /// handshake; the first call completes it, within that call's bound.
+    /// Connects to `address` as a bus client: authentication and Hello, all within the
+    /// timeout (sd-bus's own bound for the handshake is 90 s).
     init(address: String, timeoutSeconds: Double) throws(BusError) {
         timeoutUsec = UInt64(max(timeoutSeconds, 0.001) * 1_000_000)
         var bus: OpaquePointer?
@@ -77,6 +77,7 @@ final class Bus {
             try checked(sd_bus_set_method_call_timeout(bus, timeoutUsec),
                         "sd_bus_set_method_call_timeout")
             try checked(sd_bus_start(bus), "sd_bus_start")
+            try awaitReady(deadline: MonotonicMicros.now() / 1000 + Int64(timeoutUsec / 1000))
         } catch {
             close()
             throw error
@@ -84,6 +85,16 @@ final class Bus {
     }
 
     deinit { close() }
+
+    /// Drives the handshake that sd_bus_start began until the connection is ready.
+    private func awaitReady(deadline: Int64) throws(BusError) {
+        while try checked(sd_bus_is_ready(try open()), "sd_bus_is_ready") == 0 {
+            try dispatch()
+            guard try checked(sd_bus_is_ready(try open()), "sd_bus_is_ready") == 0 else { return }
+            guard MonotonicMicros.now() / 1000 < deadline else { throw .timedOut }
+            _ = try wait(until: deadline, extra: [])
+        }
+    }
 
     var isOpen: Bool { handle.map { sd_bus_is_open($0) > 0 } ?? false }
 
@@ -94,7 +105,9 @@ final class Bus {
             match.box.release()
         }
         matches = []
-        if let handle { sd_bus_flush_close_unref(handle) }
+        // Not sd_bus_flush_close_unref: flushing waits for a handshake still in progress (up
+        // to 90 s with a frozen bus daemon), and every call here has already been written.
+        if let handle { sd_bus_close_unref(handle) }
         handle = nil
     }
 

@@ -42,7 +42,9 @@ public final class FprintdSensor: FingerprintSensor {
         let scanType = try self.scanType(of: choice.path)
         let location = PrintDigest.locateDevice(fprintDir: fprintDir, user: user,
                                                 fingers: choice.fingers)
-        if location == nil { log.log(.debug, "print storage for \(user) not readable; identity from the name") }
+        if location == nil {
+            log.log(.debug, "no readable print directory for \(user); the identity is the reader's name")
+        }
         let material = location.map {
             PrintDigest.material(fprintDir: fprintDir, user: user, device: $0, fingers: choice.fingers)
         } ?? []
@@ -53,7 +55,12 @@ public final class FprintdSensor: FingerprintSensor {
     public func claim(user: String) throws(LAError) {
         if let claimed, claimed.user == user, lost == nil { return }
         release()
-        let choice = try (self.choice?.user == user ? self.choice! : pickDevice(for: user))
+        let choice: DeviceChoice
+        if let reusable = reusableChoice(for: user) {
+            choice = reusable
+        } else {
+            choice = try pickDevice(for: user)
+        }
         try subscribe(to: choice.path)
         let reply = try run("Claim", mapping: FprintdErrors.mapClaim) { bus throws(BusError) in
             try bus.deviceCall(choice.path, "Claim", [user])
@@ -96,8 +103,9 @@ public final class FprintdSensor: FingerprintSensor {
     }
 
     public func stopVerify() {
-        guard session != nil, let claimed else { return }
+        guard session != nil else { return }
         session = nil
+        guard let claimed = liveClaim() else { return }
         do {
             _ = try run("VerifyStop") { bus throws(BusError) in
                 do throws(BusError) {
@@ -113,7 +121,7 @@ public final class FprintdSensor: FingerprintSensor {
 
     public func release() {
         session = nil
-        guard let claimed else { return }
+        guard let claimed = liveClaim() else { return }
         self.claimed = nil
         do {
             _ = try run("Release") { bus throws(BusError) in try bus.deviceCall(claimed.path, "Release") }
@@ -144,7 +152,7 @@ extension FprintdSensor {
     /// Runs one exchange with fprintd. A timeout or a lost connection drops the connection
     /// so that nothing else waits on it; other errors leave it usable.
     func run<T>(_ call: String, mapping: ((BusError, LogSink) -> LAError)? = nil,
-                        _ body: (Bus) throws(BusError) -> T) throws(LAError) -> T {
+                _ body: (Bus) throws(BusError) -> T) throws(LAError) -> T {
         let bus = try connection()
         do {
             return try body(bus)
@@ -163,7 +171,26 @@ extension FprintdSensor {
         bus = nil
         subscribed = []
         claimed = nil
+        choice = nil  // object paths belong to the fprintd we were talking to
         scanTypes = [:]
+    }
+
+    /// The claim, if it is still held on the open connection. When fprintd left or the
+    /// connection is gone, the claim went with them: nothing to stop or release, and a new
+    /// connection must not be opened just to be told so.
+    private func liveClaim() -> Claimed? {
+        guard let claimed else { return nil }
+        guard lost == nil, bus?.isOpen == true else {
+            dropConnection()
+            return nil
+        }
+        return claimed
+    }
+
+    /// The reader `enrolledSet` picked for `user` on this connection, if any.
+    private func reusableChoice(for user: String) -> DeviceChoice? {
+        guard let choice, choice.user == user, bus?.isOpen == true else { return nil }
+        return choice
     }
 
     private func pickDevice(for user: String) throws(LAError) -> DeviceChoice {

@@ -65,7 +65,7 @@ extension FprintdSensor {
         do {
             let name = try message.readString()
             let old = try message.readString()
-            guard name == Fprintd.service, old == claimed.owner else { return }
+            guard name == Fprintd.service, !old.isEmpty, old == claimed.owner else { return }
         } catch {
             log.log(.warning, "malformed NameOwnerChanged signal: \(error.summary)")
             return

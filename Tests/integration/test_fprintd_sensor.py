@@ -217,6 +217,18 @@ def test_frozen_fprintd_is_bounded_by_the_bus_timeout(ctl, enrolled, bus_timeout
     assert bus_timeout <= run.elapsed < bus_timeout + 1.0, run
 
 
+def test_frozen_bus_daemon_is_bounded_too(ctl, enrolled):
+    """sd-bus bounds its own handshake at 90 s; the sensor bounds it with the bus timeout."""
+    bus_pid = enrolled.pids["dbus"]
+    os.kill(bus_pid, signal.SIGSTOP)
+    try:
+        run = verify(ctl, enrolled, "--bus-timeout", "0.5")
+    finally:
+        os.kill(bus_pid, signal.SIGCONT)
+    assert run.outcome == "biometryNotAvailable", run
+    assert run.elapsed < 0.5 + 1.0, run
+
+
 def test_fprintd_frozen_mid_scan(ctl, enrolled):
     proc, started = start_verify(ctl, enrolled, "--scan-timeout", "1", "--bus-timeout", "0.5")
     assert enrolled.wait_finger_needed(10)
