@@ -88,9 +88,9 @@ final class Bus {
 
     /// Drives the handshake that sd_bus_start began until the connection is ready.
     private func awaitReady(deadline: Int64) throws(BusError) {
-        while try checked(sd_bus_is_ready(try open()), "sd_bus_is_ready") == 0 {
+        while true {
             try dispatch()
-            guard try checked(sd_bus_is_ready(try open()), "sd_bus_is_ready") == 0 else { return }
+            if try checked(sd_bus_is_ready(try open()), "sd_bus_is_ready") > 0 { return }
             guard MonotonicMicros.now() / 1000 < deadline else { throw .timedOut }
             _ = try wait(until: deadline, extra: [])
         }

@@ -8,6 +8,8 @@ extension FprintdSensor {
             + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Fprintd.service)'"
     }
 
+    /// `path` came from GetDevices as a D-Bus object path, which sd-bus validated while
+    /// reading it ([A-Za-z0-9_/] only), so it cannot break out of the quotes.
     func deviceRule(_ path: String, _ member: String) -> String {
         "type='signal',sender='\(Fprintd.service)',path='\(path)',"
             + "interface='\(Fprintd.deviceInterface)',member='\(member)'"
