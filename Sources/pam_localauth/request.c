@@ -57,6 +57,7 @@ void la_request_gather(pam_handle_t *pamh, int flags, const struct la_args *args
         .silent = (flags & PAM_SILENT) != 0,
         .first_line = strcmp(mode, "authsucc") == 0,
         .caller_uid = (unsigned long)getuid(),
+        .caller_pid = (long)getpid(),
         .args = args,
     };
     la_request_locale(pamh, req->locale, sizeof req->locale);
@@ -66,8 +67,9 @@ bool la_request_encode(const struct la_request *req, char *buf, size_t cap, size
                        char *why, size_t why_cap)
 {
     struct la_kv_writer w;
-    char uid[24];
+    char uid[24], pid[24];
     snprintf(uid, sizeof uid, "%lu", req->caller_uid);
+    snprintf(pid, sizeof pid, "%ld", req->caller_pid);
     la_kv_init(&w, buf, cap);
     la_kv_add(&w, "version", "1");
     la_kv_add(&w, "mode", req->mode);
@@ -79,6 +81,7 @@ bool la_request_encode(const struct la_request *req, char *buf, size_t cap, size
     la_kv_add(&w, "silent", req->silent ? "1" : "0");
     la_kv_add(&w, "locale", req->locale);
     la_kv_add(&w, "caller_uid", uid);
+    la_kv_add(&w, "pid", pid);
     if (req->first_line)
         la_kv_add(&w, "first_line", "1");
     for (int i = 0; i < req->args->argc; i++)

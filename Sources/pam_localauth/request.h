@@ -23,6 +23,7 @@ struct la_request {
     bool silent;
     bool first_line;
     unsigned long caller_uid;
+    long caller_pid;     /* the helper asks logind whether this process's session is remote */
     const struct la_args *args;
 };
 
