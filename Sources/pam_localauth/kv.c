@@ -59,6 +59,8 @@ enum la_kv_status la_kv_find(const uint8_t *payload, size_t len, const char *key
     size_t klen = strlen(key);
     bool found = false;
     size_t pos = 0;
+    if (len > 0 && payload[len - 1] == '\n')
+        return LA_KV_MALFORMED; /* an empty last line */
     while (pos < len) {
         const uint8_t *line = payload + pos;
         const uint8_t *nl = memchr(line, '\n', len - pos);
@@ -73,7 +75,7 @@ enum la_kv_status la_kv_find(const uint8_t *payload, size_t len, const char *key
             *value = line + eq + 1;
             *value_len = llen - eq - 1;
         }
-        pos += llen + 1; /* past the `\n`; a final `\n` simply ends the loop */
+        pos += llen + 1; /* past the `\n` */
     }
     return found ? LA_KV_FOUND : LA_KV_ABSENT;
 }

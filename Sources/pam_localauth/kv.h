@@ -29,13 +29,13 @@ void la_kv_add(struct la_kv_writer *w, const char *key, const char *value);
 enum la_kv_status {
     LA_KV_FOUND,
     LA_KV_ABSENT,
-    LA_KV_MALFORMED, /* a line without `=`, an empty key, or an empty line inside */
+    LA_KV_MALFORMED, /* a line without `=`, an empty key, or an empty line */
     LA_KV_DUPLICATE, /* the key appears more than once */
 };
 
 /*
  * Finds `key` in payload[0..len). Every line is checked, not only up to the match, so a
- * malformed or repeated line anywhere fails the whole payload. One trailing `\n` is allowed.
+ * malformed or repeated line anywhere fails the whole payload.
  */
 enum la_kv_status la_kv_find(const uint8_t *payload, size_t len, const char *key,
                              const uint8_t **value, size_t *value_len);
