@@ -1,0 +1,276 @@
+#!/usr/bin/python3
+"""A stand-in for localauth-helper in the module's tests.
+
+It speaks the frame protocol of docs/PROTOCOL.md on fd 0/1 and behaves as the module
+argument `fake_mode=MODE` says (the module forwards every argument as an `arg=` request
+line). With `fake_dir=DIR` it appends one JSON line per event to DIR/events.jsonl: what it
+was started with (request, environment, descriptors, ids, session) and every frame it got.
+
+The module starts it with stderr on /dev/null, so nothing here prints.
+"""
+import json
+import os
+import signal
+import struct
+import sys
+import time
+
+FRAME_MAX = 4096
+
+
+class Peer:
+    """The two pipes to the module."""
+
+    def __init__(self):
+        self.rfd = 0
+        self.wfd = 1
+
+    def read_exact(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = os.read(self.rfd, n - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return data
+
+    def read_frame(self):
+        """(type, payload) or None at end of file."""
+        header = self.read_exact(4)
+        if header is None:
+            return None
+        (length,) = struct.unpack(">I", header)
+        if not 1 <= length <= FRAME_MAX:
+            raise ValueError(f"bad length {length}")
+        body = self.read_exact(length)
+        if body is None:
+            return None
+        return chr(body[0]), body[1:]
+
+    def raw(self, data):
+        os.write(self.wfd, data)
+
+    def frame(self, ftype, payload=b""):
+        if isinstance(payload, str):
+            payload = payload.encode()
+        self.raw(struct.pack(">I", len(payload) + 1) + ftype.encode() + payload)
+
+    def result(self, code, name, cause):
+        self.frame("R", f"code={code}\nname={name}\ncause={cause}")
+
+
+def parse_request(payload):
+    fields, args = {}, []
+    for line in payload.decode().split("\n"):
+        key, _, value = line.partition("=")
+        if key == "arg":
+            args.append(value)
+        else:
+            fields[key] = value
+    fields["arg"] = args
+    return fields
+
+
+class Recorder:
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "events.jsonl") if directory else None
+
+    def __call__(self, event, **data):
+        if self.path is None:
+            return
+        data.update(event=event, pid=os.getpid(), time=time.monotonic())
+        with open(self.path, "a") as f:
+            f.write(json.dumps(data) + "\n")
+
+
+def process_facts():
+    fds = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+    def target(fd):
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return None
+    return dict(
+        env=dict(os.environ),
+        fds=fds,
+        fd_targets={fd: target(fd) for fd in (0, 1, 2)},
+        ids=list(os.getresuid()) + list(os.getresgid()),
+        groups=os.getgroups(),
+        sid=os.getsid(0),
+        cwd=os.getcwd(),
+        sigint=str(signal.getsignal(signal.SIGINT)),
+        ppid=os.getppid(),
+    )
+
+
+# --- modes: each gets the peer, the recorder and the request; returns the exit status ---
+
+def mode_match(peer, rec, req):
+    peer.result(0, "success", "fake match")
+
+
+def mode_nomatch(peer, rec, req):
+    peer.frame("I", "Place your finger on the reader")
+    peer.result(-1, "authenticationFailed", "fake: 3 failed matches")
+
+
+def mode_messages(peer, rec, req):
+    peer.frame("I", "fake info message")
+    peer.frame("E", "fake error message")
+    peer.result(-6, "biometryNotAvailable", "fake: no reader")
+
+
+def mode_notoptedin(peer, rec, req):
+    peer.result(1, "notOptedIn", "fake: user has not turned it on")
+
+
+def mode_code(peer, rec, req):
+    """Ends with the code given as fake_code=N (any LAError)."""
+    code = int(option(req, "fake_code", "-4"))
+    peer.result(code, "fake", f"fake code {code}")
+
+
+def mode_garbage(peer, rec, req):
+    peer.raw(b"\x00\x00\x00\x05I\xff\xfe\x00x")  # invalid UTF-8 and a NUL
+
+
+def mode_oversized(peer, rec, req):
+    peer.raw(struct.pack(">I", FRAME_MAX + 1) + b"I" + b"x" * FRAME_MAX)
+
+
+def mode_zero_length(peer, rec, req):
+    peer.raw(struct.pack(">I", 0))
+
+
+def mode_truncated(peer, rec, req):
+    peer.raw(struct.pack(">I", 100) + b"Ishort")
+
+
+def mode_unknown_type(peer, rec, req):
+    peer.frame("Z", "what")
+
+
+def mode_wrong_direction(peer, rec, req):
+    peer.frame("Q", "version=1")
+
+
+def mode_hang(peer, rec, req):
+    time.sleep(3600)
+
+
+def mode_crash(peer, rec, req):
+    os.kill(os.getpid(), signal.SIGSEGV)
+    time.sleep(10)
+
+
+def mode_exit_without_result(peer, rec, req):
+    return 0
+
+
+def mode_exit_nonzero(peer, rec, req):
+    peer.result(0, "success", "fake match, then a bad exit")
+    return 3
+
+
+def mode_unknown_code(peer, rec, req):
+    peer.result(-77, "madeUp", "fake unknown code")
+
+
+def mode_bad_result(peer, rec, req):
+    peer.frame("R", "name=success\ncause=no code at all")
+
+
+def mode_frame_after_result(peer, rec, req):
+    peer.result(0, "success", "fake match")
+    peer.frame("I", "one more thing")
+
+
+def mode_linger_after_result(peer, rec, req):
+    peer.result(0, "success", "fake match")
+    time.sleep(3600)
+
+
+def mode_prompt(peer, rec, req):
+    """Asks for a code (echo off, or on with fake_echo=1); 1234 is right."""
+    kind = "p" if option(req, "fake_echo", "0") == "1" else "P"
+    peer.frame(kind, "Fake code: ")
+    reply = peer.read_frame()
+    if reply is None:
+        return 5
+    ftype, payload = reply
+    rec("reply", type=ftype, payload=payload.decode())
+    if ftype == "N":
+        peer.result(-9, "appCancel", "fake: no answer")
+    elif payload == b"1234":
+        peer.result(0, "success", "fake: right code")
+    else:
+        peer.result(-1, "authenticationFailed", "fake: wrong code")
+
+
+def mode_prompt_then_exit(peer, rec, req):
+    """Prompts and is gone before the answer comes: the module's write meets a closed pipe."""
+    peer.frame("P", "Fake code: ")
+    return 0
+
+
+def wait_for_cancel(peer, rec, seconds):
+    """True when a `C` arrived within seconds."""
+    import select
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([peer.rfd], [], [], deadline - time.monotonic())
+        if not ready:
+            continue
+        frame = peer.read_frame()
+        if frame is None:
+            rec("eof")
+            return False
+        rec("frame", type=frame[0], payload=frame[1].decode())
+        if frame[0] == "C":
+            return True
+    return False
+
+
+def mode_cancel(peer, rec, req):
+    """Waits fake_wait seconds (default 30) for a `C`."""
+    peer.frame("I", "Touch the reader, or press Ctrl-C for the password")
+    if wait_for_cancel(peer, rec, float(option(req, "fake_wait", "30"))):
+        peer.result(-3, "userFallback", "fake: cancelled with Ctrl-C")
+    else:
+        peer.result(-4, "systemCancel", "fake: nobody cancelled")
+
+
+def mode_ignore_cancel(peer, rec, req):
+    peer.frame("I", "Touch the reader, or press Ctrl-C for the password")
+    wait_for_cancel(peer, rec, 30)
+    time.sleep(3600)
+
+
+def option(req, key, default):
+    for arg in req["arg"]:
+        k, sep, v = arg.partition("=")
+        if sep and k == key:
+            return v
+    return default
+
+
+def main():
+    peer = Peer()
+    first = peer.read_frame()
+    if first is None or first[0] != "Q":
+        return 4
+    req = parse_request(first[1])
+    rec = Recorder(option(req, "fake_dir", None))
+    rec("start", request=req, **process_facts())
+    mode = option(req, "fake_mode", "match")
+    handler = globals().get("mode_" + mode.replace("-", "_"))
+    if handler is None:
+        peer.result(-4, "systemCancel", f"fake: unknown mode {mode}")
+        return 0
+    status = handler(peer, rec, req) or 0
+    rec("end", status=status)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

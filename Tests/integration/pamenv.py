@@ -1,0 +1,391 @@
+"""A private PAM world for integration tests, through pam_wrapper.
+
+pam_wrapper (Debian `libpam-wrapper`) is preloaded into the program under test and makes
+libpam read service files from a directory of ours; `pam_matrix.so` checks passwords of
+made-up users from a file. Nothing on the machine is changed: everything lives in one
+temporary directory that `close()` removes.
+
+    with PamWorld() as world:
+        world.add_user("alice", "secret")
+        world.service("la-demo", [f"auth sufficient {MODULE} debug",
+                                  f"auth required {world.matrix}"])
+        run = world.pamtester("la-demo", "alice")    # pamtester on a pseudo-terminal
+        run.expect("Password: ")
+        run.sendline("secret")
+        result = run.finish()                        # .status, .output, .logs
+        result = world.drive("la-demo", "alice", answers=["secret"])  # exact PAM code
+
+Log lines: pam_wrapper turns every pam_syslog/pam_vsyslog call into a line
+`PWRAP_DEBUG[...] - SYSLOG(<priority>): <message>` on the program's stderr when
+PAM_WRAPPER_DEBUGLEVEL is at least 2 (no syslog daemon or /dev/log needed). `drive()`
+collects the driver's stderr; `pamtester()` keeps the terminal transcript (where stderr
+goes too). Both return the lines as `LogLine`s (`parse_logs`).
+
+Run as a script (`python3 pamenv.py --drive`), this file is the driver that `drive()`
+starts: it calls libpam through ctypes with a scripted conversation.
+"""
+import ctypes
+import dataclasses
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+# LOCALAUTH_PAM_MODULE picks another build (e.g. build-asan/...); LOCALAUTH_PAM_PRELOAD is
+# put in front of pam_wrapper in LD_PRELOAD (e.g. the sanitizer runtime that build needs).
+MODULE = Path(os.environ.get("LOCALAUTH_PAM_MODULE")
+              or REPO / "build" / "lib" / "security" / "pam_localauth.so")
+EXTRA_PRELOAD = os.environ.get("LOCALAUTH_PAM_PRELOAD", "")
+PYTHON = "/usr/bin/python3"  # the one with pypamtest, dbus, gi (TESTBED.md)
+PAM_HEADER = "/usr/include/security/_pam_types.h"
+
+
+def _find_one(pattern):
+    found = sorted(glob.glob(pattern))
+    return found[0] if found else None
+
+
+PAM_WRAPPER = _find_one("/usr/lib/*/libpam_wrapper.so") or "libpam_wrapper.so"
+PAM_MATRIX = _find_one("/usr/lib/*/pam_wrapper/pam_matrix.so")
+
+_SYSLOG = re.compile(r"SYSLOG\((\d+)\): (.*)")
+_OUTCOME = re.compile(r'user="(?P<user>[^"]*)" service="(?P<service>[^"]*)" '
+                      r'result=(?P<result>\S+) pam=(?P<pam>\S+) cause="(?P<cause>[^"]*)"')
+
+
+@dataclasses.dataclass(frozen=True)
+class LogLine:
+    """One pam_syslog call: syslog priority (LOG_ERR = 3 ... LOG_DEBUG = 7) and text."""
+    priority: int
+    message: str
+
+
+def parse_logs(stderr_text):
+    """The pam_syslog lines in a program's stderr under pam_wrapper."""
+    return [LogLine(int(m.group(1)), m.group(2))
+            for m in map(_SYSLOG.search, stderr_text.splitlines()) if m]
+
+
+def outcomes(logs):
+    """pam_localauth's summary lines as dicts: user, service, result, pam, cause."""
+    return [m.groupdict() for m in (_OUTCOME.search(l.message) for l in logs) if m]
+
+
+def pam_constants(header=PAM_HEADER):
+    """PAM_* names to values, read from Linux-PAM's own header."""
+    consts = {}
+    for m in re.finditer(r"^#define\s+(PAM_[A-Z_]+)\s+(0x[0-9A-Fa-f]+|\d+)U?\b",
+                         Path(header).read_text(), re.M):
+        consts.setdefault(m.group(1), int(m.group(2), 0))
+    return consts
+
+
+# Return codes, by name; values come from the header.
+RETURN_CODES = ["PAM_SUCCESS", "PAM_OPEN_ERR", "PAM_SYMBOL_ERR", "PAM_SERVICE_ERR",
+                "PAM_SYSTEM_ERR", "PAM_BUF_ERR", "PAM_PERM_DENIED", "PAM_AUTH_ERR",
+                "PAM_CRED_INSUFFICIENT", "PAM_AUTHINFO_UNAVAIL", "PAM_USER_UNKNOWN",
+                "PAM_MAXTRIES", "PAM_NEW_AUTHTOK_REQD", "PAM_ACCT_EXPIRED", "PAM_SESSION_ERR",
+                "PAM_CRED_UNAVAIL", "PAM_CRED_EXPIRED", "PAM_CRED_ERR", "PAM_NO_MODULE_DATA",
+                "PAM_CONV_ERR", "PAM_AUTHTOK_ERR", "PAM_ABORT", "PAM_IGNORE", "PAM_MODULE_UNKNOWN",
+                "PAM_INCOMPLETE"]
+
+
+@dataclasses.dataclass
+class PamtesterResult:
+    status: int        # pamtester's exit status (0: the operation succeeded)
+    output: str        # the whole terminal transcript: prompts, messages, verdict, log lines
+    logs: list         # LogLine
+
+
+@dataclasses.dataclass
+class DriveResult:
+    rv: str            # the PAM return code's name, e.g. "PAM_AUTHINFO_UNAVAIL"
+    messages: list     # [style name, text] for every conversation message, in order
+    dispositions: dict # {"before"|"after": {signal name: [handler, flags]}}
+    children: list     # child processes (pid, state) still there after pam_end
+    logs: list         # LogLine
+    stderr: str
+
+
+class Pamtester:
+    """pamtester on a pseudo-terminal (pexpect). Its stdout and stderr are both the
+    terminal, as for a user: Linux-PAM's text conversation writes prompts to stderr, and
+    pam_wrapper's log lines land there too; the transcript keeps all of it."""
+
+    def __init__(self, argv, env, timeout):
+        import io
+        import pexpect
+        self.transcript = io.StringIO()
+        self.child = pexpect.spawn(argv[0], argv[1:], env=env, timeout=timeout,
+                                   encoding="utf-8", codec_errors="replace")
+        self.child.logfile_read = self.transcript
+
+    def expect(self, pattern, timeout=-1):
+        return self.child.expect(pattern, timeout=timeout)
+
+    def sendline(self, text):
+        self.child.sendline(text)
+
+    def interrupt(self):
+        """Ctrl-C on the terminal: SIGINT to its foreground process group."""
+        self.child.sendintr()
+
+    def sendeof(self):
+        self.child.sendeof()
+
+    def finish(self, timeout=30):
+        """Waits for pamtester to end; returns a PamtesterResult."""
+        import pexpect
+        self.child.expect(pexpect.EOF, timeout=timeout)
+        self.child.close()
+        status = self.child.exitstatus
+        if status is None:
+            status = 128 + (self.child.signalstatus or 0)
+        text = self.transcript.getvalue()
+        return PamtesterResult(status, text, parse_logs(text))
+
+    def kill(self):
+        if self.child.isalive():
+            self.child.kill(signal.SIGKILL)
+        self.child.close(force=True)
+
+
+class PamWorld:
+    """Service files, password file and runners in one temporary directory."""
+
+    def __init__(self, root=None, debuglevel=2):
+        self.root = Path(root or tempfile.mkdtemp(prefix="localauth-pam-"))
+        os.chmod(self.root, 0o755)  # readable by a run as another user
+        self.services = self.root / "services"
+        self.services.mkdir(exist_ok=True)
+        self.passdb = self.root / "passdb"
+        self.debuglevel = debuglevel
+        self._users = {}
+        self._service_names = set()
+        self._pamtesters = []
+        self.service("other", ["auth required pam_deny.so"])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        for run in self._pamtesters:
+            run.kill()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @property
+    def matrix(self):
+        """The pam_matrix module with its arguments, for a service line."""
+        return f"{PAM_MATRIX} passdb={self.passdb}"
+
+    def add_user(self, user, password):
+        """A made-up user pam_matrix accepts with password in every service of this world."""
+        self._users[user] = password
+        self._write_passdb()
+
+    def service(self, name, lines):
+        """Writes the service file `name` (lines like "auth required /abs/module.so args")."""
+        (self.services / name).write_text("".join(line + "\n" for line in lines))
+        self._service_names.add(name)
+        self._write_passdb()
+        return name
+
+    def _write_passdb(self):
+        rows = [f"{u}:{p}:{s}" for u, p in self._users.items() for s in sorted(self._service_names)]
+        self.passdb.write_text("".join(r + "\n" for r in rows))
+        os.chmod(self.passdb, 0o644)
+
+    def preload_env(self):
+        """The variables that put a program under pam_wrapper with this world's services."""
+        env = {"LD_PRELOAD": PAM_WRAPPER, "PAM_WRAPPER": "1",
+               "PAM_WRAPPER_SERVICE_DIR": str(self.services),
+               "PAM_WRAPPER_DEBUGLEVEL": str(self.debuglevel)}
+        if EXTRA_PRELOAD:
+            # Sanitizer runtimes refuse libraries opened with RTLD_DEEPBIND, which
+            # pam_wrapper uses unless told not to.
+            env.update(LD_PRELOAD=f"{EXTRA_PRELOAD}:{PAM_WRAPPER}",
+                       PAM_WRAPPER_DISABLE_DEEPBIND="1")
+        return env
+
+    def command(self, argv, prefix=(), env=None):
+        """argv under pam_wrapper, behind `prefix` (e.g. setpriv ...) which runs without it."""
+        pairs = {**self.preload_env(), **(env or {})}
+        return [*prefix, "/usr/bin/env", *(f"{k}={v}" for k, v in pairs.items()), *argv]
+
+    def _base_env(self):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("LD_PRELOAD", "PAM_WRAPPER"))}
+        env.setdefault("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        return env
+
+    def pamtester(self, service, user, operation="authenticate", *, items=None, pam_env=None,
+                  flags=None, env=None, prefix=(), timeout=20):
+        """Starts pamtester; items: {"rhost": ..., "tty": ...}; flags: e.g. "PAM_SILENT"."""
+        op = f"{operation}({flags})" if flags else operation
+        args = ["pamtester"]
+        for k, v in (items or {}).items():
+            args += ["-I", f"{k}={v}"]
+        for k, v in (pam_env or {}).items():
+            args += ["-E", f"{k}={v}"]
+        args += [service, user, op]
+        run = Pamtester(self.command(args, prefix, env), self._base_env(), timeout)
+        self._pamtesters.append(run)
+        return run
+
+    def drive(self, service, user, *, answers=(), items=None, pam_env=None, flags=(),
+              interrupt_on=None, interrupt_delay=0.3, answer_delay=0.0, ignore_signals=(),
+              inheritable_fd=False, real_uid=None, env=None, prefix=(), timeout=60):
+        """Runs pam_authenticate in a fresh process and returns a DriveResult.
+
+        user None starts PAM without a user. answers are given to prompts in order (then
+        the conversation fails). flags are names ("PAM_SILENT"). interrupt_on: send SIGINT
+        to the process interrupt_delay seconds after a message containing this text.
+        answer_delay: seconds to wait before each answer. ignore_signals: names of signals
+        ("SIGCHLD", "SIGINT", ...) set to SIG_IGN before PAM starts. inheritable_fd: open /dev/null without close-on-exec
+        first, as a careless application would, so a test can see whether it leaks.
+        real_uid: set only the real uid before PAM starts, as setuid sudo runs (ruid the
+        user, euid root). It has to happen inside the process: a program exec'd with
+        ruid != euid runs in secure mode, where the loader ignores LD_PRELOAD, and then
+        libpam would read /etc/pam.d instead of this world.
+        prefix: a command to run the driver under, e.g. setpriv with the same uid for
+        real and effective.
+        """
+        spec = dict(service=service, user=user, answers=list(answers), items=items or {},
+                    pam_env=pam_env or {}, flags=list(flags), interrupt_on=interrupt_on,
+                    interrupt_delay=interrupt_delay, answer_delay=answer_delay,
+                    ignore_signals=list(ignore_signals), inheritable_fd=inheritable_fd, real_uid=real_uid)
+        argv = self.command([PYTHON, str(Path(__file__).resolve()), "--drive"], prefix, env)
+        proc = subprocess.run(argv, input=json.dumps(spec), capture_output=True, text=True,
+                              env=self._base_env(), timeout=timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"driver failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        return DriveResult(out["rv"], out["messages"], out["dispositions"], out["children"],
+                           parse_logs(proc.stderr), proc.stderr)
+
+
+# ---------------------------------------------------------------------------------------
+# The driver: runs inside the process under pam_wrapper.
+
+class _PamMessage(ctypes.Structure):
+    _fields_ = [("msg_style", ctypes.c_int), ("msg", ctypes.c_char_p)]
+
+
+class _PamResponse(ctypes.Structure):
+    _fields_ = [("resp", ctypes.c_void_p), ("resp_retcode", ctypes.c_int)]
+
+
+_CONV_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int,
+                            ctypes.POINTER(ctypes.POINTER(_PamMessage)),
+                            ctypes.POINTER(ctypes.POINTER(_PamResponse)), ctypes.c_void_p)
+
+
+class _PamConv(ctypes.Structure):
+    _fields_ = [("conv", _CONV_FN), ("appdata_ptr", ctypes.c_void_p)]
+
+
+class _Sigaction(ctypes.Structure):
+    # glibc's struct sigaction on Linux: handler, 1024-bit mask, flags, restorer.
+    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ubyte * 128),
+                ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
+
+
+def _dispositions(libc):
+    out = {}
+    for sig in (signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
+        sa = _Sigaction()
+        libc.sigaction(int(sig), None, ctypes.byref(sa))
+        out[sig.name] = [sa.handler or 0, sa.flags]
+    return out
+
+
+def _children():
+    me = str(os.getpid())
+    found = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            found.append([int(stat.split("/")[2]), fields[0]])
+    return found
+
+
+def _drive_main():
+    spec = json.load(sys.stdin)
+    consts = pam_constants()
+    names = {consts[n]: n for n in RETURN_CODES if n in consts}
+    styles = {consts[n]: n for n in ("PAM_PROMPT_ECHO_OFF", "PAM_PROMPT_ECHO_ON",
+                                     "PAM_ERROR_MSG", "PAM_TEXT_INFO")}
+    libc = ctypes.CDLL(None, use_errno=True)
+    ctypes.CDLL("libpam.so.0", mode=ctypes.RTLD_GLOBAL)
+    pam = ctypes.CDLL(None)  # the global scope: pam_wrapper's preloaded symbols come first
+    libc.calloc.restype = ctypes.c_void_p
+    libc.strdup.restype = ctypes.c_void_p
+    libc.strdup.argtypes = [ctypes.c_char_p]
+
+    if spec["inheritable_fd"]:
+        os.set_inheritable(os.open("/dev/null", os.O_RDONLY), True)
+    if spec["real_uid"] is not None:
+        os.setresuid(spec["real_uid"], -1, -1)
+    for name in spec["ignore_signals"]:
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    before = _dispositions(libc)
+    messages, answers = [], list(spec["answers"])
+
+    def conv(n, msgs, resp, _appdata):
+        replies = libc.calloc(n, ctypes.sizeof(_PamResponse))
+        array = ctypes.cast(replies, ctypes.POINTER(_PamResponse))
+        for i in range(n):
+            style = msgs[i].contents.msg_style
+            text = msgs[i].contents.msg.decode(errors="replace")
+            messages.append([styles.get(style, str(style)), text])
+            if spec["interrupt_on"] and spec["interrupt_on"] in text:
+                threading.Timer(spec["interrupt_delay"], os.kill,
+                                (os.getpid(), signal.SIGINT)).start()
+            if style in (consts["PAM_PROMPT_ECHO_OFF"], consts["PAM_PROMPT_ECHO_ON"]):
+                if not answers:
+                    libc.free(ctypes.c_void_p(replies))
+                    return consts["PAM_CONV_ERR"]
+                time.sleep(spec["answer_delay"])
+                array[i].resp = libc.strdup(answers.pop(0).encode())
+        resp[0] = array
+        return consts["PAM_SUCCESS"]
+
+    conv_struct = _PamConv(_CONV_FN(conv), None)
+    handle = ctypes.c_void_p()
+    user = spec["user"].encode() if spec["user"] is not None else None
+    rc = pam.pam_start(spec["service"].encode(), user, ctypes.byref(conv_struct),
+                       ctypes.byref(handle))
+    if rc != consts["PAM_SUCCESS"]:
+        raise SystemExit(f"pam_start failed: {rc}")
+    for item, value in spec["items"].items():
+        pam.pam_set_item(handle, consts["PAM_" + item.upper()], value.encode())
+    for key, value in spec["pam_env"].items():
+        pam.pam_putenv(handle, f"{key}={value}".encode())
+    flags = 0
+    for f in spec["flags"]:
+        flags |= consts[f]
+    rv = pam.pam_authenticate(handle, flags)
+    pam.pam_end(handle, rv)
+    after = _dispositions(libc)
+    print(json.dumps(dict(rv=names.get(rv, str(rv)), messages=messages,
+                          dispositions={"before": before, "after": after},
+                          children=_children())))
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--drive"]:
+    _drive_main()

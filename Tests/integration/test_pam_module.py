@@ -1,0 +1,672 @@
+"""pam_localauth.so through the real libpam (pam_wrapper), with a fake helper.
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_pam_module.py
+The module is built first with `scripts/build --c-only` (set LOCALAUTH_SKIP_BUILD=1 to use
+what is in build/ or LOCALAUTH_PAM_MODULE as it is).
+
+Most tests use a stack of this module as `sufficient` followed by pam_matrix as the
+password module, and check: the PAM result, what the user saw, the module's log line, and
+that the password still works in the same transaction.
+"""
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pamenv  # noqa: E402
+from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+SRC = pamenv.REPO / "Sources" / "pam_localauth"
+PASSWORD = "s3cret-pw"
+USER = "la-alice"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root (helper checks)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built_module():
+    if not os.environ.get("LOCALAUTH_SKIP_BUILD") and not os.environ.get("LOCALAUTH_PAM_MODULE"):
+        subprocess.run([str(pamenv.REPO / "scripts" / "build"), "--c-only"], check=True,
+                       capture_output=True)
+    assert MODULE.is_file(), f"{MODULE} missing"
+    return MODULE
+
+
+class Bed:
+    """A PamWorld with the fake helper installed as root's, mode 0755, and a record dir."""
+
+    def __init__(self, world):
+        self.world = world
+        self.helper = world.root / "fake-helper"
+        shutil.copy(HERE / "fake_helper.py", self.helper)
+        os.chown(self.helper, 0, 0)
+        os.chmod(self.helper, 0o755)
+        self.records = world.root / "records"
+        self.records.mkdir()
+        os.chmod(self.records, 0o777)
+        world.add_user(USER, PASSWORD)
+
+    def line(self, mode="match", control="sufficient", *extra, helper=None):
+        args = [f"helper={helper or self.helper}", f"fake_mode={mode}",
+                f"fake_dir={self.records}", *extra]
+        return f"auth {control} {MODULE} " + " ".join(args)
+
+    def stack(self, mode="match", *extra, name="la-test"):
+        """This module (sufficient) then the password module."""
+        return self.world.service(name, [self.line(mode, "sufficient", *extra),
+                                         f"auth required {self.world.matrix}"])
+
+    def solo(self, mode="match", *extra, name="la-solo"):
+        """This module alone (required): pam_authenticate returns its code."""
+        return self.world.service(name, [self.line(mode, "required", *extra)])
+
+    def events(self, kind=None):
+        path = self.records / "events.jsonl"
+        if not path.exists():
+            return []
+        found = [json.loads(l) for l in path.read_text().splitlines()]
+        return [e for e in found if kind is None or e["event"] == kind]
+
+    def drive(self, service, **kw):
+        kw.setdefault("answers", [PASSWORD])
+        return self.world.drive(service, kw.pop("user", USER), **kw)
+
+
+@pytest.fixture
+def bed():
+    with PamWorld() as world:
+        yield Bed(world)
+
+
+def only_outcome(result):
+    found = outcomes(result.logs)
+    assert len(found) == 1, [l.message for l in result.logs]
+    return found[0]
+
+
+def prompts(result):
+    return [text for style, text in result.messages if style.startswith("PAM_PROMPT")]
+
+
+def assert_password_fallback(result):
+    """The module did not decide; pam_matrix asked for the password and it worked."""
+    assert result.rv == "PAM_SUCCESS", result.stderr[-1500:]
+    assert prompts(result)[-1] == "Password: "
+    assert result.children == []  # the helper was reaped: no zombie, nothing running
+
+
+# --- the built object --------------------------------------------------------------------
+
+def test_links_only_libpam_and_libc(built_module):
+    out = subprocess.run(["readelf", "-d", str(built_module)], check=True,
+                         capture_output=True, text=True).stdout
+    needed = {l.split("[")[1].rstrip("]") for l in out.splitlines() if "(NEEDED)" in l}
+    assert needed == {"libpam.so.0", "libc.so.6"}
+    assert "BIND_NOW" in out or "NOW" in out
+
+
+def test_exports_only_pam_entry_points(built_module):
+    out = subprocess.run(["nm", "-D", "--defined-only", str(built_module)], check=True,
+                         capture_output=True, text=True).stdout
+    names = {l.split()[-1] for l in out.splitlines() if l.strip()}
+    assert names == {"pam_sm_authenticate", "pam_sm_setcred"}
+
+
+def test_default_helper_path_is_compiled_in(built_module):
+    assert b"/usr/libexec/localauth/localauth-helper" in built_module.read_bytes()
+
+
+# --- outcomes of the helper --------------------------------------------------------------
+
+def test_match_is_success_without_password(bed):
+    r = bed.drive(bed.stack("match"))
+    assert r.rv == "PAM_SUCCESS"
+    assert prompts(r) == []
+    o = only_outcome(r)
+    assert (o["user"], o["service"], o["result"], o["pam"], o["cause"]) == \
+        (USER, "la-test", "success", "PAM_SUCCESS", "fake match")
+    assert r.children == []
+
+
+def test_no_match_shows_message_then_password(bed):
+    r = bed.drive(bed.stack("nomatch"))
+    assert_password_fallback(r)
+    assert r.messages[0] == ["PAM_TEXT_INFO", "Place your finger on the reader"]
+    o = only_outcome(r)
+    assert (o["result"], o["pam"]) == ("authenticationFailed", "PAM_AUTH_ERR")
+    assert o["cause"] == "fake: 3 failed matches"
+
+
+def test_info_and_error_messages_are_relayed(bed):
+    r = bed.drive(bed.stack("messages"))
+    assert_password_fallback(r)
+    assert r.messages[:2] == [["PAM_TEXT_INFO", "fake info message"],
+                              ["PAM_ERROR_MSG", "fake error message"]]
+    assert only_outcome(r)["pam"] == "PAM_AUTHINFO_UNAVAIL"
+
+
+def test_silent_skips_messages_but_not_prompts(bed):
+    r = bed.drive(bed.stack("messages"), flags=["PAM_SILENT"])
+    assert r.rv == "PAM_SUCCESS"
+    assert r.messages == [["PAM_PROMPT_ECHO_OFF", "Password: "]]
+    assert bed.events("start")[0]["request"]["silent"] == "1"
+
+
+def test_not_opted_in_is_ignore(bed):
+    r = bed.drive(bed.stack("notoptedin"))
+    assert_password_fallback(r)
+    o = only_outcome(r)
+    assert (o["result"], o["pam"]) == ("notOptedIn", "PAM_IGNORE")
+
+
+# DESIGN.md §3, code by code; the solo stack returns the module's own code.
+CODE_TABLE = [
+    (-1, "authenticationFailed", "PAM_AUTH_ERR"),
+    (-2, "userCancel", "PAM_AUTH_ERR"),
+    (-3, "userFallback", "PAM_AUTHINFO_UNAVAIL"),
+    (-4, "systemCancel", "PAM_AUTHINFO_UNAVAIL"),
+    (-5, "passcodeNotSet", "PAM_AUTHINFO_UNAVAIL"),
+    (-6, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL"),
+    (-7, "biometryNotEnrolled", "PAM_AUTHINFO_UNAVAIL"),
+    (-8, "biometryLockout", "PAM_AUTHINFO_UNAVAIL"),
+    (-9, "appCancel", "PAM_AUTH_ERR"),
+    (-10, "invalidContext", "PAM_AUTHINFO_UNAVAIL"),
+    (-13, "biometryDisconnected", "PAM_AUTHINFO_UNAVAIL"),
+    (-1004, "notInteractive", "PAM_AUTHINFO_UNAVAIL"),
+    (-11, "unknownCode", "PAM_AUTHINFO_UNAVAIL"),
+    (2, "unknownCode", "PAM_AUTHINFO_UNAVAIL"),
+]
+
+
+@pytest.mark.parametrize("code,name,pam", CODE_TABLE)
+def test_result_code_maps_to_pam(bed, code, name, pam):
+    r = bed.drive(bed.solo("code", f"fake_code={code}"), answers=[])
+    assert r.rv == pam
+    o = only_outcome(r)
+    assert (o["result"], o["pam"]) == (name, pam)
+    if name == "unknownCode":
+        assert f"unknown result code {code}" in o["cause"]
+
+
+# Every way a helper can go wrong: PAM_AUTHINFO_UNAVAIL, a log line naming it, and the
+# password still works. Never success, even when a valid `R` code=0 was part of it.
+FAILURES = [
+    ("garbage", [], "malformed frame payload"),
+    ("oversized", [], "frame length out of range"),
+    ("zero_length", [], "frame length out of range"),
+    ("truncated", [], "end of file in the middle of a frame"),
+    ("unknown_type", [], "unknown frame type 0x5a"),
+    ("wrong_direction", [], "unexpected frame type 'Q'"),
+    ("hang", ["helper_timeout=1"], "helper timed out after 1 s"),
+    ("crash", [], "helper ended without a result (killed by signal 11)"),
+    ("exit_without_result", [], "helper ended without a result (exit status 0)"),
+    ("exit_nonzero", [], "helper ended with exit status 3 after its result"),
+    ("bad_result", [], "result without a code"),
+    ("frame_after_result", [], "frame after the result"),
+    ("linger_after_result", [], "helper did not end within 2000 ms after its result"),
+]
+
+
+@pytest.mark.parametrize("mode,extra,cause", FAILURES)
+def test_helper_failure_falls_back_to_password(bed, mode, extra, cause):
+    started = time.monotonic()
+    r = bed.drive(bed.stack(mode, *extra))
+    assert_password_fallback(r)
+    o = only_outcome(r)
+    assert (o["result"], o["pam"]) == ("helperFailure", "PAM_AUTHINFO_UNAVAIL")
+    assert cause in o["cause"]
+    assert any(l.priority == 3 for l in r.logs)  # LOG_ERR
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("mode", ["crash", "exit_nonzero"])
+def test_exit_status_read_even_when_app_ignores_sigchld(bed, mode):
+    r = bed.drive(bed.stack(mode), ignore_signals=["SIGCHLD"])
+    assert_password_fallback(r)
+    cause = only_outcome(r)["cause"]
+    assert "could not be read" not in cause
+    assert ("signal 11" if mode == "crash" else "exit status 3") in cause
+    assert r.dispositions["before"] == r.dispositions["after"]
+    assert r.dispositions["after"]["SIGCHLD"][0] == 1  # still SIG_IGN
+
+
+def test_helper_gone_before_answer_does_not_kill_app(bed):
+    """The module's write meets a closed pipe: SIGPIPE must not end the application."""
+    r = bed.drive(bed.stack("prompt_then_exit"), answers=["1234", PASSWORD], answer_delay=0.3)
+    assert_password_fallback(r)
+    assert only_outcome(r)["pam"] == "PAM_AUTHINFO_UNAVAIL"
+    assert r.dispositions["before"] == r.dispositions["after"]
+
+
+# --- prompts and the conversation --------------------------------------------------------
+
+def test_prompt_answer_reaches_helper(bed):
+    r = bed.drive(bed.stack("prompt"), answers=["1234"])
+    assert r.rv == "PAM_SUCCESS"
+    assert r.messages == [["PAM_PROMPT_ECHO_OFF", "Fake code: "]]
+    assert [(e["type"], e["payload"]) for e in bed.events("reply")] == [("A", "1234")]
+    assert PASSWORD not in r.stderr and "1234" not in "".join(l.message for l in r.logs)
+
+
+def test_prompt_echo_on(bed):
+    r = bed.drive(bed.stack("prompt", "fake_echo=1"), answers=["1234"])
+    assert r.rv == "PAM_SUCCESS"
+    assert r.messages == [["PAM_PROMPT_ECHO_ON", "Fake code: "]]
+
+
+def test_wrong_answer_then_password(bed):
+    r = bed.drive(bed.stack("prompt"), answers=["0000", PASSWORD])
+    assert_password_fallback(r)
+    assert only_outcome(r)["result"] == "authenticationFailed"
+
+
+def test_failed_conversation_sends_N_and_gives_conv_err(bed):
+    r = bed.drive(bed.solo("prompt"), answers=[])
+    assert r.rv == "PAM_CONV_ERR"
+    assert [e["type"] for e in bed.events("reply")] == ["N"]
+    o = only_outcome(r)
+    assert (o["result"], o["pam"]) == ("appCancel", "PAM_CONV_ERR")
+
+
+def test_time_in_the_conversation_is_not_helper_time(bed):
+    r = bed.drive(bed.stack("prompt", "helper_timeout=1"), answers=["1234"], answer_delay=1.5)
+    assert r.rv == "PAM_SUCCESS"
+    assert only_outcome(r)["result"] == "success"
+
+
+# --- the request -------------------------------------------------------------------------
+
+def test_request_carries_the_call(bed):
+    service = bed.stack("match", "debug", "[reason=Fingerprint for sudo]")
+    r = bed.drive(service, items={"tty": "/dev/pts/9", "rhost": "localhost", "ruser": "la-bob"},
+                  pam_env={"LANG": "de_DE.UTF-8"})
+    assert r.rv == "PAM_SUCCESS"
+    (start,) = bed.events("start")
+    req = start["request"]
+    assert {k: req[k] for k in ("version", "mode", "user", "service", "tty", "rhost", "ruser",
+                                "silent", "locale", "caller_uid")} == {
+        "version": "1", "mode": "authenticate", "user": USER, "service": "la-test",
+        "tty": "/dev/pts/9", "rhost": "localhost", "ruser": "la-bob", "silent": "0",
+        "locale": "de_DE.UTF-8", "caller_uid": "0"}
+    assert "first_line" not in req
+    assert req["pid"] == str(start["ppid"])  # the process that called pam_authenticate
+    assert req["arg"] == [f"helper={bed.helper}", "fake_mode=match",
+                          f"fake_dir={bed.records}", "debug", "reason=Fingerprint for sudo"]
+
+
+def test_locale_prefers_pam_environment_then_process(bed):
+    service = bed.stack("match")
+    bed.drive(service, pam_env={"LC_MESSAGES": "fr_FR.UTF-8"}, env={"LC_ALL": "de_DE.UTF-8"})
+    bed.drive(service, env={"LC_ALL": "", "LC_MESSAGES": "", "LANG": "pt_BR.UTF-8"})
+    bed.drive(service, pam_env={"LANG": "x;rm -rf /"})
+    locales = [e["request"]["locale"] for e in bed.events("start")]
+    assert locales == ["fr_FR.UTF-8", "pt_BR.UTF-8", ""]
+
+
+def test_user_name_with_newline_is_refused(bed):
+    r = bed.drive(bed.stack("match"), user="la-alice\nmode=authsucc")
+    assert bed.events() == []
+    o = only_outcome(r)
+    assert (o["result"], o["pam"]) == ("helperFailure", "PAM_AUTHINFO_UNAVAIL")
+    assert "`user` is not one line" in o["cause"]
+
+
+# --- how the helper is started -----------------------------------------------------------
+
+def test_helper_process_is_clean(bed):
+    r = bed.drive(bed.stack("match"), inheritable_fd=True,
+                  env={"LD_LIBRARY_PATH": "/nonexistent", "LA_SECRET": "x", "LANG": "C"})
+    assert r.rv == "PAM_SUCCESS"
+    (start,) = bed.events("start")
+    env = dict(start["env"])
+    env.pop("LC_CTYPE", None)  # Python's own C-locale coercion (PEP 538), not inherited
+    assert env == {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    # 0, 1, 2 and the descriptor Python used to list the directory; nothing inherited.
+    assert start["fds"][:3] == [0, 1, 2] and len(start["fds"]) <= 4
+    targets = start["fd_targets"]
+    assert targets["0"].startswith("pipe:") and targets["1"].startswith("pipe:")
+    assert targets["2"] == "/dev/null"
+    assert start["sid"] == start["pid"]  # own session: terminal signals do not reach it
+    assert start["cwd"] == "/"
+    assert start["ids"] == [0] * 6 and start["groups"] == []
+    assert start["sigint"] == "<built-in function default_int_handler>"  # defaults
+
+
+def test_one_identity_when_ruid_differs(bed):
+    """Like setuid sudo: ruid is the user, euid root; the helper gets only root."""
+    r = bed.drive(bed.stack("match"), real_uid=65534)
+    assert r.rv == "PAM_SUCCESS"
+    (start,) = bed.events("start")
+    assert start["ids"] == [0] * 6
+    assert start["request"]["caller_uid"] == "65534"
+
+
+def test_helper_argument_ignored_for_non_root_caller(bed):
+    r = bed.drive(bed.stack("match"),
+                  prefix=["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+    assert bed.events() == []
+    assert any("helper= ignored: the caller is not root" in l.message for l in r.logs)
+    assert r.rv == "PAM_SUCCESS" and prompts(r) == ["Password: "]
+
+
+@pytest.mark.parametrize("spoil,why", [
+    (lambda p: os.chmod(p, 0o775), "writable by group or others"),
+    (lambda p: os.chmod(p, 0o757), "writable by group or others"),
+    (lambda p: os.chown(p, 65534, 65534), "owned by uid 65534, not root"),
+    (lambda p: (os.remove(p), os.mkdir(p)), "not a regular file"),
+    (lambda p: os.remove(p), "No such file or directory"),
+])
+def test_untrusted_helper_is_refused(bed, spoil, why):
+    spoil(bed.helper)
+    r = bed.drive(bed.stack("match"))
+    assert bed.events() == []
+    assert_password_fallback(r)
+    o = only_outcome(r)
+    assert o["pam"] == "PAM_AUTHINFO_UNAVAIL"
+    assert f"helper {bed.helper} refused: {why}" in o["cause"]
+
+
+def test_relative_helper_path_keeps_default(bed):
+    r = bed.drive(bed.world.service("la-rel", [
+        f"auth sufficient {MODULE} helper=fake-helper", f"auth required {bed.world.matrix}"]))
+    assert any("helper= must be an absolute path; keeping /usr/libexec/localauth/"
+               "localauth-helper" in l.message for l in r.logs)
+    assert bed.events() == []
+    assert r.rv == "PAM_SUCCESS"
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "3601", "-1", "1.5s"])
+def test_bad_helper_timeout_is_logged_and_default_kept(bed, value):
+    r = bed.drive(bed.stack("match", f"helper_timeout={value}"))
+    assert any("helper_timeout must be a number of seconds from 1 to 3600; keeping 120"
+               in l.message for l in r.logs)
+    assert r.rv == "PAM_SUCCESS"
+
+
+# --- where the module does not start the helper ------------------------------------------
+
+def test_remote_host_does_not_start_helper(bed):
+    r = bed.drive(bed.stack("match"), items={"rhost": "192.0.2.7"})
+    assert bed.events() == []
+    assert_password_fallback(r)
+    o = only_outcome(r)
+    assert (o["result"], o["pam"]) == ("notInteractive", "PAM_AUTHINFO_UNAVAIL")
+    assert "remote host 192.0.2.7" in o["cause"]
+
+
+@pytest.mark.parametrize("rhost", ["", "localhost", "127.0.0.1", "::1"])
+def test_local_host_starts_helper(bed, rhost):
+    r = bed.drive(bed.stack("match"), items={"rhost": rhost})
+    assert r.rv == "PAM_SUCCESS"
+    assert len(bed.events("start")) == 1
+
+
+def test_no_user_fails_without_prompting(bed):
+    r = bed.drive(bed.solo("match"), user=None, answers=["should-not-be-asked"])
+    assert r.rv == "PAM_AUTHINFO_UNAVAIL"
+    assert r.messages == []
+    assert bed.events() == []
+    assert only_outcome(r)["result"] == "noUser"
+
+
+# --- authsucc: the line after the password module ----------------------------------------
+
+def authsucc_line(bed, mode="match", control="optional"):
+    return bed.line(mode, control, "authsucc")
+
+
+def test_authsucc_without_first_line_changes_nothing(bed):
+    svc = bed.world.service("la-as1", [f"auth required {bed.world.matrix}",
+                                       authsucc_line(bed)])
+    r = bed.drive(svc)
+    assert r.rv == "PAM_SUCCESS"
+    assert bed.events() == []
+    assert any("authsucc without the first line in this handle: nothing changed" in l.message
+               for l in r.logs)
+
+
+def test_authsucc_after_first_line_runs_helper(bed):
+    svc = bed.world.service("la-as2", [bed.line("nomatch", "sufficient"),
+                                       f"auth required {bed.world.matrix}",
+                                       authsucc_line(bed)])
+    r = bed.drive(svc)
+    assert r.rv == "PAM_SUCCESS"
+    first, second = bed.events("start")
+    assert first["request"]["mode"] == "authenticate"
+    assert second["request"]["mode"] == "authsucc"
+    assert second["request"]["first_line"] == "1"
+    assert "authsucc" in second["request"]["arg"]
+    assert [o["pam"] for o in outcomes(r.logs)] == ["PAM_AUTH_ERR", "PAM_IGNORE"]
+
+
+def test_authsucc_cannot_produce_success(bed):
+    """Even a helper answering success in authsucc mode only yields PAM_IGNORE."""
+    svc = bed.world.service("la-as3", [bed.line("nomatch", "optional"),
+                                       authsucc_line(bed, "match", "required")])
+    r = bed.drive(svc)
+    assert r.rv != "PAM_SUCCESS"
+    last = outcomes(r.logs)[-1]
+    assert (last["result"], last["pam"]) == ("success", "PAM_IGNORE")
+
+
+def test_authsucc_needs_a_new_first_line_each_time(bed):
+    svc = bed.world.service("la-as4", [bed.line("nomatch", "sufficient"),
+                                       f"auth required {bed.world.matrix}",
+                                       authsucc_line(bed), authsucc_line(bed)])
+    r = bed.drive(svc)
+    assert r.rv == "PAM_SUCCESS"
+    assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate", "authsucc"]
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------
+
+def test_ctrl_c_on_terminal_cancels_scan_and_password_follows(bed):
+    svc = bed.stack("cancel")
+    run = bed.world.pamtester(svc, USER, items={"tty": "/dev/pts/0"})
+    run.expect("Touch the reader")
+    time.sleep(0.5)  # the module is back to waiting on the helper
+    run.interrupt()
+    run.expect("Password: ")
+    run.sendline(PASSWORD)
+    res = run.finish()
+    assert res.status == 0, res.output
+    assert "successfully authenticated" in res.output
+    assert [e["type"] for e in bed.events("frame")] == ["C"]
+    o = only_outcome(res)
+    assert (o["result"], o["pam"]) == ("userFallback", "PAM_AUTHINFO_UNAVAIL")
+
+
+def test_ctrl_c_restores_signal_dispositions(bed):
+    r = bed.drive(bed.stack("cancel"), interrupt_on="Touch the reader")
+    assert_password_fallback(r)
+    assert [e["type"] for e in bed.events("frame")] == ["C"]
+    assert r.dispositions["before"] == r.dispositions["after"]
+    assert only_outcome(r)["result"] == "userFallback"
+
+
+def test_ctrl_c_ignored_by_the_application_stays_ignored(bed):
+    """An application that ignores SIGINT keeps it so: no handler, no cancel."""
+    r = bed.drive(bed.stack("cancel", "fake_wait=1.5"), interrupt_on="Touch the reader",
+                  ignore_signals=["SIGINT"])
+    assert_password_fallback(r)
+    assert bed.events("frame") == []
+    assert only_outcome(r)["result"] == "systemCancel"
+    assert r.dispositions["before"] == r.dispositions["after"]
+    assert r.dispositions["after"]["SIGINT"][0] == 1  # SIG_IGN
+
+
+def test_helper_ignoring_cancel_is_killed_after_grace(bed):
+    started = time.monotonic()
+    r = bed.drive(bed.stack("ignore_cancel"), interrupt_on="Touch the reader")
+    assert_password_fallback(r)
+    assert 1.5 < time.monotonic() - started < 10
+    o = only_outcome(r)
+    assert (o["result"], o["pam"]) == ("helperFailure", "PAM_AUTHINFO_UNAVAIL")
+    assert "did not answer the cancel within 2000 ms" in o["cause"]
+
+
+# --- pamtester on a terminal: what a user sees -------------------------------------------
+
+def test_pamtester_match(bed):
+    run = bed.world.pamtester(bed.stack("match"), USER)
+    res = run.finish()
+    assert res.status == 0
+    assert "Password" not in res.output
+    assert only_outcome(res)["result"] == "success"
+
+
+def test_pamtester_garbled_helper_then_password(bed):
+    run = bed.world.pamtester(bed.stack("garbage"), USER)
+    run.expect("Password: ")
+    run.sendline(PASSWORD)
+    res = run.finish()
+    assert res.status == 0
+    assert only_outcome(res)["cause"] == "garbled frame: malformed frame payload"
+
+
+def test_pamtester_messages_and_wrong_password(bed):
+    run = bed.world.pamtester(bed.stack("messages"), USER)
+    run.expect("fake info message")
+    run.expect("fake error message")
+    run.expect("Password: ")
+    run.sendline("wrong")
+    res = run.finish()
+    assert res.status != 0
+
+
+def test_pamtester_remote(bed):
+    run = bed.world.pamtester(bed.stack("match"), USER, items={"rhost": "ssh.example.org"})
+    run.expect("Password: ")
+    run.sendline(PASSWORD)
+    res = run.finish()
+    assert res.status == 0
+    assert bed.events() == []
+
+
+# --- the pure parts, through a test build with every symbol visible ----------------------
+
+@pytest.fixture(scope="module")
+def pure(tmp_path_factory):
+    so = tmp_path_factory.mktemp("pure") / "la_pure.so"
+    subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-fPIC", "-shared", "-Wall", "-Werror",
+                    "-o", str(so), str(SRC / "frame.c"), str(SRC / "kv.c"),
+                    str(SRC / "result_map.c")], check=True)
+    lib = ctypes.CDLL(str(so))
+    lib.la_frame_decode.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p,
+                                    ctypes.POINTER(ctypes.c_size_t)]
+    lib.la_result_to_pam.argtypes = [ctypes.c_long, ctypes.c_bool]
+    lib.la_kv_find.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                               ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
+    return lib
+
+
+def decode(lib, data):
+    frame = ctypes.create_string_buffer(32)
+    used = ctypes.c_size_t(0)
+    status = lib.la_frame_decode(data, len(data), frame, ctypes.byref(used))
+    return status, used.value
+
+
+OK, INCOMPLETE, BAD_LENGTH, BAD_TYPE, BAD_PAYLOAD = range(5)
+
+
+def frame(t, payload=b"", length=None):
+    n = len(payload) + 1 if length is None else length
+    return n.to_bytes(4, "big") + t + payload
+
+
+@pytest.mark.parametrize("data,expected", [
+    (frame(b"I", b"hello"), (OK, 10)),
+    (frame(b"I", b"hello") + b"next", (OK, 10)),
+    (frame(b"R", b"x" * 4095), (OK, 4100)),
+    (frame(b"N"), (OK, 5)),
+    (b"", (INCOMPLETE, 0)),
+    (b"\x00\x00\x00", (INCOMPLETE, 0)),
+    (frame(b"I", b"hel", length=6), (INCOMPLETE, 0)),
+    (frame(b"I", length=0), (BAD_LENGTH, 0)),
+    ((4097).to_bytes(4, "big"), (BAD_LENGTH, 0)),  # refused before the bytes arrive
+    (b"\xff\xff\xff\xff", (BAD_LENGTH, 0)),
+    (frame(b"Z", b"x"), (BAD_TYPE, 0)),
+    (frame(b"\x00"), (BAD_TYPE, 0)),
+    (frame(b"I", b"a\x00b"), (BAD_PAYLOAD, 0)),
+    (frame(b"I", b"\xc0\x80"), (BAD_PAYLOAD, 0)),          # overlong NUL
+    (frame(b"I", b"\xed\xa0\x80"), (BAD_PAYLOAD, 0)),      # surrogate
+    (frame(b"I", b"\xf4\x90\x80\x80"), (BAD_PAYLOAD, 0)),  # above U+10FFFF
+    (frame(b"I", b"\xe2\x82"), (BAD_PAYLOAD, 0)),          # cut sequence
+    (frame(b"C", b"x"), (BAD_PAYLOAD, 0)),                 # C carries nothing
+    (frame(b"I", "Empreinte reconnue ✓".encode()), (OK, 5 + len("Empreinte reconnue ✓".encode()))),
+])
+def test_frame_decoder(pure, data, expected):
+    assert decode(pure, data) == expected
+
+
+KV_FOUND, KV_ABSENT, KV_MALFORMED, KV_DUPLICATE = range(4)
+
+
+@pytest.mark.parametrize("payload,expected", [
+    (b"code=0\nname=success\ncause=a=b", (KV_FOUND, b"0")),
+    (b"name=x\ncode=-1004", (KV_FOUND, b"-1004")),
+    (b"code=", (KV_FOUND, b"")),
+    (b"name=x", (KV_ABSENT, None)),
+    (b"", (KV_ABSENT, None)),
+    (b"code=0\n", (KV_MALFORMED, None)),          # no newline after the last line
+    (b"code=0\n\nname=x", (KV_MALFORMED, None)),   # no empty line
+    (b"code=0\njunk", (KV_MALFORMED, None)),       # checked past the match
+    (b"=0", (KV_MALFORMED, None)),
+    (b"code=0\ncode=-1", (KV_DUPLICATE, None)),
+    (b"codex=0\ncod=1", (KV_ABSENT, None)),
+])
+def test_key_value_reader(pure, payload, expected):
+    value, size = ctypes.c_void_p(), ctypes.c_size_t()
+    status = pure.la_kv_find(payload, len(payload), b"code", ctypes.byref(value),
+                             ctypes.byref(size))
+    got = ctypes.string_at(value.value, size.value) if status == KV_FOUND else None
+    assert (status, got) == expected
+
+
+def test_result_table_uses_header_values(pure):
+    c = pamenv.pam_constants()
+    for code, name, pam in CODE_TABLE:
+        assert pure.la_result_to_pam(code, False) == c[pam], name
+    assert pure.la_result_to_pam(0, False) == c["PAM_SUCCESS"]
+    assert pure.la_result_to_pam(1, False) == c["PAM_IGNORE"]
+    assert pure.la_result_to_pam(-2, True) == c["PAM_CONV_ERR"]
+    assert pure.la_result_to_pam(-9, True) == c["PAM_CONV_ERR"]
+    assert pure.la_result_to_pam(-1, True) == c["PAM_AUTH_ERR"]
+    assert pure.la_result_to_pam(0, True) == c["PAM_SUCCESS"]
+
+
+# --- with the real helper, when it is built (scripts/build without --c-only) ------------
+
+REAL_HELPER = pamenv.REPO / "build" / "libexec" / "localauth" / "localauth-helper"
+
+
+@pytest.mark.skipif(not REAL_HELPER.is_file(), reason="localauth-helper not built")
+def test_real_helper_without_reader_then_authsucc_records_password(bed):
+    """No bus, no reader: the password works, and the authsucc line records it."""
+    state = bed.world.root / "state"
+    state.mkdir(mode=0o700)
+    args = (f"helper={REAL_HELPER} state_dir={state} config={bed.world.root}/none.conf "
+            f"dbus_address=unix:path={bed.world.root}/no-bus")
+    svc = bed.world.service("la-real", [f"auth sufficient {MODULE} {args}",
+                                        f"auth required {bed.world.matrix}",
+                                        f"auth optional {MODULE} authsucc {args}"])
+    for attempt in range(2):
+        started = time.monotonic()
+        r = bed.drive(svc)
+        assert_password_fallback(r)
+        assert time.monotonic() - started < 5
+        first, second = outcomes(r.logs)
+        assert first["pam"] == "PAM_AUTHINFO_UNAVAIL", first
+        assert (second["result"], second["pam"]) == ("success", "PAM_IGNORE"), second
+        assert (state / f"{USER}.state").is_file()
+    # After the password was recorded once, the reader itself is what is missing.
+    assert first["result"] == "biometryNotAvailable", first
