@@ -83,13 +83,16 @@ static void la_child_reset_signals(void)
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/* Under setuid sudo ruid != euid; the helper gets one identity, the effective one, so it
- * is not in the kernel's and libraries' "secure mode" halfway. Supplementary groups are
- * the invoking user's; a root helper drops them. */
+/* Under setuid sudo ruid != euid. The helper gets one identity, the effective one: it is
+ * then not exec'd in secure mode (AT_SECURE), where libraries such as sd-bus quietly
+ * ignore their settings, and it cannot be signalled by the invoking user. sudo is setuid
+ * but not setgid, so its groups are still the invoking user's: a root helper takes root's
+ * group and no supplementary groups, or the files it writes would belong to that user's
+ * group. */
 static bool la_child_one_identity(void)
 {
     uid_t uid = geteuid();
-    gid_t gid = getegid();
+    gid_t gid = uid == 0 ? 0 : getegid();
     if (uid == 0 && setgroups(0, NULL) != 0)
         return false;
     return setresgid(gid, gid, gid) == 0 && setresuid(uid, uid, uid) == 0;

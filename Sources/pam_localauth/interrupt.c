@@ -45,7 +45,13 @@ void la_interrupt_arm(struct la_interrupt *in)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = la_interrupt_handler;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGINT, NULL, &in->old) != 0 || in->old.sa_handler == SIG_IGN)
+    if (sigaction(SIGINT, NULL, &in->old) != 0)
+        return;
+    /* Ignored stays ignored. Our own handler already there means another thread of this
+     * process is waiting on its helper: saving it would restore it after that thread put
+     * the application's back, so this wait simply goes without Ctrl-C. */
+    bool siginfo = (in->old.sa_flags & SA_SIGINFO) != 0;
+    if (!siginfo && (in->old.sa_handler == SIG_IGN || in->old.sa_handler == la_interrupt_handler))
         return;
     la_interrupt_fd = in->write_fd;
     if (sigaction(SIGINT, &sa, NULL) != 0) {
