@@ -670,3 +670,78 @@ def test_real_helper_without_reader_then_authsucc_records_password(bed):
         assert (state / f"{USER}.state").is_file()
     # After the password was recorded once, the reader itself is what is missing.
     assert first["result"] == "biometryNotAvailable", first
+
+
+# --- under the real setuid sudo (its own /etc/pam.d service, a throwaway user) -----------
+
+class SudoBed:
+    """A throwaway user allowed to sudo through its own PAM service; all removed after."""
+
+    def __init__(self, bed):
+        import secrets
+        self.bed = bed
+        self.tag = "la-pt-" + secrets.token_hex(4)
+        self.pam_file = Path("/etc/pam.d") / self.tag
+        self.sudoers = Path("/etc/sudoers.d") / self.tag
+        self.user_made = False
+
+    def setup(self):
+        subprocess.run(["useradd", "-M", "-s", "/bin/sh", self.tag], check=True,
+                       capture_output=True)
+        self.user_made = True
+        self.uid = int(subprocess.run(["id", "-u", self.tag], check=True, capture_output=True,
+                                      text=True).stdout)
+        self.bed.world.add_user(self.tag, PASSWORD)
+        self.bed.world.service(self.tag, [])  # so the passdb has a line for this service
+        draft = self.bed.world.root / "sudoers-draft"
+        draft.write_text(f"Defaults:{self.tag} pam_service={self.tag}\n"
+                         f"{self.tag} ALL=(ALL:ALL) ALL\n")
+        subprocess.run(["visudo", "-cqf", str(draft)], check=True)  # never install a bad one
+        shutil.copy(draft, self.sudoers)
+        os.chmod(self.sudoers, 0o440)
+
+    def cleanup(self):
+        for path in (self.sudoers, self.pam_file):
+            path.unlink(missing_ok=True)
+        if self.user_made:
+            subprocess.run(["userdel", self.tag], capture_output=True)
+
+    def sudo(self, mode, stdin=""):
+        self.pam_file.write_text(
+            f"{self.bed.line(mode, 'sufficient')}\n"
+            f"auth required {self.bed.world.matrix}\n"
+            "account required pam_permit.so\nsession required pam_permit.so\n")
+        return subprocess.run(["setpriv", f"--reuid={self.tag}", f"--regid={self.tag}",
+                               "--init-groups", "sudo", "-k", "-S", "id", "-u"],
+                              input=stdin, capture_output=True, text=True, timeout=30)
+
+
+@pytest.fixture
+def sudo_bed(bed):
+    if not all(shutil.which(t) for t in ("sudo", "visudo", "useradd", "userdel", "setpriv")):
+        pytest.skip("sudo, visudo, useradd or setpriv missing")
+    s = SudoBed(bed)
+    try:
+        s.setup()
+        yield s
+    finally:
+        s.cleanup()
+
+
+def test_sudo_fingerprint_match_needs_no_password(sudo_bed):
+    p = sudo_bed.sudo("match")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "0"
+    assert "password" not in p.stderr.lower()
+    (start,) = sudo_bed.bed.events("start")
+    assert start["ids"] == [0] * 6 and start["groups"] == []  # not the user's group
+    assert start["request"]["caller_uid"] == str(sudo_bed.uid)
+    assert start["request"]["service"] == sudo_bed.tag
+
+
+def test_sudo_no_match_then_password(sudo_bed):
+    p = sudo_bed.sudo("nomatch", PASSWORD + "\n")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "0"
+    p = sudo_bed.sudo("garbage", "wrong\n")
+    assert p.returncode != 0
