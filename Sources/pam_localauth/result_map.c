@@ -17,21 +17,24 @@ struct la_result_row {
 /* DESIGN.md §3. userCancel and appCancel deny this module's line but let the stack go on;
  * when the application's conversation itself broke, PAM_CONV_ERR says so. Everything that
  * only means "no fingerprint now" is PAM_AUTHINFO_UNAVAIL so the password module runs. */
+/* Both columns: unavailable whether or not the conversation failed. */
+#define LA_UNAVAIL PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL
+
 static const struct la_result_row la_result_table[] = {
     { LA_CODE_SUCCESS, "success", PAM_SUCCESS, PAM_SUCCESS },
     { LA_CODE_NOT_OPTED_IN, "notOptedIn", PAM_IGNORE, PAM_IGNORE },
     { LA_CODE_AUTHENTICATION_FAILED, "authenticationFailed", PAM_AUTH_ERR, PAM_AUTH_ERR },
     { LA_CODE_USER_CANCEL, "userCancel", PAM_AUTH_ERR, PAM_CONV_ERR },
-    { LA_CODE_USER_FALLBACK, "userFallback", PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL },
-    { LA_CODE_SYSTEM_CANCEL, "systemCancel", PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL },
-    { LA_CODE_PASSCODE_NOT_SET, "passcodeNotSet", PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL },
-    { LA_CODE_BIOMETRY_NOT_AVAILABLE, "biometryNotAvailable", PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL },
-    { LA_CODE_BIOMETRY_NOT_ENROLLED, "biometryNotEnrolled", PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL },
-    { LA_CODE_BIOMETRY_LOCKOUT, "biometryLockout", PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL },
+    { LA_CODE_USER_FALLBACK, "userFallback", LA_UNAVAIL },
+    { LA_CODE_SYSTEM_CANCEL, "systemCancel", LA_UNAVAIL },
+    { LA_CODE_PASSCODE_NOT_SET, "passcodeNotSet", LA_UNAVAIL },
+    { LA_CODE_BIOMETRY_NOT_AVAILABLE, "biometryNotAvailable", LA_UNAVAIL },
+    { LA_CODE_BIOMETRY_NOT_ENROLLED, "biometryNotEnrolled", LA_UNAVAIL },
+    { LA_CODE_BIOMETRY_LOCKOUT, "biometryLockout", LA_UNAVAIL },
     { LA_CODE_APP_CANCEL, "appCancel", PAM_AUTH_ERR, PAM_CONV_ERR },
-    { LA_CODE_INVALID_CONTEXT, "invalidContext", PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL },
-    { LA_CODE_BIOMETRY_DISCONNECTED, "biometryDisconnected", PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL },
-    { LA_CODE_NOT_INTERACTIVE, "notInteractive", PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL },
+    { LA_CODE_INVALID_CONTEXT, "invalidContext", LA_UNAVAIL },
+    { LA_CODE_BIOMETRY_DISCONNECTED, "biometryDisconnected", LA_UNAVAIL },
+    { LA_CODE_NOT_INTERACTIVE, "notInteractive", LA_UNAVAIL },
 };
 
 static const struct la_result_row *la_result_row(long code)

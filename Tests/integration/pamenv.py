@@ -253,8 +253,9 @@ class PamWorld:
         the conversation fails). flags are names ("PAM_SILENT"). interrupt_on: send SIGINT
         to the process interrupt_delay seconds after a message containing this text.
         answer_delay: seconds to wait before each answer. ignore_signals: names of signals
-        ("SIGCHLD", "SIGINT", ...) set to SIG_IGN before PAM starts. inheritable_fd: open /dev/null without close-on-exec
-        first, as a careless application would, so a test can see whether it leaks.
+        ("SIGCHLD", "SIGINT", ...) set to SIG_IGN before PAM starts. inheritable_fd: open
+        /dev/null without close-on-exec first, as a careless application would, so a test
+        can see whether it leaks.
         real_uid: set only the real uid before PAM starts, as setuid sudo runs (ruid the
         user, euid root). It has to happen inside the process: a program exec'd with
         ruid != euid runs in secure mode, where the loader ignores LD_PRELOAD, and then
@@ -265,7 +266,8 @@ class PamWorld:
         spec = dict(service=service, user=user, answers=list(answers), items=items or {},
                     pam_env=pam_env or {}, flags=list(flags), interrupt_on=interrupt_on,
                     interrupt_delay=interrupt_delay, answer_delay=answer_delay,
-                    ignore_signals=list(ignore_signals), inheritable_fd=inheritable_fd, real_uid=real_uid)
+                    ignore_signals=list(ignore_signals), inheritable_fd=inheritable_fd,
+                    real_uid=real_uid)
         argv = self.command([PYTHON, str(Path(__file__).resolve()), "--drive"], prefix, env)
         proc = subprocess.run(argv, input=json.dumps(spec), capture_output=True, text=True,
                               env=self._base_env(), timeout=timeout)

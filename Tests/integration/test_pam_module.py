@@ -612,7 +612,7 @@ def frame(t, payload=b"", length=None):
     (frame(b"I", b"\xf4\x90\x80\x80"), (BAD_PAYLOAD, 0)),  # above U+10FFFF
     (frame(b"I", b"\xe2\x82"), (BAD_PAYLOAD, 0)),          # cut sequence
     (frame(b"C", b"x"), (BAD_PAYLOAD, 0)),                 # C carries nothing
-    (frame(b"I", "Empreinte reconnue ✓".encode()), (OK, 5 + len("Empreinte reconnue ✓".encode()))),
+    (frame(b"I", "Lecteur prêt ✓".encode()), (OK, 5 + len("Lecteur prêt ✓".encode()))),
 ])
 def test_frame_decoder(pure, data, expected):
     assert decode(pure, data) == expected
