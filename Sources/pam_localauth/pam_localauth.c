@@ -21,8 +21,10 @@
 #define LA_EXPORT __attribute__((visibility("default")))
 
 /* Set by the first line, read by the `authsucc` line of the same handle: clearing a
- * lockout is only allowed when this module's first line ran before the password module.
- * The data is the user name the first line saw. */
+ * lockout is only allowed when this module's first line ran before the password module
+ * and did not succeed itself (pam-auth-update's `success=end` jumps over the password
+ * module to the Additional block, so authsucc can follow a fingerprint success too; that
+ * must not count as a password). The data is the user name the first line saw. */
 static const char la_marker[] = "pam_localauth_first_line";
 
 static void la_marker_cleanup(pam_handle_t *pamh, void *data, int status)
@@ -133,6 +135,8 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
     la_run_helper(pamh, flags, args, "authenticate", user, &out);
     int pam_code = la_outcome_pam(&out);
     la_log_run(pamh, user, &out, pam_code);
+    if (pam_code == PAM_SUCCESS)
+        pam_set_data(pamh, la_marker, NULL, NULL);  /* a fingerprint is not a password */
     return pam_code;
 }
 

@@ -457,6 +457,20 @@ def test_authsucc_after_first_line_runs_helper(bed):
     assert [o["pam"] for o in outcomes(r.logs)] == ["PAM_AUTH_ERR", "PAM_IGNORE"]
 
 
+def test_authsucc_after_a_fingerprint_success_changes_nothing(bed):
+    """pam-auth-update's `success=end` jumps from a fingerprint success to the Additional
+    block, where the authsucc line sits: that must not count as a password."""
+    svc = bed.world.service("la-as5", [bed.line("match", "[success=1 default=ignore]"),
+                                       f"auth requisite {bed.world.matrix}",
+                                       "auth required pam_permit.so",
+                                       authsucc_line(bed)])
+    r = bed.drive(svc)
+    assert r.rv == "PAM_SUCCESS"
+    assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate"]
+    assert any("authsucc without the first line in this handle: nothing changed" in l.message
+               for l in r.logs)
+
+
 def test_authsucc_cannot_produce_success(bed):
     """Even a helper answering success in authsucc mode only yields PAM_IGNORE."""
     svc = bed.world.service("la-as3", [bed.line("nomatch", "optional"),
