@@ -33,6 +33,11 @@ public enum ConfigParser {
             }
             let key = trimmed(String(line[..<eq]))
             let value = trimmed(String(line[line.index(after: eq)...]))
+            if Options.moduleOnlyKeys.contains(key) {
+                issues.append(ConfigIssue(source: source, line: lineNumber,
+                                          message: "`\(key)` is a module argument only; ignored here"))
+                continue
+            }
             if let issue = set(key, value, in: &options, allowed: allowed) {
                 issues.append(ConfigIssue(source: source, line: lineNumber, message: issue))
             }

@@ -167,6 +167,9 @@ extension Options {
     /// unprivileged path they are taken from root's configuration only.
     public static let privilegedKeys: Set<String> = ["state_dir", "dbus_address", "helper", "lid_path", "fprint_dir", "config"]
 
+    /// Keys only the module reads, from its arguments; the config file cannot set them.
+    public static let moduleOnlyKeys: Set<String> = ["helper", "helper_timeout", "config"]
+
     static func spec(for key: String) -> OptionSpec? {
         table.first { $0.key == key }
     }
