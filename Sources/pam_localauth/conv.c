@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <syslog.h>
+
 #include <security/pam_ext.h>
 
 /* Frame payloads carry no NUL (the decoder checks), so a copy with one added is the text. */
@@ -29,7 +31,7 @@ static char *la_conv_ask(struct la_relay *r, const struct la_frame *f)
     char text[LA_FRAME_MAX];
     char *answer = NULL;
     la_conv_text(f, text);
-    int style = f->type == 'P' ? PAM_PROMPT_ECHO_OFF : PAM_PROMPT_ECHO_ON;
+    int style = f->type == 'P' || f->type == 'W' ? PAM_PROMPT_ECHO_OFF : PAM_PROMPT_ECHO_ON;
     if (pam_prompt(r->pamh, style, &answer, "%s", text) != PAM_SUCCESS || answer == NULL) {
         free(answer);
         return NULL;
@@ -61,6 +63,25 @@ bool la_conv_prompt(struct la_relay *r, const struct la_frame *f, char *why, siz
     bool sent = answer
         ? la_helper_send(r->helper, 'A', answer, len, r->budget_ms, why, cap)
         : la_helper_send(r->helper, 'N', NULL, 0, r->budget_ms, why, cap);
+    la_conv_forget(answer);
+    return sent;
+}
+
+bool la_conv_scan_prompt(struct la_relay *r, const struct la_frame *f, char *why, size_t cap)
+{
+    char *answer = la_conv_ask(r, f);
+    bool sent;
+    if (answer == NULL) {
+        r->conv_failed = true;
+        sent = la_helper_send(r->helper, 'N', NULL, 0, r->budget_ms, why, cap);
+    } else if (f->type == 'W' && answer[0] != '\0') {
+        /* The password module after this one takes it (try_first_pass/use_first_pass). */
+        if (pam_set_item(r->pamh, PAM_AUTHTOK, answer) != PAM_SUCCESS)
+            pam_syslog(r->pamh, LOG_WARNING, "could not hand the typed password on");
+        sent = la_helper_send(r->helper, 'T', NULL, 0, r->budget_ms, why, cap);
+    } else {
+        sent = la_helper_send(r->helper, 'A', NULL, 0, r->budget_ms, why, cap);
+    }
     la_conv_forget(answer);
     return sent;
 }

@@ -27,6 +27,10 @@
  * must not count as a password). The data is the user name the first line saw. */
 static const char la_marker[] = "pam_localauth_first_line";
 
+/* Set when the first line ended without success in this handle. sudo re-runs the whole
+ * stack with the same handle for each password retry: the finger is not asked for again. */
+static const char la_tried[] = "pam_localauth_tried";
+
 static void la_marker_cleanup(pam_handle_t *pamh, void *data, int status)
 {
     (void)pamh;
@@ -123,6 +127,12 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
         return PAM_AUTHINFO_UNAVAIL;
     }
     la_marker_set(pamh, user);
+    const void *tried = NULL;
+    if (pam_get_data(pamh, la_tried, &tried) == PAM_SUCCESS && tried != NULL) {
+        la_log_outcome(pamh, user, "skipped", PAM_AUTHINFO_UNAVAIL,
+                       "the fingerprint was already tried in this transaction");
+        return PAM_AUTHINFO_UNAVAIL;
+    }
     const char *rhost = la_item_string(pamh, PAM_RHOST);
     if (la_rhost_is_remote(rhost)) {
         char cause[320];
@@ -137,6 +147,8 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
     la_log_run(pamh, user, &out, pam_code);
     if (pam_code == PAM_SUCCESS)
         pam_set_data(pamh, la_marker, NULL, NULL);  /* a fingerprint is not a password */
+    else
+        pam_set_data(pamh, la_tried, (void *)la_tried, NULL);
     return pam_code;
 }
 

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <security/pam_ext.h>
+
 const char *la_item_string(pam_handle_t *pamh, int item)
 {
     const void *v = NULL;
@@ -44,6 +46,23 @@ static void la_request_locale(pam_handle_t *pamh, char *out, size_t cap)
     }
 }
 
+/* Whether a graphical session is named: the application's X display item, or a display
+ * in the PAM or process environment. Only a hint for "is anyone there"; never trusted for
+ * anything else. */
+static bool la_request_display(pam_handle_t *pamh)
+{
+    static const char *const names[] = { "WAYLAND_DISPLAY", "DISPLAY" };
+    if (la_item_string(pamh, PAM_XDISPLAY)[0] != '\0')
+        return true;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *p = pam_getenv(pamh, names[i]);
+        const char *e = getenv(names[i]);
+        if ((p != NULL && p[0] != '\0') || (e != NULL && e[0] != '\0'))
+            return true;
+    }
+    return false;
+}
+
 void la_request_gather(pam_handle_t *pamh, int flags, const struct la_args *args,
                        const char *mode, const char *user, struct la_request *req)
 {
@@ -58,6 +77,8 @@ void la_request_gather(pam_handle_t *pamh, int flags, const struct la_args *args
         .first_line = strcmp(mode, "authsucc") == 0,
         .caller_uid = (unsigned long)getuid(),
         .caller_pid = (long)getpid(),
+        .stdin_tty = isatty(STDIN_FILENO) == 1,
+        .display = la_request_display(pamh),
         .args = args,
     };
     la_request_locale(pamh, req->locale, sizeof req->locale);
@@ -79,6 +100,8 @@ bool la_request_encode(const struct la_request *req, char *buf, size_t cap, size
     la_kv_add(&w, "rhost", req->rhost);
     la_kv_add(&w, "ruser", req->ruser);
     la_kv_add(&w, "silent", req->silent ? "1" : "0");
+    la_kv_add(&w, "stdin_tty", req->stdin_tty ? "1" : "0");
+    la_kv_add(&w, "display", req->display ? "1" : "0");
     la_kv_add(&w, "locale", req->locale);
     la_kv_add(&w, "caller_uid", uid);
     la_kv_add(&w, "pid", pid);

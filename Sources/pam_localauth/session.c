@@ -204,6 +204,13 @@ static bool la_dispatch(struct la_session *s, const struct la_frame *f, bool *do
         s->helper_ended = s->helper_ended || s->helper.gone;
         la_fail(s, "%s", why);
         return false;
+    case 'W':
+    case 'K':
+        if (la_conv_scan_prompt(&s->relay, f, why, sizeof why))
+            return true;
+        s->helper_ended = s->helper_ended || s->helper.gone;
+        la_fail(s, "%s", why);
+        return false;
     case 'R':
         *done = true;
         return la_take_result(s, f);
