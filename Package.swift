@@ -17,6 +17,8 @@ let package = Package(
                        providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPAM", pkgConfig: "pam",
+                       providers: [.apt(["libpam0g-dev"])]),
         // glibc headers outside Swift's Glibc module (shadow.h).
         .systemLibrary(name: "CLinux"),
 
@@ -34,7 +36,7 @@ let package = Package(
         .executableTarget(name: "localauth-helper",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CSystemd"]),
         .executableTarget(name: "localauthctl",
-                          dependencies: ["LocalAuth", "FprintdClient"]),
+                          dependencies: ["LocalAuth", "FprintdClient", "CPAM"]),
 
         // Test support: many of these processes hammer one state file at once.
         .executableTarget(name: "store-hammer", dependencies: ["LocalAuth"],
