@@ -8,11 +8,14 @@ public struct Frame: Equatable, Sendable {
         case answer = 0x41    // A
         case noAnswer = 0x4E  // N
         case cancel = 0x43    // C
+        case typed = 0x54     // T: a password was typed at a scan prompt (it stays in PAM)
         // Helper → module
         case info = 0x49          // I
         case error = 0x45         // E
         case promptEchoOff = 0x50 // P
         case promptEchoOn = 0x70  // p
+        case scanPrompt = 0x57    // W: password or finger, while the reader waits
+        case skipPrompt = 0x4B    // K: Enter to skip to the password, while the reader waits
         case result = 0x52        // R
     }
 

@@ -7,8 +7,9 @@ import LocalAuthProtocol
 enum Authenticate {
     static func run(_ request: HelperRequest, options: Options, channel: FrameChannel,
                     log: LogSink) -> EvaluationMachine.Outcome {
-        if let refusal = Presence.refusal(request) { return .failure(refusal) }
-        let ui = FrameUI(channel: channel, language: request.language)
+        if let refusal = Presence.refusal(request, options: options) { return .failure(refusal) }
+        let ui = FrameUI(channel: channel, language: request.language,
+                         style: promptStyle(request, options), log: log)
         if !options.reason.isEmpty { ui.show(.reason(options.reason), error: false) }
         let env = LAEnvironment(
             user: request.user, terminal: request.tty,
@@ -16,11 +17,39 @@ enum Authenticate {
                                   fprintDir: options.fprintDir, log: log),
             store: FileStateStore(directory: options.stateDir),
             options: options, ui: ui, log: log,
-            wakeSources: [ModuleWakeSource(channel: channel, fallbackOffered: options.fallbackTitle != "")],
+            wakeSources: [ModuleWakeSource(channel: channel, ui: ui,
+                                           fallbackOffered: options.fallbackTitle != "")],
             language: request.language)
         let policy: LAPolicy = options.policy == .biometrics
             ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
-        return LAContext(environment: env).run(policy)
+        let outcome = LAContext(environment: env).run(policy)
+        return settle(outcome, ui: ui)
+    }
+
+    /// A prompt on a terminal we can end ourselves gets Enter-to-skip (or the concurrent
+    /// prompt when configured); anything else gets messages, or the concurrent prompt that
+    /// needs Enter after the touch.
+    static func promptStyle(_ request: HelperRequest, _ options: Options) -> PromptStyle {
+        let terminal = request.stdinTTY
+            ? TerminalInput(path: request.ttyDevicePath ?? TerminalInput.standardInput(of: request.callerPID),
+                            callerPID: request.callerPID) : nil
+        switch (options.prompt, terminal) {
+        case (.concurrent, let t): return .concurrent(t)
+        case (.sequential, let t?): return options.fallbackTitle == "" ? .messages : .enterToSkip(t)
+        case (.sequential, nil): return .messages
+        }
+    }
+
+    /// The prompt still open is ended before the result goes back. A password typed at
+    /// the concurrent prompt while the finger failed is the next module's to check.
+    private static func settle(_ outcome: EvaluationMachine.Outcome, ui: FrameUI) -> EvaluationMachine.Outcome {
+        var matched = false
+        if case .success = outcome { matched = true }
+        let answer = ui.settle(matched: matched)
+        if !matched, answer == .noAnswer {
+            return .failure(LAError(.appCancel, cause: "the conversation failed at the prompt"))
+        }
+        return outcome
     }
 }
 

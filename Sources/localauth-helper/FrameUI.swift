@@ -1,52 +1,194 @@
 import LocalAuth
 import LocalAuthProtocol
 
-/// The user interface of an evaluation, through the module's PAM conversation.
+/// How the user is asked while the reader waits.
+enum PromptStyle {
+    /// Messages only; Ctrl-C skips to the password (no terminal to end a prompt on).
+    case messages
+    /// "Press Enter to use your password" while the reader waits (a terminal we can end
+    /// the prompt on): Enter skips at once, a finger ends the prompt by itself.
+    case enterToSkip(TerminalInput)
+    /// "Password or fingerprint" at once (`prompt=concurrent`): a typed password goes to
+    /// the next module. With a terminal, a finger ends the prompt; without one (a graphical
+    /// dialog) the user presses Enter after touching.
+    case concurrent(TerminalInput?)
+
+    var terminal: TerminalInput? {
+        switch self {
+        case .messages: return nil
+        case .enterToSkip(let t): return t
+        case .concurrent(let t): return t
+        }
+    }
+}
+
+/// The user interface of an evaluation, through the module's PAM conversation. While a
+/// prompt is up, messages cannot be shown: with Enter-to-skip the prompt is ended (the
+/// newline) to show them and asked again; with the concurrent prompt they wait until the
+/// user answers, since ending it would submit a half-typed password.
 final class FrameUI: AuthenticationUI {
     private let channel: FrameChannel
     private let language: Language
+    private let style: PromptStyle
+    private let log: LogSink
+    /// A prompt frame was sent and its answer has not been read yet.
+    private(set) var promptOpen = false
+    private var deferred: [(UserMessage, Bool)] = []
 
-    init(channel: FrameChannel, language: Language) {
+    init(channel: FrameChannel, language: Language, style: PromptStyle, log: LogSink) {
         self.channel = channel
         self.language = language
+        self.style = style
+        self.log = log
     }
 
     func show(_ message: UserMessage, error: Bool) {
-        channel.send(Frame(error ? .error : .info, text: message.text(language)))
+        // With a prompt, the prompt itself says how to skip; without one, Ctrl-C does.
+        if case .fallbackHint = message, style.terminal != nil || isConcurrent { return }
+        guard promptOpen else {
+            send(message, error: error)
+            if case .placeFinger = message { openPrompt() }
+            return
+        }
+        switch style {
+        case .enterToSkip:
+            closePrompt()
+            send(message, error: error)
+            if case .retry = message { openPrompt() }  // the same verification goes on
+        case .concurrent, .messages:
+            // Per-try lines would only pile up behind the password prompt.
+            if message.endsTheScan { deferred.append((message, error)) }
+        }
     }
 
     func askPassword(prompt: String) -> [UInt8]? {
-        guard channel.send(Frame(.promptEchoOff, text: prompt)),
-              let reply = try? channel.receive(), reply.kind == .answer else { return nil }
-        return reply.payload
+        guard channel.send(Frame(.promptEchoOff, text: prompt)) else { return nil }
+        do {
+            let reply = try channel.receive()
+            return reply.kind == .answer ? reply.payload : nil
+        } catch {
+            return nil
+        }
+    }
+
+    /// The module read the prompt's answer (the wake source got it).
+    func promptAnswered() { promptOpen = false }
+
+    /// After the evaluation: ends a prompt still open (a match, or Enter-to-skip after a
+    /// failure) or waits for the user to finish typing (concurrent prompt after a failure),
+    /// then shows what was held back. Returns how the prompt was answered, if it was.
+    func settle(matched: Bool) -> Frame.Kind? {
+        var answer: Frame.Kind?
+        if promptOpen {
+            if matched || isEnterToSkip { answer = closePrompt() } else { answer = awaitAnswer() }
+        }
+        for (message, error) in deferred { send(message, error: error) }
+        deferred = []
+        return answer
+    }
+
+    // MARK: - Prompts
+
+    private var isEnterToSkip: Bool {
+        if case .enterToSkip = style { return true }
+        return false
+    }
+
+    private var isConcurrent: Bool {
+        if case .concurrent = style { return true }
+        return false
+    }
+
+    private func openPrompt() {
+        let frame: Frame
+        switch style {
+        case .messages: return
+        case .enterToSkip:
+            frame = Frame(.skipPrompt, text: UserMessage.pressEnterToSkip.text(language))
+        case .concurrent(let terminal):
+            frame = Frame(.scanPrompt, text: UserMessage.passwordOrFinger(pressEnter: terminal == nil).text(language))
+        }
+        promptOpen = channel.send(frame)
+    }
+
+    /// Presses Enter for the user and reads the answer that produces.
+    @discardableResult
+    private func closePrompt() -> Frame.Kind? {
+        guard let terminal = style.terminal else { return awaitAnswer() }
+        if !terminal.pressEnter() { log.log(.warning, "could not end the prompt on the terminal") }
+        let answer = awaitAnswer()
+        terminal.dropUnread()
+        return answer
+    }
+
+    /// Blocks until the module relays the prompt's answer (the user typed or pressed Enter).
+    private func awaitAnswer() -> Frame.Kind? {
+        defer { promptOpen = false }
+        do {
+            let frame = try channel.receive()
+            return frame.kind
+        } catch {
+            log.log(.warning, "no answer to the prompt: \(error)")
+            return nil
+        }
+    }
+
+    private func send(_ message: UserMessage, error: Bool) {
+        channel.send(Frame(error ? .error : .info, text: message.text(language)))
+    }
+}
+
+extension UserMessage {
+    /// Messages that say how the scan ended (kept for after the prompt), as opposed to
+    /// per-try lines.
+    var endsTheScan: Bool {
+        switch self {
+        case .placeFinger, .retry, .notRecognized, .fallbackHint, .waitingForFinger, .reason: return false
+        default: return true
+        }
     }
 }
 
 /// The module's side of the pipe while the reader waits: Ctrl-C arrives as a cancel frame,
-/// and the module going away ends the evaluation.
+/// a prompt's answer as `A` (Enter: skip), `T` (a password was typed for the next module)
+/// or `N` (the conversation failed), and the module going away ends the evaluation.
 final class ModuleWakeSource: WakeSource {
     private let channel: FrameChannel
+    private let ui: FrameUI
     /// Ctrl-C means "use my password" unless no fallback is offered (then it is a cancel).
     private let fallbackOffered: Bool
 
-    init(channel: FrameChannel, fallbackOffered: Bool) {
+    init(channel: FrameChannel, ui: FrameUI, fallbackOffered: Bool) {
         self.channel = channel
+        self.ui = ui
         self.fallbackOffered = fallbackOffered
     }
 
     var fd: Int32 { channel.input }
 
     func interruption() -> LAError? {
+        let frame: Frame
         do {
-            let frame = try channel.receive()
-            guard frame.kind == .cancel else {
-                return LAError(.appCancel, cause: "unexpected frame from the module while scanning")
-            }
+            frame = try channel.receive()
+        } catch {
+            return LAError(.appCancel, cause: "the module went away: \(error)")
+        }
+        switch frame.kind {
+        case .cancel:
             return fallbackOffered
                 ? LAError(.userFallback, cause: "Ctrl-C: the user chose the password")
                 : LAError(.userCancel, cause: "Ctrl-C: the user cancelled")
-        } catch {
-            return LAError(.appCancel, cause: "the module went away: \(error)")
+        case .typed:
+            ui.promptAnswered()
+            return LAError(.userFallback, reason: .passwordTyped, cause: "a password was typed while the reader waited")
+        case .answer:
+            ui.promptAnswered()
+            return LAError(.userFallback, cause: "Enter: the user chose the password")
+        case .noAnswer:
+            ui.promptAnswered()
+            return LAError(.appCancel, cause: "the conversation failed at the prompt")
+        default:
+            return LAError(.appCancel, cause: "unexpected frame from the module while scanning")
         }
     }
 }

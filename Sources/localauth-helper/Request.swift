@@ -11,6 +11,9 @@ struct HelperRequest {
     var tty: String
     var rhost: String
     var silent: Bool
+    /// The application's stdin is a terminal; a graphical display is named.
+    var stdinTTY: Bool
+    var display: Bool
     var locale: String
     var callerPID: Int32?
     var firstLine: Bool
@@ -25,7 +28,8 @@ struct HelperRequest {
         guard frame.kind == .request else { throw Invalid("first frame is not a request") }
         let kv: KeyValues
         do { kv = try KeyValues.parse(frame.payload) } catch { throw Invalid("request is not key=value text: \(error)") }
-        for key in ["version", "mode", "user", "service", "tty", "rhost", "silent", "locale", "pid", "first_line"]
+        for key in ["version", "mode", "user", "service", "tty", "rhost", "silent", "locale", "pid",
+                    "first_line", "stdin_tty", "display"]
         where kv.count(key) > 1 {
             throw Invalid("request repeats `\(key)`")
         }
@@ -36,6 +40,7 @@ struct HelperRequest {
         return HelperRequest(
             mode: mode, user: user, service: kv.value("service") ?? "", tty: kv.value("tty") ?? "",
             rhost: kv.value("rhost") ?? "", silent: kv.value("silent") == "1",
+            stdinTTY: kv.value("stdin_tty") == "1", display: kv.value("display") == "1",
             locale: kv.value("locale") ?? "", callerPID: kv.value("pid").flatMap { Int32($0) },
             firstLine: kv.value("first_line") == "1", arguments: kv.values("arg"))
     }
@@ -46,4 +51,11 @@ struct HelperRequest {
     }
 
     var language: Language { Language(localeIdentifier: locale) }
+
+    /// PAM_TTY names a terminal device (`/dev/pts/3`, `pts/3`, `tty1`), not an X display.
+    var ttyDevicePath: String? {
+        guard !tty.isEmpty, !tty.hasPrefix(":"), !tty.contains("..") else { return nil }
+        let path = tty.hasPrefix("/") ? tty : "/dev/" + tty
+        return path.hasPrefix("/dev/") ? path : nil
+    }
 }

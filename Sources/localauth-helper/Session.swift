@@ -4,10 +4,11 @@ import Glibc
 import CSystemd
 import LocalAuth
 
-/// Whether a person can be at the reader: not over SSH, not in a remote logind session,
-/// not when the application asked for silence.
+/// Whether a person can be at the reader. Every refusal here goes straight to the
+/// password without a message (only the log says why): scripts, cron, `sudo -S`, SSH and a
+/// closed laptop must never wait for a finger nobody can give.
 enum Presence {
-    static func refusal(_ request: HelperRequest) -> LAError? {
+    static func refusal(_ request: HelperRequest, options: Options) -> LAError? {
         if request.isRemote {
             return LAError(.notInteractive, reason: .remoteSession, cause: "remote host \(printable(request.rhost))")
         }
@@ -17,7 +18,35 @@ enum Presence {
         if request.silent {
             return LAError(.notInteractive, reason: .silent, cause: "PAM_SILENT: no prompt can be shown")
         }
+        if options.requirePresence, let why = nobodyThere(request) {
+            return LAError(.notInteractive, reason: .noTerminal, cause: why)
+        }
+        if !options.lidExternalReader && lidClosed(options.lidPath) {
+            return LAError(.biometryNotAvailable, reason: .lidClosed, cause: "the lid is closed (\(options.lidPath))")
+        }
         return nil
+    }
+
+    /// A text conversation reads the terminal the application runs on; a graphical one
+    /// shows a dialog. Neither: a script. A terminal named but stdin elsewhere: the password
+    /// comes from a pipe (`sudo -S`, `echo … | su`).
+    static func nobodyThere(_ request: HelperRequest) -> String? {
+        if request.stdinTTY { return nil }
+        if request.ttyDevicePath != nil {
+            return "the conversation does not read the terminal (password from a pipe)"
+        }
+        return request.display ? nil : "no terminal and no graphical session"
+    }
+
+    /// ACPI's lid state file says `state:      closed`; logind reads the same switch.
+    static func lidClosed(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return false }
+        return String(decoding: buffer[0..<n], as: UTF8.self).contains("closed")
     }
 
     /// logind's view of the caller's session; no logind (or no session) means not remote.

@@ -14,6 +14,9 @@ signal(SIGINT, SIG_IGN)
 signal(SIGQUIT, SIG_IGN)
 signal(SIGTSTP, SIG_IGN)
 signal(SIGPIPE, SIG_IGN)
+// Started through localauth-launcher from a user's terminal, a hangup must not end it
+// between a failed match and its record.
+signal(SIGHUP, SIG_IGN)
 
 let channel = FrameChannel(input: 0, output: 1)
 let bootLog = SyslogSink(ident: "localauth-helper")
@@ -23,7 +26,11 @@ func finish(_ frame: Frame, log: LogSink) -> Never {
     exit(0)
 }
 
-let request: HelperRequest
+// Root's module, or localauth-launcher for a caller that is not root (Unprivileged.swift).
+let launch = Launch(arguments: CommandLine.arguments)
+launch.boundRequestWait()
+
+var request: HelperRequest
 do {
     request = try HelperRequest.parse(try channel.receive())
 } catch {
@@ -32,7 +39,14 @@ do {
                               cause: "bad request: \(error)"), log: bootLog)
 }
 
-let options = Options.load(arguments: request.arguments, log: bootLog)
+if let refusal = launch.admit(&request) {
+    bootLog.log(.error, "refused: \(refusal)")
+    finish(HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
+                              cause: "refused: \(refusal)"), log: bootLog)
+}
+
+let options = Options.load(configPath: launch.configPath, arguments: request.arguments,
+                           allowingArgument: launch.allowsArgument, log: bootLog)
 let log: LogSink = options.debug ? SyslogSink(ident: "localauth-helper", minimum: .debug) : bootLog
 
 switch request.mode {
@@ -41,5 +55,5 @@ case .authenticate:
     log.log(.info, "user \(request.user) service \(Presence.printable(request.service)): \(outcome)")
     finish(HelperResult.frame(outcome), log: log)
 case .authsucc:
-    finish(AuthSucc.run(request, options: options, log: log), log: log)
+    finish(launch.authsucc(request, options: options, channel: channel, log: log), log: log)
 }

@@ -678,8 +678,9 @@ def test_real_helper_without_reader_then_authsucc_records_password(bed):
     """No bus, no reader: the password works, and the authsucc line records it."""
     state = bed.world.root / "state"
     state.mkdir(mode=0o700)
+    # No terminal here: presence is not what this test is about.
     args = (f"helper={REAL_HELPER} state_dir={state} config={bed.world.root}/none.conf "
-            f"dbus_address=unix:path={bed.world.root}/no-bus")
+            f"dbus_address=unix:path={bed.world.root}/no-bus require_presence=no")
     svc = bed.world.service("la-real", [f"auth sufficient {MODULE} {args}",
                                         f"auth required {bed.world.matrix}",
                                         f"auth optional {MODULE} authsucc {args}"])

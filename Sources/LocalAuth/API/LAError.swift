@@ -60,6 +60,8 @@ public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
         case readerBusy
         case remoteSession
         case noTerminal
+        case lidClosed
+        case passwordTyped
         case silent
         case emptyReason
         case scanTimeout

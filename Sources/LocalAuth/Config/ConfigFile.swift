@@ -59,6 +59,7 @@ extension Options {
         var o = Options()
         // A `config=` argument names the file to read instead (the last one wins).
         var chosen = Options()
+        chosen.config = defaultPath  // a `config=` that is not allowed leaves the given path
         let configArgs = arguments.filter { $0.hasPrefix("config=") }
         _ = ConfigParser.apply(arguments: configArgs, to: &chosen, allowing: allowingArgument)
         let configPath = configArgs.isEmpty ? defaultPath : chosen.config

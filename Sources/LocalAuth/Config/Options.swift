@@ -42,6 +42,11 @@ public struct Options: Equatable, Sendable {
     public var prompt: PromptMode = .sequential
     /// `lid_path`: a file whose text contains `closed` when the laptop lid is closed.
     public var lidPath = "/proc/acpi/button/lid/LID0/state"
+    /// `lid_external_reader`: the reader is outside the laptop, so a closed lid does not stop it.
+    public var lidExternalReader = false
+    /// `require_presence`: no scan unless someone can be at the reader (a terminal on the
+    /// conversation, or a graphical session). Off only for unusual setups.
+    public var requirePresence = true
     /// `fprint_dir`: fprintd's print storage, hashed into the domain state when readable.
     public var fprintDir = "/var/lib/fprint"
     /// `helper`: the helper's path (read by the module only, listed so it is not unknown).
@@ -157,6 +162,8 @@ extension Options {
         .seconds("fingerprint_stale", 0...100_000, \.fingerprintStaleHours),
         .choice("prompt", \.prompt, [PromptMode.sequential, .concurrent]),
         .path("lid_path", \.lidPath),
+        .bool("lid_external_reader", \.lidExternalReader),
+        .bool("require_presence", \.requirePresence),
         .path("fprint_dir", \.fprintDir),
         .path("helper", \.helper),
         .path("config", \.config),

@@ -26,6 +26,10 @@ public enum UserMessage: Equatable, Sendable {
     case matched
     /// Shown while the reader is active in `localauthctl`.
     case waitingForFinger
+    /// The prompt while the reader waits, on a terminal: Enter skips to the password.
+    case pressEnterToSkip
+    /// The concurrent prompt; `pressEnter` when a touch cannot end the prompt by itself.
+    case passwordOrFinger(pressEnter: Bool)
 
     public func text(_ language: Language) -> String {
         switch language {
@@ -69,6 +73,9 @@ extension UserMessage {
         case .noFingerDetected: return "No finger detected — use your password"
         case .matched: return "Fingerprint recognized"
         case .waitingForFinger: return "Waiting for your finger…"
+        case .pressEnterToSkip: return "(or press Enter to use your password) "
+        case .passwordOrFinger(let enter):
+            return enter ? "Password (or touch the reader, then press Enter): " : "Password or fingerprint: "
         }
     }
 
@@ -99,6 +106,9 @@ extension UserMessage {
         case .noFingerDetected: return "未检测到手指——请使用密码"
         case .matched: return "指纹已识别"
         case .waitingForFinger: return "正在等待您的手指…"
+        case .pressEnterToSkip: return "（或按回车键改用密码）"
+        case .passwordOrFinger(let enter):
+            return enter ? "密码（或触摸读取器后按回车键）：" : "密码或指纹："
         }
     }
 
@@ -129,6 +139,9 @@ extension UserMessage {
         case .noFingerDetected: return "未偵測到手指——請使用密碼"
         case .matched: return "指紋已識別"
         case .waitingForFinger: return "正在等待您的手指…"
+        case .pressEnterToSkip: return "（或按 Enter 鍵改用密碼）"
+        case .passwordOrFinger(let enter):
+            return enter ? "密碼（或觸碰讀取器後按 Enter 鍵）：" : "密碼或指紋："
         }
     }
 }

@@ -1,0 +1,209 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CCrypt
+import CLinux
+import LocalAuth
+import LocalAuthProtocol
+
+/// How this helper was started (docs/PROTOCOL.md, "The unprivileged path").
+///
+/// * `.root`: by pam_localauth.so in a caller that runs as root (sudo, su, login, polkit's
+///   agent helper). argv is the path alone. The request comes from root's PAM stack.
+/// * `.unprivileged`: by the setuid `localauth-launcher`, for a caller that is not root (a
+///   screen locker): `--unprivileged-uid UID --config PATH`. The request may then be
+///   anything the user wrote, since the user can run the launcher with pipes of their own.
+///   So the helper authenticates the launcher's user and nobody else, takes paths, the bus
+///   and the policy numbers from root's configuration only, asks logind about its parent
+///   (the caller) rather than the pid in the request, and clears a lockout only for a
+///   password it checked itself.
+///
+/// Why the flag cannot be abused: it only ever narrows what the helper does, and it is
+/// accepted only with a real and effective uid of 0. The helper is not setuid, so a user who
+/// runs it directly with the flag runs it as themselves and is refused here, and would not
+/// be able to read or write the root-only state anyway. Real uid 0 comes only from root
+/// (who gains nothing from narrowing itself) or from the launcher, which passes the uid the
+/// kernel gave it, after clearing the environment, descriptors, limits and signals.
+enum Launch {
+    case root
+    case unprivileged(UnprivilegedCaller)
+    case refused(String)
+
+    init(arguments: [String], realUID: uid_t = getuid(), effectiveUID: uid_t = geteuid()) {
+        let rest = Array(arguments.dropFirst())
+        if rest.isEmpty {
+            self = .root
+            return
+        }
+        guard rest.count == 4, rest[0] == "--unprivileged-uid", rest[2] == "--config" else {
+            self = .refused("unexpected arguments; only localauth-launcher passes any")
+            return
+        }
+        guard realUID == 0, effectiveUID == 0 else {
+            self = .refused("--unprivileged-uid refused: the helper is not running as root "
+                            + "(only localauth-launcher may pass it)")
+            return
+        }
+        guard let uid = Launch.parseUID(rest[1]) else {
+            self = .refused("--unprivileged-uid refused: `\(Presence.printable(rest[1]))` is not a user id")
+            return
+        }
+        let config = rest[3]
+        guard config.hasPrefix("/"), !config.split(separator: "/").contains(".."),
+              !config.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+            self = .refused("--config refused: not an absolute path")
+            return
+        }
+        guard let pw = getpwuid(uid), let raw = pw.pointee.pw_name,
+              let name = try? UserName(String(cString: raw)) else {
+            self = .refused("uid \(uid) has no usable entry in the user database")
+            return
+        }
+        self = .unprivileged(UnprivilegedCaller(uid: uid, name: name, configPath: config))
+    }
+
+    /// A decimal uid as the launcher writes it: digits only, no sign, not root.
+    static func parseUID(_ text: String) -> uid_t? {
+        guard (1...10).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+              let n = UInt64(text), n > 0, n < UInt64(uid_t.max) else { return nil }
+        return uid_t(n)
+    }
+
+    var configPath: String {
+        if case .unprivileged(let caller) = self { return caller.configPath }
+        return ConfigFile.defaultPath
+    }
+
+    /// Module arguments the request may set. From root's own service files, all of them;
+    /// through the launcher only how the prompt looks: everything that moves files, the bus
+    /// or the policy's numbers (lockout threshold, tries, the password rules, reuse) comes
+    /// from root's configuration, or a user could give themselves more tries than sudo allows.
+    func allowsArgument(_ key: String) -> Bool {
+        switch self {
+        case .root: return true
+        case .unprivileged, .refused: return UnprivilegedCaller.argumentKeys.contains(key)
+        }
+    }
+}
+
+struct UnprivilegedCaller {
+    let uid: uid_t
+    let name: UserName
+    let configPath: String
+
+    /// What a screen locker's service file may still choose on this path.
+    static let argumentKeys: Set<String> = ["reason", "fallback_title", "prompt", "scan_timeout",
+                                            "debug", "helper_timeout"]
+
+    /// Seconds the helper waits for the request and the password frame. The user can start
+    /// the launcher with pipes of their own and never write: a root process must not wait for ever.
+    static let requestTimeout: UInt32 = 30
+
+    /// Seconds a wrong password costs, as a guessing brake (the user can call the launcher in a loop).
+    static let failureDelay: UInt32 = 2
+
+    /// The request must be for the launcher's user; the caller's pid is our parent's (the
+    /// launcher was exec'd in the module's child, so the parent is the PAM application).
+    func check(_ request: inout HelperRequest) -> String? {
+        guard request.user == name else {
+            return "request for user \(Presence.printable(request.user.value)) refused: the caller is uid \(uid) (\(name))"
+        }
+        request.callerPID = getppid()
+        return nil
+    }
+
+    /// `mode=authsucc` through the launcher: the frame after the request carries the password
+    /// the stack's password module accepted (PAM_AUTHTOK). Only when it is this user's
+    /// password is the lockout cleared; a forged request without it changes nothing.
+    func authsucc(_ request: HelperRequest, options: Options, channel: FrameChannel, log: LogSink) -> Frame {
+        alarm(UnprivilegedCaller.requestTimeout)
+        let frame: Frame
+        do { frame = try channel.receive() } catch {
+            return refusal("authsucc without the password frame: nothing changed (\(error))")
+        }
+        alarm(0)
+        guard frame.kind == .answer else {
+            return refusal("authsucc without a password (no PAM_AUTHTOK): nothing changed")
+        }
+        var password = frame.payload
+        defer { password.withUnsafeMutableBytes { if let p = $0.baseAddress { explicit_bzero(p, $0.count) } } }
+        guard ShadowPassword().verify(user: name, password: password) else {
+            log.log(.notice, "authsucc for \(name) (uid \(uid)): the password does not match; nothing changed")
+            sleep(UnprivilegedCaller.failureDelay)
+            return refusal("authsucc with a password that does not match: nothing changed")
+        }
+        return AuthSucc.run(request, options: options, log: log)
+    }
+
+    private func refusal(_ cause: String) -> Frame {
+        HelperResult.frame(code: LAError.Code.invalidContext.rawValue, name: "invalidContext", cause: cause)
+    }
+}
+
+/// The account password checked as pam_unix checks it: crypt(3) of the typed text with the
+/// stored hash as the setting, compared in constant time. Needs root (the shadow file).
+/// Accounts without a local hash (a directory service) cannot be checked here: their
+/// lockout is cleared by the password under sudo, su or login instead.
+final class ShadowPassword: PasswordVerifier {
+    func verify(user: UserName, password: [UInt8]) -> Bool {
+        guard !password.isEmpty, !password.contains(0), let stored = storedHash(user) else { return false }
+        let data = UnsafeMutablePointer<crypt_data>.allocate(capacity: 1)
+        let size = MemoryLayout<crypt_data>.size
+        memset(data, 0, size)
+        defer {
+            explicit_bzero(data, size)
+            data.deallocate()
+        }
+        var phrase = password.map { CChar(bitPattern: $0) } + [0]
+        defer { phrase.withUnsafeMutableBytes { if let p = $0.baseAddress { explicit_bzero(p, $0.count) } } }
+        guard let out = crypt_r(phrase, stored, data) else { return false }
+        let computed = Array(String(cString: out).utf8)
+        return constantTimeEqual(computed, Array(stored.utf8))
+    }
+
+    /// The shadow entry's hash, else the passwd entry's; nil when there is no usable one
+    /// (empty, locked with `!`, `*`, or only the `x` placeholder).
+    private func storedHash(_ user: UserName) -> String? {
+        var hash: String?
+        if let sp = getspnam(user.value), let field = sp.pointee.sp_pwdp {
+            hash = String(cString: field)
+        } else if let pw = getpwnam(user.value), let field = pw.pointee.pw_passwd {
+            hash = String(cString: field)
+        }
+        guard let h = hash, !h.isEmpty, h != "x", !h.hasPrefix("!"), !h.hasPrefix("*") else { return nil }
+        return h
+    }
+
+    private func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var diff: UInt8 = 0
+        for i in 0..<a.count { diff |= a[i] ^ b[i] }
+        return diff == 0
+    }
+}
+
+extension Launch {
+    /// Bounds the wait for the request on the unprivileged path (see `requestTimeout`).
+    func boundRequestWait() {
+        if case .unprivileged = self { alarm(UnprivilegedCaller.requestTimeout) }
+    }
+
+    /// Nil when the request may go on; otherwise why it is refused (nothing else happens).
+    func admit(_ request: inout HelperRequest) -> String? {
+        alarm(0)
+        switch self {
+        case .root: return nil
+        case .refused(let why): return why
+        case .unprivileged(let caller): return caller.check(&request)
+        }
+    }
+
+    func authsucc(_ request: HelperRequest, options: Options, channel: FrameChannel, log: LogSink) -> Frame {
+        switch self {
+        case .unprivileged(let caller):
+            return caller.authsucc(request, options: options, channel: channel, log: log)
+        case .root, .refused:
+            return AuthSucc.run(request, options: options, log: log)
+        }
+    }
+}
