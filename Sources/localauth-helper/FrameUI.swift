@@ -31,11 +31,14 @@ final class FrameUI: AuthenticationUI {
     private let language: Language
     private let style: PromptStyle
     private let log: LogSink
+    /// PAM_SILENT: only what the user must act on is shown (PAM_SILENT never stops prompts).
+    private let silent: Bool
     /// A prompt frame was sent and its answer has not been read yet.
     private(set) var promptOpen = false
     private var deferred: [(UserMessage, Bool)] = []
 
-    init(channel: FrameChannel, language: Language, style: PromptStyle, log: LogSink) {
+    init(channel: FrameChannel, language: Language, style: PromptStyle, silent: Bool, log: LogSink) {
+        self.silent = silent
         self.channel = channel
         self.language = language
         self.style = style
@@ -43,6 +46,7 @@ final class FrameUI: AuthenticationUI {
     }
 
     func show(_ message: UserMessage, error: Bool) {
+        if silent && message.isChatter { return }
         // With a prompt, the prompt itself says how to skip; without one, Ctrl-C does.
         if case .fallbackHint = message, style.terminal != nil || isConcurrent { return }
         guard promptOpen else {
@@ -139,6 +143,14 @@ final class FrameUI: AuthenticationUI {
 }
 
 extension UserMessage {
+    /// Lines that only comment (PAM_SILENT drops them); all others tell the user what to do.
+    var isChatter: Bool {
+        switch self {
+        case .reason, .matched, .waitingForFinger: return true
+        default: return false
+        }
+    }
+
     /// Messages that say how the scan ended (kept for after the prompt), as opposed to
     /// per-try lines.
     var endsTheScan: Bool {

@@ -15,9 +15,6 @@ enum Presence {
         if isRemoteLogindSession(request.callerPID) {
             return LAError(.notInteractive, reason: .remoteSession, cause: "remote logind session")
         }
-        if request.silent {
-            return LAError(.notInteractive, reason: .silent, cause: "PAM_SILENT: no prompt can be shown")
-        }
         if options.requirePresence, let why = nobodyThere(request) {
             return LAError(.notInteractive, reason: .noTerminal, cause: why)
         }

@@ -15,10 +15,11 @@ static void la_conv_text(const struct la_frame *f, char out[LA_FRAME_MAX])
     out[f->payload_len] = '\0';
 }
 
+/* PAM_SILENT is the helper's to honour (the request says `silent=1`): it knows which lines
+ * are chatter and which tell the user what to do with the reader. sudo passes PAM_SILENT
+ * by default, so dropping everything here would leave a sudo user with a silent reader. */
 void la_conv_show(struct la_relay *r, const struct la_frame *f)
 {
-    if (r->silent)
-        return;
     char text[LA_FRAME_MAX];
     la_conv_text(f, text);
     int style = f->type == 'E' ? PAM_ERROR_MSG : PAM_TEXT_INFO;

@@ -19,12 +19,12 @@ struct la_relay {
     pam_handle_t *pamh;
     struct la_helper *helper;
     int64_t *budget_ms;   /* charged only for time spent waiting on the helper */
-    bool silent;          /* PAM_SILENT: no I/E messages */
+    bool silent;          /* PAM_SILENT (the helper filters what it sends) */
     bool conv_failed;     /* set when the application's conversation failed at a prompt */
 };
 
-/* `I` → PAM_TEXT_INFO, `E` → PAM_ERROR_MSG, skipped under PAM_SILENT. A failing display
- * is not a reason to stop: the helper needs no reply. */
+/* `I` → PAM_TEXT_INFO, `E` → PAM_ERROR_MSG. Under PAM_SILENT the helper sends only what
+ * the user needs to act. A failing display is not a reason to stop: no reply is needed. */
 void la_conv_show(struct la_relay *r, const struct la_frame *f);
 
 /*

@@ -1,0 +1,308 @@
+"""No more waiting for the fingerprint to give up: the prompts shown while the reader waits,
+with the real setuid sudo and su on a pseudo-terminal, the installed module and helper, and
+the real fprintd with the virtual reader.
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_prompt_modes.py
+
+* default mode on a terminal: "(or press Enter to use your password)" while the reader
+  waits; Enter skips at once, a finger ends the prompt by itself;
+* `prompt=concurrent`: "Password or fingerprint: "; a typed password goes to pam_unix
+  (try_first_pass) with no second prompt and the scan stops; a finger authenticates;
+* nobody at the reader: `sudo -S` with the password from a pipe, a closed lid: no scan;
+* sudo's password retries (the same PAM handle): no second scan;
+* the reader busy with another client: one line, then the password at once.
+"""
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+from testbed import Bed  # noqa: E402
+
+FINGER, ENROLLED, OTHER = "right-index-finger", "f1", "f9"
+SKIP_PROMPT = r"\(or press Enter to use your password\) "
+BOTH_PROMPT = "Password or fingerprint: "
+SUDO_PROMPT = r"\[sudo\] password for \S+: "
+BUSY = "The fingerprint reader is in use by another session — use your password"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+
+class Stack(contextlib.ExitStack):
+    """A bed with a throwaway user's finger enrolled, the product installed in a temporary
+    prefix, a root-only state directory where the user already entered the password once,
+    and a sudo service + drop-in with `extra` module arguments."""
+
+    def __init__(self, extra=(), password_module="pam_unix.so nodelay try_first_pass"):
+        super().__init__()
+        self.extra, self.password_module = list(extra), password_module
+
+    def __enter__(self):
+        super().__enter__()
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _setup(self):
+        self.inst = system.shared_installation()
+        self.bed = self.enter_context(Bed())
+        self.user = self.enter_context(system.ThrowawayUser())
+        self.bed.enroll(self.user.name, FINGER, ENROLLED)
+        self.state = Path(self.enter_context(tempfile.TemporaryDirectory(prefix="localauth-state-")))
+        self.state.chmod(0o700)
+        args = " ".join([f"dbus_address={self.bed.address}", f"state_dir={self.state}",
+                         f"fprint_dir={self.bed.state_dir}", f"config={self.inst.config}",
+                         "scan_timeout=15", *self.extra])
+        self.lines = [f"auth sufficient {self.inst.module} {args}",
+                      f"auth requisite {self.password_module}",
+                      f"auth optional {self.inst.module} authsucc {args}",
+                      "account required pam_unix.so",
+                      "session required pam_unix.so"]
+        self.service = self.enter_context(system.PamService("la-prompt-", self.lines))
+        self.enter_context(system.SudoersDropIn(self.user, self.service.name))
+        self.password_once()
+
+    def sudo(self, argv=("id", "-un"), shell=None):
+        cmd = ["sh", "-c", shell] if shell else ["sudo", "-k", *argv]
+        return system.run_on_pty(cmd, user=self.user)
+
+    def password_once(self):
+        """A user never seen enters the password first; after it the finger is accepted."""
+        run = self.sudo()
+        run.expect(SUDO_PROMPT)
+        run.sendline(self.user.password)
+        result = run.finish()
+        assert result.status == 0, result.output
+
+    def scans_started(self, since):
+        return [e for e in self.bed.events(since) if e.name == "VerifyFingerSelected"]
+
+    def reader_free(self):
+        """Whether another client can claim the reader now (our claim was released)."""
+        try:
+            with self.bed.hold_claim("root"):
+                return True
+        except Exception:
+            return False
+
+    def failures(self):
+        text = (self.state / f"{self.user.name}.state").read_text()
+        return int(text.split("failures=")[1].split("\n")[0])
+
+
+def lines(output):
+    return system.screen_lines(output)
+
+
+# --- the default mode on a terminal -----------------------------------------------------
+
+def test_a_finger_ends_the_enter_to_skip_prompt_by_itself():
+    with Stack() as s:
+        mark = s.bed.mark()
+        run = s.sudo()
+        run.expect(SKIP_PROMPT)
+        s.bed.scan(ENROLLED)
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert "root" in lines(result.output)
+        assert "password for" not in result.output
+        assert len(s.scans_started(mark)) == 1
+        # sudo passes PAM_SILENT: the instructions show, the chatter does not.
+        assert "Swipe your right index finger across the fingerprint reader" in lines(result.output)
+        assert "Fingerprint recognized" not in lines(result.output)
+
+
+def test_enter_skips_to_the_password_at_once_and_stops_the_scan():
+    with Stack() as s:
+        mark = s.bed.mark()
+        run = s.sudo()
+        run.expect(SKIP_PROMPT)
+        s.bed.wait_finger_needed()
+        run.sendline("")
+        run.expect(SUDO_PROMPT)
+        assert s.reader_free()  # the scan was stopped and the reader released
+        assert s.failures() == 0  # skipping is not a failed match
+        run.sendline(s.user.password)
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert "root" in lines(result.output)
+        assert len(s.scans_started(mark)) == 1
+
+
+def test_a_wrong_finger_is_said_and_the_prompt_comes_back():
+    with Stack() as s:
+        run = s.sudo()
+        run.expect(SKIP_PROMPT)
+        s.bed.scan(OTHER)
+        run.expect("Fingerprint not recognized — 2 tries left")
+        run.expect(SKIP_PROMPT)
+        s.bed.scan(ENROLLED)
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert s.failures() == 0
+
+
+# --- prompt=concurrent --------------------------------------------------------------------
+
+def test_a_password_typed_during_the_scan_is_taken_without_a_second_prompt():
+    with Stack(extra=["prompt=concurrent"]) as s:
+        run = s.sudo()
+        run.expect(BOTH_PROMPT)
+        s.bed.wait_finger_needed()
+        run.sendline(s.user.password)
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert "root" in lines(result.output)
+        assert "password for" not in result.output  # pam_unix took PAM_AUTHTOK
+        assert result.output.count(BOTH_PROMPT) == 1
+        assert s.reader_free()
+
+
+def test_a_finger_touched_at_the_concurrent_prompt_authenticates():
+    with Stack(extra=["prompt=concurrent"]) as s:
+        run = s.sudo()
+        run.expect(BOTH_PROMPT)
+        s.bed.scan(ENROLLED)
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert "root" in lines(result.output)
+        assert "password for" not in result.output
+
+
+def test_wrong_fingers_at_the_concurrent_prompt_count_and_the_password_still_works():
+    with Stack(extra=["prompt=concurrent"]) as s:
+        run = s.sudo()
+        run.expect(BOTH_PROMPT)
+        for _ in range(3):
+            s.bed.scan(OTHER)
+        run.sendline(s.user.password)
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert "Fingerprint not recognized — use your password" in lines(result.output)
+        assert s.failures() == 0  # three failures counted, then the authsucc line cleared them
+
+
+def test_a_wrong_password_at_the_concurrent_prompt_is_refused():
+    with Stack(extra=["prompt=concurrent"]) as s:
+        run = s.sudo()
+        run.expect(BOTH_PROMPT)
+        s.bed.wait_finger_needed()
+        run.sendline("not-the-password")
+        # sudo tries again with a fresh stack run: the finger is not asked for again.
+        run.expect(SUDO_PROMPT)
+        run.sendline("still-wrong")
+        run.expect(SUDO_PROMPT)
+        run.sendline("wrong-thrice")
+        result = run.finish()
+        assert result.status != 0
+        assert "root" not in lines(result.output)
+
+
+# --- nobody at the reader -----------------------------------------------------------------
+
+def test_sudo_dash_s_with_a_piped_password_never_starts_a_scan():
+    with Stack() as s:
+        mark = s.bed.mark()
+        started = time.monotonic()
+        run = s.sudo(shell=f"printf '%s\\n' '{s.user.password}' | sudo -k -S id -un")
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert lines(result.output)[-1].endswith("root")  # sudo -S prompts on stderr, no newline
+        assert s.scans_started(mark) == []
+        assert "Swipe" not in result.output
+        assert time.monotonic() - started < 10
+
+
+def test_a_closed_lid_skips_the_scan_and_an_open_one_does_not():
+    with tempfile.NamedTemporaryFile("w", prefix="localauth-lid-", suffix=".state") as lid:
+        lid.write("state:      closed\n")
+        lid.flush()
+        os.chmod(lid.name, 0o644)
+        with Stack(extra=[f"lid_path={lid.name}"]) as s:
+            mark = s.bed.mark()
+            run = s.sudo()
+            run.expect(SUDO_PROMPT)
+            run.sendline(s.user.password)
+            result = run.finish()
+            assert result.status == 0, result.output
+            assert s.scans_started(mark) == []
+            assert "fingerprint" not in result.output.lower()  # silent
+
+            Path(lid.name).write_text("state:      open\n")
+            run = s.sudo()
+            run.expect(SKIP_PROMPT)
+            s.bed.scan(ENROLLED)
+            assert run.finish().status == 0
+
+
+def test_sudos_password_retries_do_not_scan_again():
+    with Stack() as s:
+        mark = s.bed.mark()
+        run = s.sudo()
+        run.expect(SKIP_PROMPT)
+        s.bed.wait_finger_needed()
+        run.sendline("")
+        run.expect(SUDO_PROMPT)
+        run.sendline("wrong")
+        run.expect("Sorry, try again")
+        run.expect(SUDO_PROMPT)
+        run.sendline(s.user.password)
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert len(s.scans_started(mark)) == 1
+        assert result.output.count("(or press Enter") == 1
+
+
+def test_a_busy_reader_is_one_line_and_the_password_comes_at_once():
+    with Stack() as s:
+        with s.bed.hold_claim("root"):
+            mark = s.bed.mark()
+            started = time.monotonic()
+            run = s.sudo()
+            run.expect(SUDO_PROMPT)
+            waited = time.monotonic() - started
+            run.sendline(s.user.password)
+            result = run.finish()
+        assert result.status == 0, result.output
+        assert BUSY in lines(result.output)
+        assert s.scans_started(mark) == []
+        assert waited < 5  # not the scan timeout (15 s)
+
+
+# --- su -----------------------------------------------------------------------------------
+
+def test_su_takes_a_password_typed_at_the_concurrent_prompt():
+    with Stack(extra=["prompt=concurrent"]) as s, system.ThrowawayUser() as caller:
+        overlay = s.enter_context(system.PamServiceOverlay(
+            "su", ["auth sufficient pam_rootok.so"] + s.lines))
+        run = system.run_on_pty(["su", "-", s.user.name, "-c", "id -un"], user=caller,
+                                prefix=overlay.prefix)
+        run.expect(BOTH_PROMPT)
+        s.bed.wait_finger_needed()
+        run.sendline(s.user.password)
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert s.user.name in lines(result.output)
+        assert "Password:" not in result.output
+
+
+def test_su_authenticates_with_a_finger_at_the_skip_prompt():
+    with Stack() as s, system.ThrowawayUser() as caller:
+        overlay = s.enter_context(system.PamServiceOverlay(
+            "su", ["auth sufficient pam_rootok.so"] + s.lines))
+        run = system.run_on_pty(["su", "-", s.user.name, "-c", "id -un"], user=caller,
+                                prefix=overlay.prefix)
+        run.expect(SKIP_PROMPT)
+        s.bed.scan(ENROLLED)
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert s.user.name in lines(result.output)
