@@ -2,52 +2,101 @@
 import Glibc
 #endif
 
-/// Exit status for a command-line usage error (sysexits.h EX_USAGE).
-let exitUsage: Int32 = 64
-
-/// One subcommand: its name, one line of help, and what runs it.
-struct Command {
+/// One subcommand: its synopsis, one line for the list, its help, the flags it takes, and
+/// what runs it.
+struct CommandSpec {
     let name: String
-    let usage: String
+    let synopsis: String
     let summary: String
-    /// Tools for tests and diagnosis; not listed by --help.
-    let hidden: Bool
-    let run: ([String]) -> Int32
+    let help: String
+    let flags: [Flag]
+    /// Tools for tests and diagnosis: not listed by --help.
+    var hidden = false
+    /// Only root may run it at all.
+    var rootOnly = false
+    let run: (Invocation) -> Int32
+
+    var helpText: String {
+        var text = "usage: localauthctl \(synopsis)\n\n\(help)\n"
+        if !flags.isEmpty {
+            text += "\noptions:\n"
+            for flag in flags {
+                let head = flag.placeholder.isEmpty ? flag.name : "\(flag.name) \(flag.placeholder)"
+                let pad = head.count < 24 ? String(repeating: " ", count: 24 - head.count) : " "
+                text += "  \(head)\(pad)\(flag.help)\(flag.privileged ? " (root only)" : "")\n"
+            }
+        }
+        text += "  --help                  this text\n"
+        return text
+    }
 }
 
 enum Commands {
-    static let all: [Command] = [
-        Command(name: "verify",
-                usage: "verify [USER] [--dbus-address ADDR] [--bus-timeout S] [--scan-timeout S]",
-                summary: "scan a finger against USER's enrolled prints (up to 3 tries)",
-                hidden: false, run: VerifyCommand.run),
-        Command(name: "enrolled-set",
-                usage: "enrolled-set USER [--dbus-address ADDR] [--bus-timeout S] [--fprint-dir DIR]",
-                summary: "show the reader and prints used for USER, and a digest of them",
-                hidden: true, run: EnrolledSetCommand.run),
+    static let all: [CommandSpec] = [
+        StatusCommand.spec,
+        SwitchCommand.enableSpec,
+        SwitchCommand.disableSpec,
+        ResetCommand.spec,
+        VerifyCommand.spec,
+        DoctorCommand.spec,
+        SensorVerifyCommand.spec,
+        EnrolledSetCommand.spec,
     ]
 
     static func run(_ args: [String]) -> Int32 {
         guard let first = args.first else {
-            printUsage(to: stderr)
-            return exitUsage
+            warn("a command is needed (see localauthctl --help)")
+            return Exit.usage
         }
         if first == "--help" || first == "-h" || first == "help" {
-            printUsage(to: stdout)
-            return 0
+            fputs(usageText, stdout)
+            return Exit.ok
         }
         guard let command = all.first(where: { $0.name == first }) else {
-            warn("unknown command '\(first)' (see localauthctl --help)")
-            return exitUsage
+            warn("unknown command '\(printable(first))' (see localauthctl --help)")
+            return Exit.usage
         }
-        return command.run(Array(args.dropFirst()))
+        let invocation: Invocation
+        switch Invocation.parse(Array(args.dropFirst()), flags: command.flags) {
+        case .success(let i): invocation = i
+        case .failure(let e): return fail(command, e)
+        }
+        if invocation.help {
+            fputs(command.helpText, stdout)
+            return Exit.ok
+        }
+        if command.rootOnly && !callerIsRoot {
+            return fail(command, .permission("root only"))
+        }
+        if let flag = invocation.privilegedFlag, !callerIsRoot {
+            return fail(command, .permission("\(flag.name) is for root only"))
+        }
+        return command.run(invocation)
     }
 
-    static func printUsage(to stream: UnsafeMutablePointer<FILE>) {
-        var text = "usage: localauthctl COMMAND [ARGS]\n\ncommands:\n"
+    static var usageText: String {
+        var text = "usage: localauthctl COMMAND [ARGS] (localauthctl COMMAND --help for each)\n\ncommands:\n"
         for command in all where !command.hidden {
-            text += "  \(command.usage)\n      \(command.summary)\n"
+            text += "  \(command.synopsis)\n      \(command.summary)\n"
         }
-        fputs(text, stream)
+        text += "\nexit status:\n"
+        for (code, meaning) in Exit.table {
+            text += "  \(code)\(code < 10 ? " " : "")  \(meaning)\n"
+        }
+        return text
     }
+}
+
+/// Prints the error as one line and returns its status.
+func fail(_ command: CommandSpec, _ error: CLIError) -> Int32 {
+    if case .usage(let m) = error {
+        warn("\(command.name): \(m) (see localauthctl \(command.name) --help)")
+    } else {
+        warn("\(command.name): \(error.message)")
+    }
+    return error.status
+}
+
+func usageError(_ command: CommandSpec, _ message: String) -> Int32 {
+    fail(command, .usage(message))
 }

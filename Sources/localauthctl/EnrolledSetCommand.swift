@@ -4,19 +4,25 @@ import LocalAuth
 /// `localauthctl enrolled-set USER` (hidden): what the domain state would be computed from,
 /// and a SHA-256 of its canonical bytes, to observe enrollment changes in tests.
 enum EnrolledSetCommand {
-    static func run(_ args: [String]) -> Int32 {
-        var flags = Arguments.busFlags
-        flags["--fprint-dir"] = "fprint_dir"
-        let parsed: Arguments
-        switch Arguments.parse(args, flags: flags) {
-        case .success(let p): parsed = p
-        case .failure(let e): warn("enrolled-set: \(e.message)"); return exitUsage
+    static let spec = CommandSpec(
+        name: "enrolled-set", synopsis: "enrolled-set USER",
+        summary: "show the reader and prints used for USER, and a digest of them",
+        help: """
+        Prints the reader, the finger names, the scan type, the digests of the stored prints
+        and a SHA-256 of all of it: what the enrolled set's domain state is computed from.
+        For tests and diagnosis.
+        """,
+        flags: [.dbusAddress, .busTimeout, .fprintDir], hidden: true, run: run)
+
+    static func run(_ inv: Invocation) -> Int32 {
+        guard inv.positional.count == 1, let user = inv.positional.first else {
+            return usageError(spec, "expected one USER")
         }
-        guard parsed.positional.count == 1, let user = parsed.positional.first else {
-            warn("enrolled-set: expected one USER")
-            return exitUsage
+        let o: Options
+        switch inv.options(log: StderrLog()) {
+        case .success(let options): o = options
+        case .failure(let e): return fail(spec, e)
         }
-        let o = parsed.options
         let sensor = FprintdSensor(address: o.dbusAddress, busTimeout: o.busTimeout,
                                    fprintDir: o.fprintDir, log: StderrLog())
         do {

@@ -1,26 +1,34 @@
 import FprintdClient
 import LocalAuth
 
-/// `localauthctl verify`: claims the reader and scans until a match, up to `maxTries`
-/// failed matches, printing each status as it arrives and the outcome last ("match" or an
-/// LAError name). Exit 0 on a match, 1 otherwise. Lockout state is not touched.
-enum VerifyCommand {
+/// `localauthctl sensor-verify USER` (hidden, root only): the sensor alone, for the sensor's
+/// own tests and for diagnosis. Claims the reader and scans until a match, up to
+/// `maxTries` failed matches, printing each fprintd result as it arrives and the outcome
+/// last ("match" or an LAError name). Exit 0 on a match, 1 otherwise. It does not count
+/// toward the lockout, so it is root's only (`verify` is the counted check).
+enum SensorVerifyCommand {
     static let maxTries = 3
 
-    static func run(_ args: [String]) -> Int32 {
-        var flags = Arguments.busFlags
-        flags["--scan-timeout"] = "scan_timeout"
-        let parsed: Arguments
-        switch Arguments.parse(args, flags: flags) {
-        case .success(let p): parsed = p
-        case .failure(let e): warn("verify: \(e.message)"); return exitUsage
+    static let spec = CommandSpec(
+        name: "sensor-verify", synopsis: "sensor-verify USER",
+        summary: "scan a finger against USER's prints through fprintd alone (not counted)",
+        help: """
+        Claims the reader for USER and scans until a match or 3 failed matches, printing
+        each result from fprintd and the outcome last. Nothing is recorded: no lockout, no
+        times. For tests and diagnosis; root only.
+        """,
+        flags: [.dbusAddress, .busTimeout, .scanTimeout, .fprintDir], hidden: true, rootOnly: true,
+        run: run)
+
+    static func run(_ inv: Invocation) -> Int32 {
+        guard inv.positional.count == 1, let user = inv.positional.first else {
+            return usageError(spec, "expected one USER")
         }
-        if parsed.help { say("usage: localauthctl verify [USER] [--dbus-address ADDR] [--bus-timeout S] [--scan-timeout S]"); return 0 }
-        guard parsed.positional.count <= 1, let user = parsed.positional.first ?? callerLoginName() else {
-            warn("verify: expected at most one USER")
-            return exitUsage
+        let o: Options
+        switch inv.options(log: StderrLog()) {
+        case .success(let options): o = options
+        case .failure(let e): return fail(spec, e)
         }
-        let o = parsed.options
         let sensor = FprintdSensor(address: o.dbusAddress, busTimeout: o.busTimeout,
                                    fprintDir: o.fprintDir, log: StderrLog())
         let run = VerifyRun(sensor: sensor, scanTimeout: o.scanTimeout, language: messageLanguage(),
@@ -47,17 +55,17 @@ struct VerifyRun {
             return error
         }
         defer { sensor.release() }
-        for attempt in 1...VerifyCommand.maxTries {
+        for attempt in 1...SensorVerifyCommand.maxTries {
             switch scanOnce() {
             case .matched: return nil
             case .ended(let error): return error
             case .noMatch:
-                let left = VerifyCommand.maxTries - attempt
+                let left = SensorVerifyCommand.maxTries - attempt
                 say(left > 0 ? UserMessage.notRecognized(triesLeft: left).text(language)
                              : UserMessage.triesExhausted.text(language))
             }
         }
-        return LAError(.authenticationFailed, cause: "\(VerifyCommand.maxTries) failed matches")
+        return LAError(.authenticationFailed, cause: "\(SensorVerifyCommand.maxTries) failed matches")
     }
 
     /// One verification. Stops it on every path but a match, as the engine does (after a

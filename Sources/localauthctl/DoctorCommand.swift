@@ -1,0 +1,392 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FprintdClient
+import LocalAuth
+
+/// `localauthctl doctor [USER]`: checks what fingerprint login needs on this machine, and
+/// says for each problem the line to fix.
+enum DoctorCommand {
+    static let pamDir = Flag("--pam-dir", .value("DIR"), "the PAM service files to read (default /etc/pam.d)")
+    static let helper = Flag("--helper", .value("PATH"),
+                             "the helper to check (default: ../libexec/localauth/localauth-helper "
+                             + "beside this program)")
+
+    static let spec = CommandSpec(
+        name: "doctor", synopsis: "doctor [USER]",
+        summary: "check fprintd, the reader, prints, helper, state, config and PAM lines",
+        help: """
+        Checks, and for each problem prints the line to fix: fprintd answers and has a
+        reader; USER (default: you) has enrolled prints; the helper is a root-owned file
+        nobody else can write, executable, in directories only root can write; the state
+        directory exists, is root's and 0700 (and USER is not locked out); the config file
+        is root's and every line parses (file:line for each issue); and every PAM service
+        file that uses pam_localauth.so (following @include) has the module line before the
+        password module (pam_unix.so) and the `authsucc` line after it, reached only after
+        the password succeeded. Exit 0 when nothing is a problem (warnings allowed), 1 when
+        something is.
+        """,
+        flags: Flag.common + [pamDir, helper], run: run)
+
+    enum Severity: String { case ok, warning, problem }
+
+    struct Finding {
+        let severity: Severity
+        let message: String
+        var fix: String?
+    }
+
+    static func run(_ inv: Invocation) -> Int32 {
+        guard inv.positional.count <= 1 else { return usageError(spec, "expected at most one USER") }
+        let account: Account
+        switch targetAccount(inv.positional.first, what: "checking another user") {
+        case .success(let a): account = a
+        case .failure(let e): return fail(spec, e)
+        }
+        let configPath = inv.value(.config) ?? ConfigFile.defaultPath
+        let options: Options
+        switch inv.options(log: MemoryLog()) {  // the config's issues are findings below
+        case .success(let o): options = o
+        case .failure(let e): return fail(spec, e)
+        }
+        var findings: [Finding] = []
+        findings += fprintd(account, options)
+        findings += helperFile(inv.value(helper) ?? defaultHelperPath())
+        findings += stateDirectory(options.stateDir, account, options)
+        findings += configFile(configPath)
+        findings += pamServices(inv.value(pamDir) ?? "/etc/pam.d")
+
+        for f in findings {
+            say(f.severity.rawValue.padding(9) + f.message)
+            if let fix = f.fix { say(String(repeating: " ", count: 9) + "fix: " + fix) }
+        }
+        let problems = findings.filter { $0.severity == .problem }.count
+        let warnings = findings.filter { $0.severity == .warning }.count
+        say("doctor: \(problems) problem\(problems == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")")
+        return problems > 0 ? Exit.failed : Exit.ok
+    }
+
+    // MARK: - fprintd, the reader, the prints
+
+    static func fprintd(_ account: Account, _ options: Options) -> [Finding] {
+        let sensor = makeSensor(options, log: ToolLog.shared)
+        let user = account.name.value
+        do {
+            let set = try sensor.enrolledSet(for: user)
+            return [Finding(severity: .ok, message: "fprintd answers; reader \"\(set.deviceName)\""),
+                    Finding(severity: .ok, message: "prints of \(user): \(set.fingers.joined(separator: ", "))")]
+        } catch {
+            switch error.code {
+            case .biometryNotEnrolled:
+                return [Finding(severity: .ok, message: "fprintd answers; a reader is present"),
+                        Finding(severity: .problem, message: "no fingerprints enrolled for \(user)",
+                                fix: "fprintd-enroll -f right-index-finger \(user)")]
+            case _ where error.cause.contains("no fingerprint reader"):
+                return [Finding(severity: .ok, message: "fprintd answers"),
+                        Finding(severity: .problem, message: "fprintd has no fingerprint reader",
+                                fix: "connect a reader libfprint supports (lsusb; fprintd's log: journalctl -u fprintd)")]
+            default:
+                return [Finding(severity: .problem,
+                                message: "fprintd is not reachable on \(options.dbusAddress): \(error.cause)",
+                                fix: "apt-get install fprintd (it is started by D-Bus on demand); "
+                                    + "check the system bus and fprintd's log")]
+            }
+        }
+    }
+
+    // MARK: - The helper
+
+    /// Beside this program: PREFIX/bin/localauthctl → PREFIX/libexec/localauth/localauth-helper.
+    static func defaultHelperPath() -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return "/usr/libexec/localauth/localauth-helper" }
+        let exe = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let prefix = exe.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/")
+        return (prefix.isEmpty ? "" : prefix) + "/libexec/localauth/localauth-helper"
+    }
+
+    static func helperFile(_ path: String) -> [Finding] {
+        let what = "helper \(path)"
+        guard path.hasPrefix("/") else {
+            return [Finding(severity: .problem, message: "\(what): not an absolute path", fix: nil)]
+        }
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            return [Finding(severity: .problem, message: "\(what): \(String(cString: strerror(errno)))",
+                            fix: "install it (the localauth package, or scripts/install)")]
+        }
+        var out: [Finding] = []
+        let mode = st.st_mode & 0o7777
+        if (st.st_mode & S_IFMT) != S_IFREG {
+            out.append(Finding(severity: .problem, message: "\(what): not a regular file", fix: "reinstall it"))
+        }
+        if st.st_uid != 0 {
+            out.append(Finding(severity: .problem,
+                               message: "\(what): owned by uid \(st.st_uid), not root (the module refuses it)",
+                               fix: "chown root:root \(path)"))
+        }
+        if mode & 0o022 != 0 {
+            out.append(Finding(severity: .problem,
+                               message: "\(what): mode \(octal(mode)), writable by group or others (the module refuses it)",
+                               fix: "chmod go-w \(path)"))
+        }
+        if mode & 0o111 == 0 {
+            out.append(Finding(severity: .problem, message: "\(what): mode \(octal(mode)), not executable",
+                               fix: "chmod 0755 \(path)"))
+        } else if mode & 0o001 == 0 {
+            out.append(Finding(severity: .warning,
+                               message: "\(what): mode \(octal(mode)), not executable by others "
+                                   + "(a screen locker running as the user cannot start it)",
+                               fix: "chmod 0755 \(path)"))
+        }
+        out += parentDirectories(path)
+        if out.isEmpty {
+            out.append(Finding(severity: .ok, message: "\(what): root's, mode \(octal(mode))"))
+        }
+        return out
+    }
+
+    /// Every directory above the helper must be root's and closed to others, or someone
+    /// else could put another program in its place.
+    static func parentDirectories(_ path: String) -> [Finding] {
+        var out: [Finding] = []
+        var parts = path.split(separator: "/").map(String.init)
+        while !parts.isEmpty {
+            parts.removeLast()
+            let dir = "/" + parts.joined(separator: "/")
+            var st = stat()
+            guard stat(dir, &st) == 0 else { continue }
+            let mode = st.st_mode & 0o7777
+            if st.st_uid != 0 || (mode & 0o022 != 0 && mode & 0o1000 == 0) {
+                out.append(Finding(severity: .problem,
+                                   message: "directory \(dir) (above the helper) is owned by uid \(st.st_uid), "
+                                       + "mode \(octal(mode)): someone other than root can replace the helper",
+                                   fix: "chown root:root \(dir); chmod go-w \(dir)"))
+            }
+        }
+        return out
+    }
+
+    // MARK: - The state directory
+
+    static func stateDirectory(_ dir: String, _ account: Account, _ options: Options) -> [Finding] {
+        let what = "state directory \(dir)"
+        var st = stat()
+        guard lstat(dir, &st) == 0 else {
+            if errno == ENOENT {
+                return [Finding(severity: .warning, message: "\(what): missing (created 0700 on first use)",
+                                fix: "install -d -m 0700 -o root -g root \(dir)")]
+            }
+            return [Finding(severity: .problem, message: "\(what): \(String(cString: strerror(errno)))",
+                            fix: nil)]
+        }
+        let mode = st.st_mode & 0o7777
+        if (st.st_mode & S_IFMT) == S_IFLNK {
+            return [Finding(severity: .problem, message: "\(what): a symbolic link (refused)",
+                            fix: "rm \(dir); install -d -m 0700 -o root -g root \(dir)")]
+        }
+        if (st.st_mode & S_IFMT) != S_IFDIR {
+            return [Finding(severity: .problem, message: "\(what): not a directory", fix: nil)]
+        }
+        var out: [Finding] = []
+        if st.st_uid != 0 {
+            out.append(Finding(severity: .problem,
+                               message: "\(what): owned by uid \(st.st_uid), not root (the helper refuses it: "
+                                   + "every fingerprint login falls back to the password)",
+                               fix: "chown root:root \(dir)"))
+        }
+        if mode & 0o077 != 0 {
+            out.append(Finding(severity: .problem,
+                               message: "\(what): mode \(octal(mode)), expected 0700 (the helper refuses it: "
+                                   + "every fingerprint login falls back to the password)",
+                               fix: "chmod 0700 \(dir)"))
+        }
+        guard out.isEmpty else { return out }
+        out.append(Finding(severity: .ok, message: "\(what): root's, mode \(octal(mode))"))
+        guard callerIsRoot else { return out }
+        let rules = Rules(options)
+        switch try? FileStateStore(directory: dir).load(account.name) {
+        case .damaged(let cause)?:
+            out.append(Finding(severity: .problem, message: "state of \(account.name) cannot be trusted: \(cause)",
+                               fix: "the user's password rewrites it; or localauthctl reset \(account.name)"))
+        case .state(let s)? where rules.isLockedOut(s):
+            out.append(Finding(severity: .warning,
+                               message: "\(account.name) is locked out after \(s.consecutiveFailures) failed matches",
+                               fix: "the user's password clears it; or localauthctl reset \(account.name)"))
+        default:
+            break
+        }
+        return out
+    }
+
+    // MARK: - The configuration file
+
+    static func configFile(_ path: String) -> [Finding] {
+        switch ConfigFile.read(path) {
+        case .failure(.missing):
+            return [Finding(severity: .ok, message: "config \(path): not present, every option at its default")]
+        case .failure(.unsafe(let why)):
+            return [Finding(severity: .problem, message: "config \(why): ignored whole, defaults used",
+                            fix: "chown root:root \(path); chmod 0644 \(path)")]
+        case .failure(.unreadable(let why)):
+            return [Finding(severity: .problem, message: "config \(why)", fix: nil)]
+        case .success(let text):
+            var scratch = Options()
+            let issues = ConfigParser.apply(fileText: text, source: path, to: &scratch)
+            if issues.isEmpty {
+                return [Finding(severity: .ok, message: "config \(path): every line parses")]
+            }
+            return issues.map {
+                Finding(severity: .problem, message: $0.description,
+                        fix: "edit line \($0.line) of \(path) (localauth.conf(5)); the default is used meanwhile")
+            }
+        }
+    }
+
+    // MARK: - PAM service files
+
+    static let passwordModules: Set<String> = ["pam_unix.so"]
+
+    static func pamServices(_ dir: String) -> [Finding] {
+        guard let names = directoryEntries(dir) else {
+            return [Finding(severity: .problem, message: "PAM directory \(dir): \(String(cString: strerror(errno)))",
+                            fix: nil)]
+        }
+        var out: [Finding] = []
+        var reader = PamStackReader(directory: dir)
+        var users = 0
+        for name in names {
+            guard let rules = reader.authStack(name), rules.contains(where: { $0.isLocalauth }) else { continue }
+            users += 1
+            out += checkService(dir + "/" + name, rules)
+        }
+        for (location, name) in reader.missing {
+            out.append(Finding(severity: .warning, message: "\(location): included file \(name) not found", fix: nil))
+        }
+        if users == 0 {
+            out.append(Finding(severity: .warning, message: "no service in \(dir) uses pam_localauth.so",
+                               fix: "add `auth sufficient pam_localauth.so` before `@include common-auth` and "
+                                   + "`auth optional pam_localauth.so authsucc` after it (pam_localauth(8)), or "
+                                   + "pam-auth-update --enable localauth localauth-authsucc"))
+        }
+        return out
+    }
+
+    /// The service files of `dir`, sorted; backups and package leftovers skipped.
+    static func directoryEntries(_ dir: String) -> [String]? {
+        guard let handle = opendir(dir) else { return nil }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name.hasPrefix(".") || name.hasSuffix("~") || name.contains(".dpkg-") || name.contains(".ucf-") {
+                continue
+            }
+            names.append(name)
+        }
+        return names.sorted()
+    }
+
+    /// The order of the module line, the password module and the `authsucc` line in one
+    /// service's auth stack, and where the `authsucc` line is reached. Lines of the service
+    /// file are named `line N`; lines of included files by their path, with the line of the
+    /// service that includes them.
+    static func checkService(_ service: String, _ rules: [PamRule]) -> [Finding] {
+        var out: [Finding] = []
+        let firsts = rules.indices.filter { rules[$0].isFirstLine }
+        let succs = rules.indices.filter { rules[$0].isAuthsucc }
+        let password = rules.indices.first { passwordModules.contains(rules[$0].moduleName) }
+        func show(_ i: Int) -> String {
+            let r = rules[i]
+            if r.file == service { return "line \(r.line) `\(r.text)`" }
+            return "\(r.location) `\(r.text)` (via line \(r.top.line) `\(r.top.text)`)"
+        }
+        /// The service's own line to edit for rule `i`.
+        func top(_ i: Int) -> String { "line \(rules[i].top.line)" }
+        func problem(_ message: String, fix: String?) {
+            out.append(Finding(severity: .problem, message: "\(service): \(message)", fix: fix))
+        }
+
+        guard let first = firsts.first else {
+            problem("\(show(succs[0])) without the module line: it never acts",
+                    fix: "add `auth sufficient pam_localauth.so` to \(service)"
+                        + (password.map { " above \(top($0))" } ?? " before the password module"))
+            return out
+        }
+        if firsts.count > 1 {
+            out.append(Finding(severity: .warning,
+                               message: "\(service): pam_localauth.so runs twice: \(show(firsts[0])) and \(show(firsts[1]))",
+                               fix: "keep one of them (the service's own lines or the pam-auth-update profile)"))
+        }
+        // The module line: a failure must go on to the password, a match should end the stack.
+        let control = rules[first].control
+        if [control.action(for: "authinfo_unavail"), control.action(for: "auth_err")]
+            .contains(where: { $0 == .bad || $0 == .die }) {
+            problem("\(show(first)) is `\(control.text)`: a fingerprint that fails or is unavailable "
+                    + "denies the login, the password cannot follow",
+                    fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))")
+        } else if control.action(for: "success") == .ok || control.action(for: "success") == .ignore {
+            out.append(Finding(severity: .warning,
+                               message: "\(service): \(show(first)) is `\(control.text)`: a matched finger does "
+                                   + "not end the stack, the password is asked anyway",
+                               fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))"))
+        }
+        guard let password else {
+            out.append(Finding(severity: .warning,
+                               message: "\(service): no password module (pam_unix.so) in the auth stack", fix: nil))
+            return out
+        }
+        if first > password {
+            problem("\(show(first)) comes after the password module, \(show(password)): "
+                    + "the password is asked before the finger",
+                    fix: "in \(service), move \(top(first)) above \(top(password))")
+        }
+        guard let succ = succs.first(where: { $0 > password }) ?? succs.first else {
+            problem("no `authsucc` line after the password module, \(show(password)): "
+                    + "the password never clears a fingerprint lockout",
+                    fix: "add `auth optional pam_localauth.so authsucc` to \(service) after \(top(password))")
+            return out
+        }
+        if succ < password {
+            problem("\(show(succ)) comes before the password module, \(show(password))",
+                    fix: "in \(service), move \(top(succ)) below \(top(password))")
+            return out
+        }
+        let passwordControl = "`\(rules[password].control.text)`"
+        let succeeded = PamWalk.from(password, result: "success", in: rules)
+        if !succeeded.reached.contains(succ) {
+            let end = succeeded.endedAt.map { " (the stack ends at \(show($0)))" } ?? ""
+            problem("\(show(succ)) is not reached after a successful password\(end)",
+                    fix: "let the stack go on after a good password: make \(rules[password].location) "
+                        + "`requisite` instead of \(passwordControl), as the authsucc line must follow it")
+        }
+        let failed = PamWalk.from(password, result: "auth_err", in: rules)
+        if failed.reached.contains(succ) {
+            problem("\(show(succ)) is reached even when the password failed (the password module is "
+                    + "\(passwordControl)): it would clear a lockout without the password",
+                    fix: "make \(rules[password].location) `requisite`, or follow it with "
+                        + "`auth requisite pam_deny.so` as common-auth does")
+        }
+        if out.isEmpty {
+            out.append(Finding(severity: .ok,
+                               message: "\(service): module line \(rules[first].location), password "
+                                   + "\(rules[password].location), authsucc \(rules[succ].location), "
+                                   + "reached only after the password succeeded"))
+        }
+        return out
+    }
+
+    static func octal(_ mode: mode_t) -> String {
+        let digits = String(mode, radix: 8)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+}
+
+extension String {
+    func padding(_ width: Int) -> String {
+        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+    }
+}

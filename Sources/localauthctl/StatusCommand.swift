@@ -1,0 +1,322 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FprintdClient
+import LocalAuth
+
+/// `localauthctl status [USER] [--json]`: what fprintd has for the user, the switch, the
+/// lockout, the times, and what the module would do now — decided by `Rules`, the same
+/// functions the module's helper runs, in the same order.
+enum StatusCommand {
+    static let spec = CommandSpec(
+        name: "status", synopsis: "status [USER] [--json]",
+        summary: "show USER's fingerprints, lockout, times and what the module would do now",
+        help: """
+        Shows, for USER (default: you): the reader and the enrolled fingers (from fprintd),
+        whether fingerprint login is on (opt_in and the user's switch) and whether the
+        enrolled set changed since it was trusted, the consecutive failed matches and the
+        lockout, the last password and fingerprint times, and which rule requires the
+        password now (lockout, reboot, idle, stale, never used). Reads nothing but fprintd
+        and the state; changes nothing. Another user's status needs root; without root the
+        state (root only) is not shown.
+        --json prints one JSON object instead (keys in localauthctl(8)).
+        """,
+        flags: Flag.common + [.json], run: run)
+
+    static func run(_ inv: Invocation) -> Int32 {
+        guard inv.positional.count <= 1 else { return usageError(spec, "expected at most one USER") }
+        let account: Account
+        switch targetAccount(inv.positional.first, what: "reading another user's status") {
+        case .success(let a): account = a
+        case .failure(let e): return fail(spec, e)
+        }
+        let configLog = MemoryLog()
+        let options: Options
+        switch inv.options(log: configLog) {
+        case .success(let o): options = o
+        case .failure(let e): return fail(spec, e)
+        }
+        let status = Status.gather(account, options: options, configPath: inv.value(.config) ?? ConfigFile.defaultPath,
+                                   configIssues: configLog.lines.count)
+        if inv.has(.json) {
+            say(status.json.encoded())
+        } else {
+            for (label, value) in status.lines {
+                say(label.isEmpty ? value : pad(label + ":", 21) + value)
+            }
+        }
+        return Exit.ok
+    }
+
+    private static func pad(_ s: String, _ width: Int) -> String {
+        s.count >= width ? s + " " : s + String(repeating: " ", count: width - s.count)
+    }
+}
+
+/// Everything `status` reports, gathered once.
+struct Status {
+    let account: Account
+    let options: Options
+    let rules: Rules
+    let configPath: String
+    let configIssues: Int
+    let now: Timestamp
+    let bootID: String?
+    var enrolled: Result<EnrolledSet, LAError>
+    var passwordUsable: Bool?
+    /// nil when the state could not be read (the reason is in `stateError`).
+    var stored: StoredState?
+    var stateError: String?
+    /// "trusted", "changed", "not-trusted-yet", "none", "unknown".
+    var enrolledSetState = "unknown"
+
+    static func gather(_ account: Account, options: Options, configPath: String, configIssues: Int) -> Status {
+        let system = LinuxSystem()
+        let sensor = makeSensor(options, log: ToolLog.shared)
+        var s = Status(account: account, options: options, rules: Rules(options), configPath: configPath,
+                       configIssues: configIssues, now: SystemClock().now(), bootID: system.bootID(),
+                       enrolled: Result { () throws(LAError) in try sensor.enrolledSet(for: account.name.value) },
+                       passwordUsable: system.hasUsablePassword(account.name))
+        let store = FileStateStore(directory: options.stateDir)
+        if !callerIsRoot {
+            s.stateError = "readable by root only (sudo localauthctl status)"
+        } else if !stateDirectoryExists(options.stateDir) {
+            s.stored = .fresh  // nothing recorded yet; reading does not create the directory
+        } else {
+            do { s.stored = try store.load(account.name) } catch { s.stateError = error.description }
+        }
+        s.enrolledSetState = s.compareEnrolledSet(store)
+        return s
+    }
+
+    private func compareEnrolledSet(_ store: StateStore) -> String {
+        guard case .success(let set) = enrolled else {
+            if case .failure(let e) = enrolled, e.code == .biometryNotEnrolled { return "none" }
+            return "unknown"
+        }
+        guard let stored, case .state(let state) = stored else {
+            return stored == nil ? "unknown" : "not-trusted-yet"
+        }
+        guard state.trustedDomainState != nil else { return "not-trusted-yet" }
+        // The installation secret exists once a set was trusted; computing reads it.
+        guard let domain = try? DomainState.compute(set, store: store) else { return "unknown" }
+        return rules.enrollmentRefusal(state, current: domain) == nil ? "trusted" : "changed"
+    }
+
+    // MARK: - Derived facts
+
+    var userState: UserState? { stored?.userState }
+    var failures: Int? { userState?.consecutiveFailures }
+    var lockedOut: Bool? {
+        guard let stored else { return nil }
+        if case .damaged = stored { return true }
+        return rules.isLockedOut(stored.userState)
+    }
+    var switchOn: Bool? { userState?.optedIn }
+    var fingerprintLoginOn: Bool? {
+        options.optIn == .optional ? true : switchOn
+    }
+    var passwordThisBoot: Bool? {
+        guard let userState else { return nil }
+        guard let bootID, let recorded = userState.bootID else { return false }
+        return recorded == bootID
+    }
+
+    /// What the module would do now, in its own order: a usable password, the stored
+    /// rules (lockout, the password preconditions, the switch), fprintd, the enrolled set.
+    var decision: (kind: String, reason: String?, text: String) {
+        if passwordUsable == false {
+            return ("password", "no-password", "the account has no usable password, so no fingerprint either")
+        }
+        guard let stored else { return ("unknown", nil, "the state is \(stateError ?? "unreadable")") }
+        switch rules.refusal(stored, now: now, bootID: bootID) {
+        case .error(let e)?:
+            let (key, text) = Status.explain(e.reason, options)
+            return ("password", key, text)
+        case .notOptedIn?:
+            return ("off", "not-opted-in",
+                    "fingerprint login is off for \(account.name): the module steps aside (localauthctl enable)")
+        case nil: break
+        }
+        switch enrolled {
+        case .failure(let e):
+            return ("unavailable", e.code.name, e.cause.isEmpty ? e.code.name : e.cause)
+        case .success:
+            if enrolledSetState == "changed" {
+                return ("password", "enrollment-changed",
+                        "the enrolled fingers changed since they were trusted: the password first")
+            }
+            return ("fingerprint", nil,
+                    "a finger (up to \(rules.maxTries) tries), then the password")
+        }
+    }
+
+    /// A key for scripts and a sentence for people, for each reason the password comes first.
+    static func explain(_ reason: LAError.Reason, _ o: Options) -> (String, String) {
+        switch reason {
+        case .failedAttempts(let n):
+            return ("lockout", "locked out after \(n) consecutive failed matches")
+        case .passwordRequiredAfterReboot:
+            return ("reboot", "the password was not entered since the last boot (password_after_reboot)")
+        case .passwordRequiredAfterIdle:
+            return ("idle", "no sign-in for \(hours(o.passwordAfterIdleHours)) hours (password_after_idle)")
+        case .passwordRequiredStale:
+            return ("stale", "no password for \(hours(o.passwordStaleHours)) hours and no finger for "
+                        + "\(hours(o.fingerprintStaleHours)) hours (password_stale, fingerprint_stale)")
+        case .passwordNeverUsed:
+            return ("never-used", "the password was never entered here")
+        case .stateUnreadable:
+            return ("state-unreadable", "the state file cannot be trusted")
+        default:
+            return ("other", "the password is required first")
+        }
+    }
+
+    private static func hours(_ h: Double) -> String {
+        h == h.rounded() ? String(Int(h)) : String(h)
+    }
+
+    // MARK: - Output
+
+    var lines: [(String, String)] {
+        var out: [(String, String)] = [("user", "\(account.name) (uid \(account.uid))")]
+        switch enrolled {
+        case .success(let set):
+            out.append(("reader", set.deviceName))
+            out.append(("enrolled fingers", set.fingers.joined(separator: ", ")))
+        case .failure(let e) where e.code == .biometryNotEnrolled:
+            out.append(("reader", "present"))
+            out.append(("enrolled fingers", "none (fprintd-enroll)"))
+        case .failure(let e):
+            out.append(("reader", "unavailable: \(e.cause.isEmpty ? e.code.name : e.cause)"))
+            out.append(("enrolled fingers", "unknown"))
+        }
+        let login: String
+        switch (options.optIn, switchOn) {
+        case (.optional, _): login = "on (opt_in = optional)"
+        case (.required, true?): login = "on (turned on with localauthctl enable)"
+        case (.required, false?): login = "off (opt_in = required; localauthctl enable)"
+        case (.required, nil): login = "unknown (opt_in = required)"
+        }
+        out.append(("fingerprint login", login))
+        out.append(("enrolled set", enrolledSetText))
+        if let stateError {
+            out.append(("state", stateError))
+        } else if case .damaged(let cause)? = stored {
+            out.append(("state", "damaged: \(cause)"))
+        }
+        if let failures, let lockedOut {
+            out.append(("failed matches", "\(failures) in a row (lockout at \(rules.lockoutThreshold))"))
+            out.append(("locked out", lockedOut ? "yes (the password clears it; localauthctl reset)" : "no"))
+            out.append(("last password", timeText(userState?.lastPasswordAt)))
+            out.append(("last fingerprint", timeText(userState?.lastFingerprintAt)))
+            out.append(("password this boot", passwordThisBoot == true ? "yes" : "no"))
+        }
+        if passwordUsable == false { out.append(("account password", "none usable")) }
+        let d = decision
+        let next: String
+        switch d.kind {
+        case "fingerprint": next = "fingerprint: \(d.text)"
+        case "password": next = "password first: \(d.text)"
+        case "off": next = "password: \(d.text)"
+        case "unavailable": next = "password: fingerprints unavailable (\(d.text))"
+        default: next = d.text
+        }
+        out.append(("next sign-in", next))
+        if configIssues > 0 {
+            out.append(("config", "\(configPath): \(configIssues) issue(s), see localauthctl doctor"))
+        }
+        return out
+    }
+
+    private var enrolledSetText: String {
+        switch enrolledSetState {
+        case "trusted": return "trusted"
+        case "changed": return "changed since it was trusted (the password, then localauthctl enable)"
+        case "not-trusted-yet": return "not trusted yet (recorded at the next password or enable)"
+        case "none": return "nothing enrolled"
+        default: return "unknown"
+        }
+    }
+
+    var json: JSON {
+        let d = decision
+        var reader: [(String, JSON)] = []
+        var fingers: JSON = .null
+        switch enrolled {
+        case .success(let set):
+            reader = [("available", .bool(true)), ("name", .string(set.deviceName)), ("error", .null)]
+            fingers = .array(set.fingers.map { .string($0) })
+        case .failure(let e) where e.code == .biometryNotEnrolled:
+            reader = [("available", .bool(true)), ("name", .null), ("error", .null)]
+            fingers = .array([])
+        case .failure(let e):
+            reader = [("available", .bool(false)), ("name", .null), ("error", .string(e.code.name)),
+                      ("cause", .string(e.cause))]
+        }
+        let stateText: String
+        switch stored {
+        case nil: stateText = "unreadable"
+        case .fresh?: stateText = "fresh"
+        case .state?: stateText = "ok"
+        case .damaged?: stateText = "damaged"
+        }
+        return .object([
+            ("user", .string(account.name.value)),
+            ("uid", .int(Int64(account.uid))),
+            ("reader", .object(reader)),
+            ("fingers", fingers),
+            ("opt_in", .string(options.optIn.rawValue)),
+            ("switch", .bool(switchOn)),
+            ("fingerprint_login", .bool(fingerprintLoginOn)),
+            ("enrolled_set", .string(enrolledSetState)),
+            ("state", .string(stateText)),
+            ("state_error", .string(stateError ?? stored.flatMap { s -> String? in
+                if case .damaged(let cause) = s { return cause }
+                return nil
+            })),
+            ("consecutive_failures", .int(failures.map { Int64($0) })),
+            ("lockout_threshold", .int(Int64(rules.lockoutThreshold))),
+            ("locked_out", .bool(lockedOut)),
+            ("last_password", .int(userState?.lastPasswordAt)),
+            ("last_fingerprint", .int(userState?.lastFingerprintAt)),
+            ("password_this_boot", .bool(passwordThisBoot)),
+            ("password_usable", .bool(passwordUsable)),
+            ("password_required", d.kind == "password" ? .string(d.reason) : .null),
+            ("decision", .string(d.kind)),
+            ("decision_reason", .string(d.reason)),
+            ("decision_text", .string(d.text)),
+            ("now", .int(now)),
+            ("config", .string(configPath)),
+            ("config_issues", .int(Int64(configIssues))),
+        ])
+    }
+
+    private func timeText(_ t: Timestamp?) -> String {
+        guard let t else { return "never" }
+        return "\(formatTime(t)) (\(ageText(now - t)))"
+    }
+}
+
+/// Local time as `2025-11-30 10:18:00 +0100`.
+func formatTime(_ t: Timestamp) -> String {
+    var seconds = time_t(t)
+    var parts = tm()
+    guard localtime_r(&seconds, &parts) != nil else { return String(t) }
+    var buffer = [CChar](repeating: 0, count: 64)
+    let n = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S %z", &parts)
+    return n > 0 ? String(cString: buffer) : String(t)
+}
+
+/// "3 h 12 min ago", "in 5 min" (a clock set back).
+func ageText(_ seconds: Int64) -> String {
+    let s = abs(seconds)
+    let text: String
+    switch s {
+    case ..<60: text = "\(s) s"
+    case ..<3600: text = "\(s / 60) min"
+    case ..<86400: text = "\(s / 3600) h \(s % 3600 / 60) min"
+    default: text = "\(s / 86400) d \(s % 86400 / 3600) h"
+    }
+    return seconds >= 0 ? text + " ago" : "in " + text
+}

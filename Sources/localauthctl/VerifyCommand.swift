@@ -1,0 +1,66 @@
+import LocalAuth
+
+/// `localauthctl verify [USER]`: one fingerprint check exactly as the module makes it — a
+/// biometrics evaluation with the real state store, so a failed match counts toward the
+/// lockout like any other (a check that did not count would let anyone try fingers for
+/// free), and a lockout or a password rule refuses it as it would refuse a login. Prints
+/// each message as it comes and the outcome last: `match` or an LAError name.
+enum VerifyCommand {
+    static let spec = CommandSpec(
+        name: "verify", synopsis: "verify [USER]",
+        summary: "check a finger as the module would; failed matches count toward the lockout",
+        help: """
+        Scans a finger of USER (default: you) with the rules of a login: up to max_tries
+        failed matches, each counted toward the lockout; refused while locked out, when the
+        password is required first (reboot, idle, stale, never used), when the enrolled set
+        changed, or when fingerprint login is off. Prints each message as it comes and the
+        outcome on the last line: `match` or the LAError name (authenticationFailed,
+        biometryLockout, ...). Ctrl-C cancels. Needs root for now: the state directory is
+        root's (an unprivileged path comes with localauth-launcher).
+        """,
+        flags: Flag.common + [.scanTimeout], run: run)
+
+    static func run(_ inv: Invocation) -> Int32 {
+        guard inv.positional.count <= 1 else { return usageError(spec, "expected at most one USER") }
+        let account: Account
+        switch targetAccount(inv.positional.first, what: "checking another user's finger") {
+        case .success(let a): account = a
+        case .failure(let e): return fail(spec, e)
+        }
+        guard callerIsRoot else {
+            return fail(spec, .permission(
+                "needs root for now: a failed match is counted in the state directory, which is root's"))
+        }
+        let options: Options
+        switch inv.options(log: StderrLog()) {
+        case .success(let o): options = o
+        case .failure(let e): return fail(spec, e)
+        }
+        let language = messageLanguage()
+        let ui = TerminalUI(language: language)
+        let interrupt = interruptDescriptor()
+        let env = LAEnvironment(
+            user: account.name, terminal: "", sensor: makeSensor(options, log: ToolLog.shared),
+            store: FileStateStore(directory: options.stateDir), options: options, ui: ui,
+            log: ToolLog.shared, wakeSources: interrupt >= 0 ? [InterruptSource(fd: interrupt)] : [],
+            language: language)
+        let context = LAContext(environment: env)
+        context.localizedFallbackTitle = ""  // no password here: Ctrl-C cancels
+        let outcome = context.run(.deviceOwnerAuthenticationWithBiometrics)
+        ui.finish()
+        ToolLog.shared.log(.info, "verify for \(account.name) by uid \(getuidValue()): \(outcome)")
+        switch outcome {
+        case .success:
+            say("match")
+            return Exit.ok
+        case .notOptedIn:
+            say("notOptedIn")
+            warn("verify: fingerprint login is off for \(account.name) (localauthctl enable)")
+            return Exit.refused
+        case .failure(let error):
+            say(error.code.name)
+            warn("verify: \(describe(error, language))")
+            return Exit.of(error)
+        }
+    }
+}
