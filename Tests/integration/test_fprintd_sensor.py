@@ -1,6 +1,7 @@
-"""FprintdSensor against the real fprintd, through `localauthctl verify` and the hidden
-`localauthctl enrolled-set`, on the test bed (testbed.py: a private bus, polkitd, fprintd
-with libfprint's virtual reader).
+"""FprintdSensor against the real fprintd, through the hidden `localauthctl sensor-verify`
+(the sensor alone, nothing counted; `verify` runs the whole engine) and `enrolled-set`,
+on the test bed (testbed.py: a private bus, polkitd, fprintd with libfprint's virtual
+reader).
 
 Run as root with /usr/bin/python3 -m pytest Tests/integration/test_fprintd_sensor.py.
 The tool is built with `swift build` first (incremental) unless LOCALAUTHCTL names one.
@@ -68,7 +69,7 @@ class Run:
 
 
 def start_verify(ctl: str, bed: Bed, *extra: str, user: str = USER) -> tuple:
-    argv = [ctl, "verify", user, "--dbus-address", bed.address, *extra]
+    argv = [ctl, "sensor-verify", user, "--dbus-address", bed.address, *extra]
     started = time.monotonic()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -178,7 +179,8 @@ def test_fprintd_not_running_fails_fast(ctl):
 
 
 def test_no_bus_at_the_address(ctl, tmp_path):
-    run = Run(*_popen([ctl, "verify", USER, "--dbus-address", f"unix:path={tmp_path}/none"]), 10)
+    run = Run(*_popen([ctl, "sensor-verify", USER,
+                       "--dbus-address", f"unix:path={tmp_path}/none"]), 10)
     assert run.outcome == "biometryNotAvailable", run
     assert run.elapsed < 0.5, run
 
@@ -193,7 +195,7 @@ def test_polkit_refusal_is_not_available(ctl):
 @pytest.mark.skipif(os.path.exists("/run/dbus/system_bus_socket"),
                     reason="a system bus runs at the default address")
 def test_environment_bus_address_is_ignored(ctl, enrolled):
-    run = Run(*_popen([ctl, "verify", USER], env=enrolled.env()), 10)
+    run = Run(*_popen([ctl, "sensor-verify", USER], env=enrolled.env()), 10)
     assert run.outcome == "biometryNotAvailable", run
 
 
