@@ -1,0 +1,314 @@
+"""localauthctl against the real fprintd with libfprint's virtual reader (testbed.py), a
+throwaway account, a private state directory and config file.
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_localauthctl.py
+The tool is `$LOCALAUTHCTL`, build/bin/localauthctl with LOCALAUTH_SKIP_BUILD=1, or a
+`swift build` of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ctl_support import (BOOT_ID, PLACE, WAITING, Ctl, ThrowawayAccount,  # noqa: E402
+                         localauthctl_binary, password_entered, plain_run, read_state,
+                         write_state)
+from testbed import Bed  # noqa: E402
+
+COMMANDS = ["status", "enable", "disable", "reset", "verify", "doctor"]
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@pytest.fixture(scope="session")
+def ctl_binary() -> str:
+    return localauthctl_binary()
+
+
+@pytest.fixture
+def account():
+    with ThrowawayAccount() as a:
+        yield a
+
+
+@pytest.fixture
+def ctl(ctl_binary, bed, account, tmp_path) -> Ctl:
+    """The tool on the bed, with the account's right index finger enrolled as print f1."""
+    bed.enroll(account.name, "right-index-finger", "f1")
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    config = tmp_path / "localauth.conf"
+    config.write_text("")
+    config.chmod(0o644)
+    return Ctl(ctl_binary, bed, state, config)
+
+
+def status(ctl: Ctl, user: str) -> dict:
+    r = ctl.run("status", user, "--json")
+    assert r.rc == 0 and len(r.lines) == 1, r
+    return json.loads(r.out)
+
+
+# ---- help and usage ---------------------------------------------------------------------
+
+def test_help_lists_every_command_and_the_exit_codes(ctl_binary):
+    r = plain_run([ctl_binary, "--help"])
+    assert r.rc == 0, r
+    for command in COMMANDS:
+        assert f"  {command}" in r.out, r
+    for code in ("0", "1", "2", "64", "67", "69", "77"):
+        assert any(line.split()[:1] == [code] for line in r.lines), (code, r)
+    assert "sensor-verify" not in r.out and "enrolled-set" not in r.out  # hidden tools
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(ctl_binary, command):
+    r = plain_run([ctl_binary, command, "--help"])
+    assert r.rc == 0 and r.err == "", r
+    assert r.lines[0].startswith(f"usage: localauthctl {command}"), r
+    assert "--help" in r.out
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["bogus"], ["status", "a", "b"], ["status", "--bogus"], ["status", "--json=yes"],
+    ["reset"], ["reset", "a", "b"], ["verify", "--scan-timeout"], ["verify", "--scan-timeout", "0"],
+    ["status", "--bus-timeout", "forever"], ["enable", "extra"], ["disable", "--user"],
+    ["doctor", "--json"], ["doctor", "a", "b"],
+])
+def test_wrong_usage_is_64_and_one_line(ctl_binary, argv):
+    r = plain_run([ctl_binary, *argv])
+    assert r.rc == 64, r
+    assert r.out == "" and len(r.err_lines) == 1, r
+    assert r.err_lines[0].startswith("localauthctl: "), r
+
+
+@pytest.mark.parametrize("argv", [
+    ["status", "la-no-such-user-x"], ["reset", "la-no-such-user-x"],
+    ["verify", "la-no-such-user-x"],
+    ["doctor", "la-no-such-user-x"], ["enable", "--user", "la-no-such-user-x"],
+    ["disable", "--user", "la-no-such-user-x"],
+])
+def test_unknown_user_is_67_and_one_line(ctl, argv):
+    r = ctl.run(*argv)
+    assert r.rc == 67, r
+    assert len(r.err_lines) == 1 and "no such user: la-no-such-user-x" in r.err, r
+
+
+# ---- root only --------------------------------------------------------------------------
+
+def test_reset_by_a_non_root_user_is_refused(ctl, account):
+    password_entered(ctl.state_dir, account.name, failures=5)
+    before = read_state(ctl.state_dir, account.name)
+    r = plain_run([*NOBODY, ctl.binary, "reset", account.name])
+    assert r.rc == 77, r
+    assert r.err_lines == ["localauthctl: reset: root only"], r
+    assert read_state(ctl.state_dir, account.name) == before
+
+
+@pytest.mark.parametrize("flag,value", [("--state-dir", "/tmp"), ("--dbus-address", "unix:path=/x"),
+                                        ("--fprint-dir", "/tmp"), ("--config", "/dev/null")])
+@pytest.mark.parametrize("command", ["status", "verify", "doctor"])
+def test_privileged_options_only_from_root(ctl_binary, command, flag, value):
+    r = plain_run([*NOBODY, ctl_binary, command, flag, value])
+    assert r.rc == 77, r
+    assert r.err_lines == [f"localauthctl: {command}: {flag} is for root only"], r
+
+
+def test_non_root_cannot_read_or_change_another_user(ctl_binary, account):
+    for argv in (["status", account.name], ["verify", account.name],
+                 ["enable", "--user", account.name]):
+        r = plain_run([*NOBODY, ctl_binary, *argv])
+        assert r.rc == 77 and len(r.err_lines) == 1, (argv, r)
+
+
+def test_non_root_verify_and_enable_need_root(ctl_binary):
+    # nobody acting for itself: counting a failure needs the root-only state directory.
+    for argv in (["verify"], ["enable"], ["disable"]):
+        r = plain_run([*NOBODY, ctl_binary, *argv])
+        assert r.rc == 77 and len(r.err_lines) == 1 and "needs root" in r.err, (argv, r)
+
+
+# ---- status -----------------------------------------------------------------------------
+
+def test_status_of_a_user_never_seen(ctl, account):
+    s = status(ctl, account.name)
+    assert s["user"] == account.name
+    assert s["reader"] == {"available": True, "name": "Virtual device for debugging", "error": None}
+    assert s["fingers"] == ["right-index-finger"]
+    assert s["state"] == "fresh" and s["consecutive_failures"] == 0 and s["locked_out"] is False
+    assert s["last_password"] is None and s["last_fingerprint"] is None
+    assert s["decision"] == "password" and s["password_required"] == "never-used"
+    assert s["enrolled_set"] == "not-trusted-yet"
+    assert s["fingerprint_login"] is True and s["opt_in"] == "optional"
+    assert read_state(ctl.state_dir, account.name) is None  # reading wrote nothing
+
+
+def test_status_json_matches_the_state_file(ctl, account):
+    now = int(time.time())
+    password_entered(ctl.state_dir, account.name, failures=2, last_password=now - 3600,
+                     last_fingerprint=now - 120, terminal="pts/3")
+    stored = read_state(ctl.state_dir, account.name)
+    s = status(ctl, account.name)
+    assert s["consecutive_failures"] == stored["failures"] == 2
+    assert s["last_password"] == stored["last_password"]
+    assert s["last_fingerprint"] == stored["last_fingerprint"]
+    assert s["switch"] is (stored["opted_in"] == 1) is False
+    assert s["password_this_boot"] is (stored["boot_id"] == BOOT_ID) is True
+    assert s["locked_out"] is False and s["lockout_threshold"] == 5
+    assert s["decision"] == "fingerprint" and s["password_required"] is None
+    assert s["state"] == "ok" and s["state_error"] is None
+
+
+HOUR = 3600
+
+
+@pytest.mark.parametrize("fields,reason", [
+    (dict(failures=5), "lockout"),
+    (dict(boot_id="00000000-0000-0000-0000-000000000000"), "reboot"),
+    (dict(last_password=-49 * HOUR, last_fingerprint=-49 * HOUR), "idle"),
+    (dict(last_password=-157 * HOUR, last_fingerprint=-5 * HOUR), "stale"),
+])
+def test_status_names_the_rule_that_requires_the_password(ctl, account, fields, reason):
+    now = int(time.time())
+    fields = {k: now + v if k.startswith("last_") else v for k, v in fields.items()}
+    fields.setdefault("last_fingerprint", now - 60)
+    password_entered(ctl.state_dir, account.name, **fields)
+    s = status(ctl, account.name)
+    assert s["decision"] == "password" and s["password_required"] == reason, s
+    assert s["locked_out"] is (reason == "lockout")
+    text = ctl.run("status", account.name)
+    assert text.rc == 0
+    assert any(line.startswith("next sign-in:") and "password first" in line
+               for line in text.lines), text
+
+
+def test_status_reads_the_config_with_the_modules_parser(ctl, account):
+    ctl.write_config("lockout_threshold = 3\nopt_in = required\nfrobnicate = 1\n")
+    password_entered(ctl.state_dir, account.name, failures=3)
+    s = status(ctl, account.name)
+    assert s["lockout_threshold"] == 3 and s["locked_out"] is True
+    assert s["password_required"] == "lockout"
+    assert s["opt_in"] == "required" and s["fingerprint_login"] is False
+    assert s["config_issues"] == 1  # the unknown key
+    text = ctl.run("status", account.name)
+    assert "3 in a row (lockout at 3)" in text.out, text
+    assert "1 issue(s), see localauthctl doctor" in text.out, text
+
+
+def test_status_of_a_damaged_state_file(ctl, account):
+    (ctl.state_dir / f"{account.name}.state").write_bytes(b"localauth-state 1\nfailures=0\n")
+    (ctl.state_dir / f"{account.name}.state").chmod(0o600)
+    s = status(ctl, account.name)
+    assert s["state"] == "damaged" and "truncated" in s["state_error"]
+    assert s["locked_out"] is True and s["password_required"] == "state-unreadable"
+
+
+def test_status_sees_a_changed_enrolled_set(ctl, account):
+    password_entered(ctl.state_dir, account.name, trusted="0" * 64)
+    s = status(ctl, account.name)
+    assert s["enrolled_set"] == "changed"
+    assert s["decision"] == "password" and s["password_required"] == "enrollment-changed"
+
+
+def test_status_without_a_reader(ctl_binary, account, tmp_path):
+    with Bed(reader=False) as bed:
+        state = tmp_path / "s"
+        state.mkdir(mode=0o700)
+        (tmp_path / "c").write_text("")
+        c = Ctl(ctl_binary, bed, state, tmp_path / "c")
+        password_entered(state, account.name)
+        s = status(c, account.name)
+    assert s["reader"]["available"] is False and s["reader"]["error"] == "biometryNotAvailable"
+    assert s["decision"] == "unavailable" and s["fingers"] is None
+
+
+def test_status_of_yourself_without_root_leaves_the_state_out(ctl_binary, account):
+    as_user = ["setpriv", f"--reuid={account.name}", f"--regid={account.name}", "--clear-groups"]
+    r = plain_run([*as_user, ctl_binary, "status", "--json"])
+    assert r.rc == 0, r
+    s = json.loads(r.out)
+    assert s["user"] == account.name and s["state"] == "unreadable"
+    assert "root" in s["state_error"] and s["decision"] == "unknown"
+
+
+# ---- verify: the engine, counted -------------------------------------------------------
+
+def test_verify_match_resets_the_count(ctl, account):
+    password_entered(ctl.state_dir, account.name, failures=2)
+    r = ctl.run("verify", account.name, feed=["SCAN f1"])
+    assert r.rc == 0, r
+    assert r.lines == [PLACE, WAITING, "Fingerprint recognized", "match"], r
+    s = read_state(ctl.state_dir, account.name)
+    assert s["failures"] == 0 and abs(s["last_fingerprint"] - time.time()) < 10
+
+
+def test_verify_failures_count_toward_the_lockout(ctl, account):
+    password_entered(ctl.state_dir, account.name)
+    r = ctl.run("verify", account.name, feed=["SCAN f2"] * 3)
+    assert r.rc == 1 and r.last == "authenticationFailed", r
+    assert r.lines.count(PLACE) == 3 and "Fingerprint not recognized — 2 tries left" in r.lines, r
+    assert read_state(ctl.state_dir, account.name)["failures"] == 3
+    # Two more failed matches reach the lockout (5), though the prompt allows three.
+    r = ctl.run("verify", account.name, feed=["SCAN f2"] * 2)
+    assert r.rc == 2 and r.last == "biometryLockout", r
+    assert "Fingerprint locked after 5 failed attempts — enter your password to unlock" in r.lines
+    assert read_state(ctl.state_dir, account.name)["failures"] == 5
+    # Locked out: refused before the reader is touched, as a login would be.
+    r = ctl.run("verify", account.name)
+    assert r.rc == 2 and r.last == "biometryLockout" and PLACE not in r.lines, r
+    assert "locked out after 5 failed matches" in r.err, r
+
+
+def test_verify_of_a_user_never_seen_needs_the_password_first(ctl, account):
+    r = ctl.run("verify", account.name)
+    assert r.rc == 2 and r.last == "biometryLockout", r
+    assert "Your password is required before fingerprints can be used" in r.lines, r
+    assert len(r.err_lines) == 1 and "never entered here" in r.err, r
+
+
+def test_verify_with_no_prints_is_unavailable(ctl_binary, bed, account, tmp_path):
+    state = tmp_path / "s"
+    state.mkdir(mode=0o700)
+    (tmp_path / "c").write_text("")
+    c = Ctl(ctl_binary, bed, state, tmp_path / "c")
+    password_entered(state, account.name)
+    r = c.run("verify", account.name)
+    assert r.rc == 69 and r.last == "biometryNotEnrolled", r
+
+
+# ---- reset ------------------------------------------------------------------------------
+
+def test_reset_clears_the_lockout_and_keeps_the_rest(ctl, account):
+    password_entered(ctl.state_dir, account.name, failures=5, opted_in=True)
+    before = read_state(ctl.state_dir, account.name)
+    r = ctl.run("reset", account.name)
+    assert r.rc == 0, r
+    assert r.lines == [f"reset {account.name}: 5 consecutive failed matches cleared"], r
+    after = read_state(ctl.state_dir, account.name)
+    assert after["failures"] == 0
+    assert {k: v for k, v in after.items() if k != "failures"} == \
+        {k: v for k, v in before.items() if k != "failures"}
+    assert status(ctl, account.name)["decision"] == "fingerprint"
+
+
+def test_reset_with_nothing_recorded_writes_nothing(ctl, account):
+    r = ctl.run("reset", account.name)
+    assert r.rc == 0 and "nothing to reset" in r.out, r
+    assert read_state(ctl.state_dir, account.name) is None
+
+
+def test_reset_replaces_a_damaged_state(ctl, account):
+    path = write_state(ctl.state_dir, account.name, failures=1)
+    path.write_bytes(path.read_bytes().replace(b"failures=1", b"failures=0"))  # checksum off
+    r = ctl.run("reset", account.name)
+    assert r.rc == 0 and "damaged state replaced" in r.out, r
+    assert read_state(ctl.state_dir, account.name) == {"failures": 0, "opted_in": 0}
+    assert (ctl.state_dir / f"{account.name}.state.damaged").exists()
+    # A fresh state still needs the password before any finger.
+    assert status(ctl, account.name)["password_required"] == "never-used"

@@ -1,0 +1,248 @@
+"""`localauthctl doctor` on throwaway files: a PAM directory (--pam-dir), a state directory
+(--state-dir), a helper (--helper) and a config file (--config), with the real fprintd and
+the virtual reader for the reader and print checks. Each broken setup must be reported as a
+problem with the line to fix, and exit 1; a sound one exits 0.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ctl_support import Ctl, ThrowawayAccount, localauthctl_binary  # noqa: E402
+from testbed import Bed  # noqa: E402
+
+# Debian 12's common-auth as pam-auth-update writes it (comments left out).
+COMMON_AUTH = """\
+auth	[success=1 default=ignore]	pam_unix.so nullok
+auth	requisite			pam_deny.so
+auth	required			pam_permit.so
+auth	optional			pam_cap.so
+"""
+
+GOOD_SUDO = """\
+#%PAM-1.0
+session    required   pam_limits.so
+
+auth       sufficient pam_localauth.so
+@include common-auth
+auth       optional   pam_localauth.so authsucc
+
+@include common-account
+"""
+
+
+@pytest.fixture(scope="module")
+def ctl_binary() -> str:
+    return localauthctl_binary()
+
+
+@pytest.fixture
+def account():
+    with ThrowawayAccount() as a:
+        yield a
+
+
+class Doctor:
+    """A sound setup in tmp_path, to be broken one piece at a time."""
+
+    def __init__(self, binary: str, bed: Bed, user: str, root: Path):
+        self.user, self.root = user, root
+        self.pam = root / "pam.d"
+        self.pam.mkdir()
+        (self.pam / "common-auth").write_text(COMMON_AUTH)
+        (self.pam / "common-account").write_text("account required pam_unix.so\n")
+        (self.pam / "sudo").write_text(GOOD_SUDO)
+        self.state = root / "state"
+        self.state.mkdir(mode=0o700)
+        self.helper_dir = root / "libexec"
+        self.helper_dir.mkdir(mode=0o755)
+        self.helper = self.helper_dir / "localauth-helper"
+        shutil.copy("/bin/true", self.helper)
+        self.helper.chmod(0o755)
+        self.config = root / "localauth.conf"
+        self.config.write_text("max_tries = 2\n")
+        self.config.chmod(0o644)
+        self.ctl = Ctl(binary, bed, self.state, self.config)
+
+    def run(self):
+        return self.ctl.run("doctor", self.user, "--pam-dir", str(self.pam),
+                            "--helper", str(self.helper))
+
+
+@pytest.fixture
+def doctor(ctl_binary, bed, account, tmp_path) -> Doctor:
+    bed.enroll(account.name, "right-index-finger", "f1")
+    return Doctor(ctl_binary, bed, account.name, tmp_path)
+
+
+def problems(result) -> list:
+    """(problem line, fix line) pairs."""
+    out = []
+    for i, line in enumerate(result.lines):
+        if line.startswith("problem "):
+            fix = result.lines[i + 1].strip() if i + 1 < len(result.lines) else ""
+            out.append((line, fix if fix.startswith("fix: ") else ""))
+    return out
+
+
+def test_a_sound_setup_has_no_problem(doctor):
+    r = doctor.run()
+    assert r.rc == 0, r
+    assert r.last == "doctor: 0 problems, 0 warnings", r
+    assert 'ok       fprintd answers; reader "Virtual device for debugging"' in r.lines
+    assert "ok       prints of %s: right-index-finger" % doctor.user in r.lines
+    sudo = [l for l in r.lines if f"{doctor.pam}/sudo:" in l]
+    assert len(sudo) == 1 and sudo[0].startswith("ok "), sudo
+    assert "reached only after the password" in sudo[0]
+
+
+def test_a_missing_authsucc_line(doctor):
+    authsucc = "auth       optional   pam_localauth.so authsucc\n"
+    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace(authsucc, ""))
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert line.startswith(f"problem  {doctor.pam}/sudo: no `authsucc` line after the password "
+                           f"module, {doctor.pam}/common-auth:1 `auth"), line
+    assert "(via line 5 `@include common-auth`)" in line
+    assert fix == ("fix: add `auth optional pam_localauth.so authsucc` to "
+                   f"{doctor.pam}/sudo after line 5"), fix
+
+
+def test_the_module_line_after_the_password_module(doctor):
+    (doctor.pam / "sudo").write_text(
+        "@include common-auth\nauth sufficient pam_localauth.so\n"
+        "auth optional pam_localauth.so authsucc\n")
+    r = doctor.run()
+    assert r.rc == 1, r
+    found = problems(r)
+    after = [(l, f) for l, f in found if "comes after the password module" in l]
+    assert len(after) == 1, found
+    line, fix = after[0]
+    assert line.startswith(f"problem  {doctor.pam}/sudo: line 2 `auth sufficient pam_localauth.so` "
+                           f"comes after the password module, {doctor.pam}/common-auth:1"), line
+    assert fix == f"fix: in {doctor.pam}/sudo, move line 2 above line 1", fix
+
+
+def test_a_state_directory_with_the_wrong_mode(doctor):
+    doctor.state.chmod(0o755)
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert line.startswith(
+        f"problem  state directory {doctor.state}: mode 0755, expected 0700"), line
+    assert fix == f"fix: chmod 0700 {doctor.state}"
+
+
+def test_an_authsucc_line_reached_when_the_password_failed(doctor):
+    (doctor.pam / "sudo").write_text(
+        "auth sufficient pam_localauth.so\nauth required pam_unix.so\n"
+        "auth optional pam_localauth.so authsucc\n")
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert line.startswith(f"problem  {doctor.pam}/sudo: line 3 `auth optional pam_localauth.so "
+                           "authsucc` is reached even when the password failed"), line
+    assert "`required`" in line
+    assert fix.startswith(f"fix: make {doctor.pam}/sudo:2 `requisite`"), fix
+
+
+def test_an_authsucc_line_never_reached_after_the_password(doctor):
+    (doctor.pam / "sudo").write_text(
+        "auth sufficient pam_localauth.so\nauth sufficient pam_unix.so\n"
+        "auth optional pam_localauth.so authsucc\n")
+    r = doctor.run()
+    assert r.rc == 1, r
+    found = problems(r)
+    assert len(found) == 2, found  # never after a good password, and after a bad one
+    line, fix = found[0]
+    assert ("line 3 `auth optional pam_localauth.so authsucc` is not reached after a "
+            "successful password") in line
+    assert "(the stack ends at line 2 `auth sufficient pam_unix.so`)" in line
+    assert fix.startswith("fix: let the stack go on after a good password: "
+                          f"make {doctor.pam}/sudo:2 `requisite`"), fix
+    assert "is reached even when the password failed" in found[1][0]
+
+
+def test_a_module_line_that_denies_instead_of_falling_back(doctor):
+    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace("auth       sufficient pam_localauth.so",
+                                                       "auth       required   pam_localauth.so"))
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert "denies the login, the password cannot follow" in line
+    assert fix == f"fix: use `auth sufficient pam_localauth.so` at {doctor.pam}/sudo line 4"
+
+
+def test_the_pam_auth_update_layout_is_sound(doctor):
+    (doctor.pam / "sudo").write_text("@include common-auth\n")
+    (doctor.pam / "common-auth").write_text(
+        "auth\t[success=2 default=ignore]\tpam_localauth.so\n"
+        "auth\t[success=1 default=ignore]\tpam_unix.so nullok\n"
+        "auth\trequisite\t\t\tpam_deny.so\nauth\trequired\t\t\tpam_permit.so\n"
+        "auth\toptional\t\t\tpam_localauth.so authsucc\n")
+    r = doctor.run()
+    assert r.rc == 0, r
+    assert sum(1 for l in r.lines if l.startswith("ok ") and "reached only after" in l) == 2, r
+
+
+def test_config_issues_with_file_and_line(doctor):
+    doctor.config.write_text("max_tries = 2\nmax_tries = 99\n# fine\nfrobnicate = 1\n")
+    r = doctor.run()
+    assert r.rc == 1, r
+    lines = [l for l, _ in problems(r)]
+    assert any(l.startswith(f"problem  {doctor.config}:2: `max_tries` must be")
+               for l in lines), lines
+    assert f"problem  {doctor.config}:4: unknown option `frobnicate`" in lines, lines
+
+
+def test_the_shipped_config_parses_cleanly(doctor):
+    shipped = Path(__file__).resolve().parents[2] / "etc" / "localauth.conf"
+    doctor.ctl.config = shipped
+    r = doctor.run()
+    assert f"ok       config {shipped}: every line parses" in r.lines, r
+
+
+def test_a_helper_others_can_write(doctor):
+    doctor.helper.chmod(0o775)
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert "writable by group or others" in line and fix == f"fix: chmod go-w {doctor.helper}"
+
+
+def test_a_missing_helper(doctor):
+    doctor.helper.unlink()
+    r = doctor.run()
+    assert r.rc == 1 and any("No such file or directory" in l for l, _ in problems(r)), r
+
+
+def test_no_prints_enrolled(ctl_binary, bed, account, tmp_path):
+    d = Doctor(ctl_binary, bed, account.name, tmp_path)
+    r = d.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert line == f"problem  no fingerprints enrolled for {account.name}"
+    assert fix == f"fix: fprintd-enroll -f right-index-finger {account.name}"
+
+
+def test_no_reader(ctl_binary, account, tmp_path):
+    with Bed(reader=False) as bed:
+        r = Doctor(ctl_binary, bed, account.name, tmp_path).run()
+    assert r.rc == 1, r
+    assert [l for l, _ in problems(r)] == ["problem  fprintd has no fingerprint reader"], r
+
+
+def test_a_locked_out_user_is_a_warning(doctor):
+    from ctl_support import password_entered
+    password_entered(doctor.state, doctor.user, failures=5)
+    r = doctor.run()
+    assert r.rc == 0, r
+    assert f"warning  {doctor.user} is locked out after 5 failed matches" in r.lines, r
+    fix = f"         fix: the user's password clears it; or localauthctl reset {doctor.user}"
+    assert fix in r.lines, r

@@ -1,0 +1,193 @@
+"""`localauthctl enable` / `disable` on a pseudo-terminal (pexpect), against the real fprintd
+with the virtual reader, with the password checked by the real pam_unix through the
+`localauthctl` PAM service (pam_wrapper serves that service file from a private directory,
+so nothing in /etc/pam.d is touched), for a throwaway account.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ctl_support import (Ctl, ThrowawayAccount, localauthctl_binary,  # noqa: E402
+                         password_entered, read_state)
+from pamenv import PamWorld  # noqa: E402
+
+WAITING = "Waiting for your finger"
+
+
+@pytest.fixture(scope="module")
+def ctl_binary() -> str:
+    return localauthctl_binary()
+
+
+@pytest.fixture
+def account():
+    with ThrowawayAccount() as a:
+        yield a
+
+
+@pytest.fixture
+def world():
+    with PamWorld(debuglevel=0) as w:
+        w.service("localauthctl", ["auth required pam_unix.so"])
+        yield w
+
+
+@pytest.fixture
+def ctl(ctl_binary, bed, account, tmp_path) -> Ctl:
+    bed.enroll(account.name, "right-index-finger", "f1")
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    config = tmp_path / "localauth.conf"
+    config.write_text("opt_in = required\n")
+    config.chmod(0o644)
+    return Ctl(ctl_binary, bed, state, config)
+
+
+class Session:
+    """The tool on a pseudo-terminal; every child is killed at the end."""
+
+    def __init__(self, ctl: Ctl, world: PamWorld, *args: str):
+        argv = ctl.argv(*args)
+        self.child = pexpect.spawn(argv[0], argv[1:], env={**os.environ, **world.preload_env()},
+                                   encoding="utf-8", timeout=20)
+        self.bed = ctl.bed
+        self.injections = []
+
+    def expect(self, text: str) -> None:
+        self.child.expect_exact(text)
+
+    def password(self, password: str) -> None:
+        self.child.expect_exact("Password: ")
+        self.child.sendline(password)
+
+    def scan(self, *print_ids: str) -> None:
+        self.injections.append(self.bed.inject_async([f"SCAN {p}" for p in print_ids]))
+
+    def finish(self) -> tuple:
+        self.child.expect(pexpect.EOF)
+        self.child.close()
+        for injection in self.injections:
+            injection.wait(10)
+        return self.child.exitstatus, self.child.before
+
+    def kill(self) -> None:
+        if self.child.isalive():
+            self.child.kill(9)
+        self.child.close(force=True)
+
+
+@pytest.fixture
+def session(ctl, world):
+    made = []
+
+    def start(*args: str) -> Session:
+        s = Session(ctl, world, *args)
+        made.append(s)
+        return s
+
+    yield start
+    for s in made:
+        s.kill()
+
+
+def test_enable_for_a_user_never_seen_asks_the_password_then_the_finger(ctl, account, session):
+    s = session("enable", "--user", account.name)
+    s.expect("Your password is required before fingerprints can be used")
+    s.password(account.password)
+    s.expect(WAITING)
+    s.scan("f1")
+    rc, tail = s.finish()
+    assert rc == 0, tail
+    assert f"Fingerprint login is on for {account.name}." in tail
+    state = read_state(ctl.state_dir, account.name)
+    assert state["opted_in"] == 1 and len(state["trusted_domain_state"]) == 64
+    assert state["failures"] == 0 and "last_password" in state and "last_fingerprint" in state
+    r = ctl.run("status", account.name, "--json")
+    assert '"switch":true' in r.out and '"enrolled_set":"trusted"' in r.out
+    assert '"decision":"fingerprint"' in r.out, r
+
+
+def test_enable_with_the_wrong_password_changes_nothing(ctl, account, session):
+    s = session("enable", "--user", account.name)
+    s.password("not-" + account.password)
+    rc, tail = s.finish()
+    assert rc == 1, tail
+    assert "the password was not accepted" in tail and "unchanged" in tail
+    assert read_state(ctl.state_dir, account.name) is None
+
+
+def test_enable_without_a_match_counts_the_failures(ctl, account, session):
+    password_entered(ctl.state_dir, account.name)
+    s = session("enable", "--user", account.name)
+    s.expect(WAITING)
+    s.scan("f2", "f2", "f2")
+    rc, tail = s.finish()
+    assert rc == 1, tail
+    state = read_state(ctl.state_dir, account.name)
+    assert state["opted_in"] == 0 and state["failures"] == 3
+
+
+def test_enable_after_the_enrolled_set_changed_needs_the_password(ctl, account, session, bed):
+    password_entered(ctl.state_dir, account.name)
+    s = session("enable", "--user", account.name)
+    s.scan("f1")
+    assert s.finish()[0] == 0
+    trusted = read_state(ctl.state_dir, account.name)["trusted_domain_state"]
+    bed.enroll(account.name, "left-thumb", "f2")
+    assert '"enrolled_set":"changed"' in ctl.run("status", account.name, "--json").out
+
+    s = session("enable", "--user", account.name)
+    s.password(account.password)   # no rule but the changed set asks for it
+    s.expect(WAITING)
+    s.scan("f2")
+    rc, tail = s.finish()
+    assert rc == 0, tail
+    assert read_state(ctl.state_dir, account.name)["trusted_domain_state"] != trusted
+
+
+def test_enable_cancelled_with_ctrl_c(ctl, account, session):
+    password_entered(ctl.state_dir, account.name)
+    s = session("enable", "--user", account.name)
+    s.expect(WAITING)
+    s.child.sendintr()
+    rc, tail = s.finish()
+    assert rc == 1, tail
+    assert read_state(ctl.state_dir, account.name)["opted_in"] == 0
+
+
+def test_disable_with_a_finger(ctl, account, session):
+    password_entered(ctl.state_dir, account.name, opted_in=True, trusted="ab" * 32)
+    s = session("disable", "--user", account.name)
+    s.expect(WAITING)
+    s.scan("f1")
+    rc, tail = s.finish()
+    assert rc == 0, tail
+    assert f"Fingerprint login is off for {account.name}." in tail
+    state = read_state(ctl.state_dir, account.name)
+    assert state["opted_in"] == 0 and "trusted_domain_state" not in state
+
+
+def test_disable_with_the_password_when_the_finger_is_refused(ctl, account, session):
+    # Locked out: no finger is tried, the password is enough to turn it off.
+    password_entered(ctl.state_dir, account.name, opted_in=True, failures=5)
+    s = session("disable", "--user", account.name)
+    s.password(account.password)
+    rc, tail = s.finish()
+    assert rc == 0, tail
+    assert read_state(ctl.state_dir, account.name)["opted_in"] == 0
+
+
+def test_disable_refused_without_finger_or_password(ctl, account, session):
+    password_entered(ctl.state_dir, account.name, opted_in=True, failures=5)
+    s = session("disable", "--user", account.name)
+    s.password("wrong")
+    rc, tail = s.finish()
+    assert rc == 1, tail
+    assert read_state(ctl.state_dir, account.name)["opted_in"] == 1
