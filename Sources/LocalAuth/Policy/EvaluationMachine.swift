@@ -139,7 +139,7 @@ public struct EvaluationMachine {
             return failureRecorded(p, s)
         case (.recordingMatch, .matchRecorded):
             state = .finished
-            return [.finish(.success(.fingerprint))]
+            return [.show(.matched, error: false), .finish(.success(.fingerprint))]
         case (.askingPassword(let previous), .passwordChecked(let ok)):
             guard ok else {
                 state = .finished
@@ -185,8 +185,11 @@ public struct EvaluationMachine {
     private mutating func sensorEvent(_ e: SensorEvent, _ p: Prompt) -> [Action] {
         switch e {
         case .match:
+            // "Recognized" only once the match is recorded: a store that cannot record it
+            // cannot count failures either, and must not tell a finger that matched from
+            // one that did not (see EvaluationRunner.recordMatch).
             state = .recordingMatch
-            return [.show(.matched, error: false), .releaseReader, .recordMatch(domainState: p.domain)]
+            return [.releaseReader, .recordMatch(domainState: p.domain)]
         case .noMatch:
             state = .recordingFailure(p)
             return [.stopScan, .recordFailure]

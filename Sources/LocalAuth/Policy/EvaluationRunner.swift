@@ -150,8 +150,11 @@ final class EvaluationRunner {
                                              domainState: domain)
             }
         } catch {
-            // The finger matched; not remembering it only costs a later reuse.
-            env.log.log(.warning, "could not record the match of \(env.user): \(error)")
+            // The same file counts the failures: when it cannot be written (a full or
+            // read-only file system), every prompt would give one try that is never
+            // counted, and a match would still succeed, so the lockout would never come.
+            // Not a success, then, and nothing that tells a match from a failed match.
+            return .stepFailed(storeFailure(error))
         }
         return .matchRecorded
     }
