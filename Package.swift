@@ -19,6 +19,8 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPAM", pkgConfig: "pam",
                        providers: [.apt(["libpam0g-dev"])]),
+        .systemLibrary(name: "CCrypt", pkgConfig: "libcrypt",
+                       providers: [.apt(["libcrypt-dev"])]),
         // glibc headers outside Swift's Glibc module (shadow.h).
         .systemLibrary(name: "CLinux"),
 
@@ -34,7 +36,8 @@ let package = Package(
         .target(name: "LocalAuthProtocol"),
 
         .executableTarget(name: "localauth-helper",
-                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CSystemd"]),
+                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CSystemd",
+                                         "CCrypt", "CLinux"]),
         .executableTarget(name: "localauthctl",
                           dependencies: ["LocalAuth", "FprintdClient", "CPAM"]),
 
