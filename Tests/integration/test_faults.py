@@ -1,0 +1,615 @@
+"""The fault matrix: everything that can go wrong around pam_localauth.so, one fault per test.
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_faults.py
+
+Faults on the reader's side run the real helper (build/libexec/localauth/localauth-helper)
+against the real fprintd with the virtual reader (testbed.py); faults that need a helper
+that misbehaves use the fake helper of test_pam_module.py, whose own tests cover the
+protocol in detail. Every fault checks, through `attempt()` and `check()`:
+
+* the LAError in the module's log line (`result=`) and the PAM code it returned;
+* that the host process (the pamenv driver, standing for sudo or login) survived and reaped
+  the helper;
+* that the password module after ours still worked in the same transaction (or, where the
+  fault breaks the conversation itself, in the next one);
+* that a log line names the cause.
+
+A module-scoped finalizer prints how many faults were tried, how many ended in a wrongful
+success (our line returning PAM_SUCCESS, or the stack succeeding without the password,
+when no finger matched) and how many killed the host; both must be 0.
+
+The real helper asks for a finger only when someone can be at the reader; the driver reads
+its script from a pipe, so these tests name a graphical display (DISPLAY) instead of a
+terminal, except where the missing terminal is the fault.
+"""
+import concurrent.futures
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import pamenv  # noqa: E402
+import test_pam_module as fake  # noqa: E402  (the fake helper's world and failure table)
+from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
+
+REAL_HELPER = pamenv.REPO / "build" / "libexec" / "localauth" / "localauth-helper"
+USER = "la-fault-user"          # made up: pam_matrix knows its password, fprintd any name
+PASSWORD = "fault-pw-7"
+ENROLLED, STRANGER = "f1", "f-stranger"   # virtual prints: the user's and someone else's
+PRESENT = {"DISPLAY": ":0"}     # someone can be at the reader (see the module docstring)
+NOBODY = {"DISPLAY": "", "WAYLAND_DISPLAY": ""}
+RECOGNIZED = "Fingerprint recognized"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root (mounts, helper checks)")
+needs_helper = pytest.mark.skipif(not REAL_HELPER.is_file(),
+                                  reason="localauth-helper not built (scripts/build)")
+
+
+# --- the tally ---------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Tally:
+    tried: list = dataclasses.field(default_factory=list)
+    wrongful: list = dataclasses.field(default_factory=list)
+    crashed: list = dataclasses.field(default_factory=list)
+
+
+TALLY = Tally()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fault_summary(request):
+    if not os.environ.get("LOCALAUTH_SKIP_BUILD") and not os.environ.get("LOCALAUTH_PAM_MODULE"):
+        subprocess.run([str(pamenv.REPO / "scripts" / "build"), "--c-only"], check=True,
+                       capture_output=True)
+    yield
+    line = (f"fault matrix: {len(TALLY.tried)} faults tried, {len(TALLY.wrongful)} wrongful "
+            f"successes, {len(TALLY.crashed)} host crashes")
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+        print(f"\n{line}")
+        for what, names in (("wrongful success", TALLY.wrongful), ("host crash", TALLY.crashed)):
+            for name in names:
+                print(f"  {what}: {name}")
+    assert TALLY.tried, "no fault was tried"
+    assert TALLY.wrongful == [], line
+    assert TALLY.crashed == [], line
+
+
+def prompts(result):
+    return [text for style, text in result.messages if style.startswith("PAM_PROMPT")]
+
+
+def attempt(fault, world, service, user=USER, *, answers=(PASSWORD,), **kw):
+    """One transaction under a fault, counted in the tally. A host that dies is a failure
+    of this test; a success without a matched finger and without the password is noted."""
+    TALLY.tried.append(fault)
+    try:
+        r = world.drive(service, user, answers=list(answers), **kw)
+    except RuntimeError as exc:  # the driver died: the application would have
+        TALLY.crashed.append(fault)
+        pytest.fail(f"{fault}: the host process did not survive: {exc}")
+    ours = outcomes(r.logs)
+    if (ours and ours[0]["pam"] == "PAM_SUCCESS") or (
+            r.rv == "PAM_SUCCESS" and "Password: " not in prompts(r)):
+        TALLY.wrongful.append(fault)
+    return r
+
+
+def check(r, result, pam, cause, *, password=True):
+    """The first line's outcome, its log line, and the password after it."""
+    ours = outcomes(r.logs)
+    assert ours, f"no outcome line: {[l.message for l in r.logs]}"
+    first = ours[0]
+    assert (first["result"], first["pam"]) == (result, pam), first
+    assert cause in first["cause"], first
+    assert r.children == [], "the helper was not reaped"
+    if password:
+        assert r.rv == "PAM_SUCCESS", r.stderr[-2000:]
+        assert prompts(r)[-1] == "Password: "
+    return first
+
+
+# --- the real helper against the bed -----------------------------------------------------
+
+class Real:
+    """The real helper in a pam_wrapper world, pointed at a bed. The password is not
+    required first (that rule has its own tests): every run reaches the reader."""
+
+    def __init__(self, world, bed):
+        self.world, self.bed = world, bed
+        self.state = world.root / "state"
+        self.state.mkdir(mode=0o700)
+        world.add_user(USER, PASSWORD)
+
+    def args(self, *extra, helper=REAL_HELPER, state=None):
+        return [f"helper={helper}", f"state_dir={state or self.state}",
+                f"config={self.world.root}/absent.conf", f"dbus_address={self.bed.address}",
+                f"fprint_dir={self.bed.state_dir}", "password_after_reboot=no",
+                "password_after_idle=0", "password_stale=0", *extra]
+
+    def stack(self, *extra, authsucc=False, name="la-fault", **kw):
+        args = " ".join(self.args(*extra, **kw))
+        lines = [f"auth sufficient {MODULE} {args}", f"auth required {self.world.matrix}"]
+        if authsucc:
+            lines.append(f"auth optional {MODULE} authsucc {args}")
+        return self.world.service(name, lines)
+
+    def attempt(self, fault, service, user=USER, **kw):
+        kw.setdefault("env", PRESENT)
+        return attempt(fault, self.world, service, user, **kw)
+
+    def in_background(self, fault, service, **kw):
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        future = pool.submit(self.attempt, fault, service, **kw)
+        pool.shutdown(wait=False)
+        return future
+
+    def match_works(self, service):
+        """After the fault is gone, the finger works again (nothing left claimed)."""
+        inj = self.bed.scan_when_ready(ENROLLED)
+        r = self.world.drive(service, USER, answers=[PASSWORD], env=PRESENT)
+        assert inj.wait(15) == ["verify-match"]
+        assert outcomes(r.logs)[0]["result"] == "success", outcomes(r.logs)
+        assert "Password: " not in prompts(r)
+
+
+@pytest.fixture
+def world():
+    with PamWorld() as w:
+        yield w
+
+
+@pytest.fixture
+def real(world, bed):
+    if not REAL_HELPER.is_file():
+        pytest.skip("localauth-helper not built (scripts/build)")
+    bed.enroll(USER, "right-index-finger", ENROLLED)
+    return Real(world, bed)
+
+
+def helper_pids_below(ancestor):
+    """Processes running the real helper whose parent is a child of `ancestor` (the driver
+    is our child; others may run helpers at the same time)."""
+    target = os.path.realpath(REAL_HELPER)
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{d}/exe") != target:
+                continue
+            parent = _ppid(int(d))
+            if _ppid(parent) == ancestor:
+                found.append(int(d))
+        except OSError:
+            continue
+    return found
+
+
+def _ppid(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+# --- fprintd and the reader --------------------------------------------------------------
+
+@needs_helper
+def test_fprintd_absent(world, bed_factory):
+    r = Real(world, bed_factory(fprintd=False))
+    res = r.attempt("fprintd absent", r.stack())
+    check(res, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", "fprintd is not running")
+
+
+@needs_helper
+def test_fprintd_frozen(real):
+    real.bed.freeze_fprintd()
+    try:
+        r = real.attempt("fprintd frozen", real.stack("bus_timeout=0.5"))
+    finally:
+        real.bed.thaw_fprintd()
+    check(r, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", "did not answer")
+    real.match_works(real.stack())
+
+
+@needs_helper
+def test_fprintd_killed_mid_scan(real):
+    run = real.in_background("fprintd killed mid-scan", real.stack())
+    assert real.bed.wait_finger_needed(15)
+    real.bed.kill_fprintd(signal.SIGKILL)
+    r = run.result(30)
+    check(r, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", "fprintd left the bus")
+    real.bed.start_fprintd()
+    real.match_works(real.stack())
+
+
+@needs_helper
+def test_polkit_refuses(world, bed_factory):
+    r = Real(world, bed_factory(polkit="deny"))
+    res = r.attempt("polkit refuses", r.stack())
+    check(res, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", "PermissionDenied")
+
+
+@needs_helper
+def test_reader_claimed_by_another_session(real):
+    mark = real.bed.mark()
+    with real.bed.hold_claim("someone-else"):
+        r = real.attempt("reader claimed elsewhere", real.stack())
+    check(r, "systemCancel", "PAM_AUTHINFO_UNAVAIL", "in use by another session")
+    assert "PAM_ERROR_MSG" in [style for style, _ in r.messages]  # the user is told
+    assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
+
+
+# --- the helper itself -------------------------------------------------------------------
+
+@pytest.fixture
+def fake_bed(world):
+    return fake.Bed(world)
+
+
+def fake_attempt(fault, fake_bed, service):
+    return attempt(fault, fake_bed.world, service, fake.USER, answers=(fake.PASSWORD,))
+
+
+@pytest.mark.parametrize("fault,spoil,cause", [
+    ("helper missing", lambda p: os.remove(p), "No such file or directory"),
+    ("helper owned by another user", lambda p: os.chown(p, 65534, 65534),
+     "owned by uid 65534, not root"),
+])
+def test_helper_refused(fake_bed, fault, spoil, cause):
+    spoil(fake_bed.helper)
+    r = fake_attempt(fault, fake_bed, fake_bed.stack("match"))
+    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", cause)
+    assert fake_bed.events() == []
+
+
+def test_helper_not_executable(fake_bed):
+    """Root-owned and safe, but without the execute bits: execve fails in the child."""
+    os.chmod(fake_bed.helper, 0o644)
+    r = fake_attempt("helper not executable", fake_bed, fake_bed.stack("match"))
+    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "exit status 127")
+    assert fake_bed.events() == []
+
+
+PROTOCOL_FAULTS = {mode: (extra, cause) for mode, extra, cause in fake.FAILURES}
+
+
+@pytest.mark.parametrize("mode,fault", [
+    ("garbage", "helper writes garbage"),
+    ("oversized", "oversized frame"),
+    ("truncated", "truncated frame"),
+    ("hang", "helper hangs past its timeout"),
+])
+def test_misbehaving_helper(fake_bed, mode, fault):
+    extra, cause = PROTOCOL_FAULTS[mode]
+    r = fake_attempt(fault, fake_bed, fake_bed.stack(mode, *extra))
+    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", cause)
+
+
+@needs_helper
+def test_helper_killed_mid_scan(real):
+    run = real.in_background("helper SIGKILL mid-scan", real.stack())
+    assert real.bed.wait_finger_needed(15)
+    pids = helper_pids_below(os.getpid())
+    assert len(pids) == 1, pids
+    os.kill(pids[0], signal.SIGKILL)
+    r = run.result(30)
+    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "killed by signal 9")
+    # Its bus connection went with it, so fprintd released the reader.
+    real.match_works(real.stack())
+
+
+@needs_helper
+def test_real_helper_past_its_timeout(real):
+    """fprintd frozen and a bus timeout longer than the module's: the module kills it."""
+    real.bed.freeze_fprintd()
+    try:
+        started = time.monotonic()
+        r = real.attempt("real helper past its timeout",
+                         real.stack("bus_timeout=30", "helper_timeout=1"))
+        assert time.monotonic() - started < 20
+    finally:
+        real.bed.thaw_fprintd()
+    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "helper timed out after 1 s")
+    assert helper_pids_below(os.getpid()) == []
+
+
+# --- the state directory and the state files ---------------------------------------------
+
+def no_match(real, service, fault, n=1, **kw):
+    """One transaction in which `n` strangers' fingers are presented."""
+    inj = real.bed.inject_async([f"SCAN {STRANGER}"] * n, timeout=15)
+    r = real.attempt(fault, service, **kw)
+    assert inj.wait(20) == ["verify-no-match"] * n
+    return r
+
+
+@needs_helper
+def test_state_directory_missing_is_created_private(real):
+    missing = real.world.root / "not-yet"
+    r = no_match(real, real.stack("max_tries=1", state=missing), "state directory missing")
+    check(r, "authenticationFailed", "PAM_AUTH_ERR", "1 failed matches")
+    st = missing.stat()
+    assert (st.st_mode & 0o7777, st.st_uid) == (0o700, 0)
+    assert b"failures=1\n" in (missing / f"{USER}.state").read_bytes()
+
+
+@contextlib.contextmanager
+def tmpfs(path, options):
+    """A tmpfs of our own on `path`, always unmounted again."""
+    path.mkdir(mode=0o700, exist_ok=True)
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "la-fault-tmpfs", str(path)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {p.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def first_match(real, service):
+    """One matching transaction: the secret and the user's state file exist afterwards."""
+    inj = real.bed.scan_when_ready(ENROLLED)
+    r = real.world.drive(service, USER, answers=[PASSWORD], env=PRESENT)
+    assert inj.wait(15) == ["verify-match"]
+    assert outcomes(r.logs)[0]["result"] == "success"
+
+
+@needs_helper
+def test_state_directory_read_only(real):
+    with tmpfs(real.world.root / "ro-state", "mode=0700,size=64k") as d:
+        svc = real.stack(state=d)
+        first_match(real, svc)
+        subprocess.run(["mount", "-o", "remount,ro", str(d)], check=True)
+        mark = real.bed.mark()
+        r = real.attempt("state directory read-only", svc)
+        check(r, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", "Read-only file system")
+        assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
+
+
+@needs_helper
+@pytest.mark.parametrize("finger", [STRANGER, ENROLLED])
+def test_state_directory_full(real, finger):
+    """Nothing can be written: a failure cannot be counted, so a match must not count
+    either, and the user must not learn which it was."""
+    with tmpfs(real.world.root / "full-state", "mode=0700,size=16k") as d:
+        svc = real.stack(state=d)
+        first_match(real, svc)
+        with contextlib.suppress(OSError):
+            with open(d / "filler", "wb") as f:
+                f.write(b"\0" * (1 << 20))
+        inj = real.bed.inject_async([f"SCAN {finger}"], timeout=15)
+        r = real.attempt(f"state directory full ({'match' if finger == ENROLLED else 'no match'})",
+                         svc)
+        inj.wait(20)
+        check(r, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", "No space left on device")
+        assert ["PAM_TEXT_INFO", RECOGNIZED] not in r.messages
+
+
+def good_state(real, svc):
+    """The state file as the helper writes it after a match."""
+    first_match(real, svc)
+    return (real.state / f"{USER}.state").read_bytes()
+
+
+STATE_FAULTS = {
+    "corrupt": ("is corrupt", lambda p, good, root: p.write_bytes(b"not a state file\n")),
+    "truncated": ("is corrupt", lambda p, good, root: p.write_bytes(good[:len(good) // 2])),
+    "symlink": ("is a symlink",
+                lambda p, good, root: (p.unlink(), os.symlink(root / "elsewhere", p))),
+    "owned by another user": ("owned by uid 65534",
+                              lambda p, good, root: os.chown(p, 65534, 65534)),
+}
+
+
+@needs_helper
+@pytest.mark.parametrize("kind", list(STATE_FAULTS))
+def test_damaged_state_file(real, kind):
+    """Damaged state never unlocks: the password first, then the file is written afresh
+    (the damaged one kept aside; a symlink's target never touched)."""
+    svc = real.stack(authsucc=True)
+    good = good_state(real, svc)
+    elsewhere = real.world.root / "elsewhere"
+    elsewhere.write_bytes(good)
+    os.chmod(elsewhere, 0o600)
+    path = real.state / f"{USER}.state"
+    cause, spoil = STATE_FAULTS[kind]
+    spoil(path, good, real.world.root)
+    mark = real.bed.mark()
+    r = real.attempt(f"state file {kind}", svc)
+    check(r, "biometryLockout", "PAM_AUTHINFO_UNAVAIL", cause)
+    assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
+    assert "PAM_ERROR_MSG" in [style for style, _ in r.messages]  # the user is told
+    # The authsucc line after the password rewrote it: a plain root file again.
+    assert outcomes(r.logs)[1]["result"] == "success"
+    st = path.lstat()
+    assert path.is_file() and not path.is_symlink() and st.st_uid == 0
+    assert elsewhere.read_bytes() == good
+    if kind != "symlink":
+        assert (real.state / f"{USER}.state.damaged").exists()
+    real.match_works(svc)
+
+
+# --- options -----------------------------------------------------------------------------
+
+class HelperLog:
+    """The helper's syslog lines. A wrapper given as `helper=` runs the real helper in a
+    mount namespace of its own whose /dev holds our socket as /dev/log (and /dev/null), so
+    nothing on the machine changes; the wrapper is exec'd away, the helper keeps its pid."""
+
+    def __init__(self, root):
+        self.dev = root / "helper-dev"
+        self.dev.mkdir()
+        (self.dev / "null").touch()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(self.dev / "log"))
+        self.lines = []
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        self.wrapper = root / "helper-logged"
+        self.wrapper.write_text(
+            "#!/bin/sh\nexec unshare --mount --propagation private /bin/sh -c "
+            "'mount --bind /dev/null \"$0/null\" && mount --bind \"$0\" /dev && exec \"$1\"' "
+            f"{self.dev} {REAL_HELPER}\n")
+        os.chmod(self.wrapper, 0o755)
+
+    def _read(self):
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except OSError:
+                return
+            self.lines.append(data.decode(errors="replace").split(": ", 1)[-1])
+
+    def wait_for(self, text, timeout=5):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(text in l for l in self.lines):
+                return True
+            time.sleep(0.02)
+        return False
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def helper_log(real):
+    if not shutil.which("unshare"):
+        pytest.skip("unshare missing")
+    log = HelperLog(real.world.root)
+    yield log
+    log.close()
+
+
+@needs_helper
+def test_malformed_module_arguments(real, helper_log):
+    """Bad values are logged and the defaults kept: three tries, not `zero`."""
+    svc = real.stack("max_tries=zero", "bus_timeout=-1", "no_such_option=1",
+                     "state_dir=relative/path", "helper_timeout=soon", "debug=perhaps",
+                     helper=helper_log.wrapper)
+    r = no_match(real, svc, "malformed module arguments", n=3)
+    check(r, "authenticationFailed", "PAM_AUTH_ERR", "3 failed matches")
+    assert any("helper_timeout must be a number of seconds from 1 to 3600; keeping 120"
+               in l.message for l in r.logs)
+    for text in ("`max_tries` must be a whole number from 1 to 10, not `zero`",
+                 "`bus_timeout` must be a number from 0.1 to 30, not `-1`",
+                 "unknown option `no_such_option`",
+                 "`state_dir` must be an absolute path, not `relative/path`"):
+        assert helper_log.wait_for(text), (text, helper_log.lines)
+
+
+BAD_CONFIG = """# localauth.conf with mistakes
+max_tries = 99
+lockout_threshold = 0
+bus_timeout = fast
+this line has no equals sign
+policy = sometimes
+helper = /tmp/elsewhere
+"""
+
+
+@needs_helper
+def test_config_file_with_bad_values(real, helper_log):
+    conf = real.world.root / "bad.conf"
+    conf.write_text(BAD_CONFIG)
+    os.chmod(conf, 0o644)
+    svc = real.stack(f"config={conf}", helper=helper_log.wrapper)
+    r = no_match(real, svc, "config file with bad values", n=3)
+    check(r, "authenticationFailed", "PAM_AUTH_ERR", "3 failed matches")
+    for text in (f"{conf}:2: `max_tries` must be a whole number from 1 to 10, not `99`",
+                 f"{conf}:3: `lockout_threshold` must be a whole number from 1 to 100",
+                 f"{conf}:4: `bus_timeout` must be",
+                 f"{conf}:5: expected `key = value`",
+                 f"{conf}:6: `policy` must be owner or biometrics",
+                 f"{conf}:7: `helper` is a module argument only"):
+        assert helper_log.wait_for(text), (text, helper_log.lines)
+
+
+@needs_helper
+def test_config_file_writable_by_others_is_ignored(real, helper_log):
+    conf = real.world.root / "open.conf"
+    conf.write_text("max_tries = 1\n")
+    os.chmod(conf, 0o666)
+    svc = real.stack(f"config={conf}", helper=helper_log.wrapper)
+    r = no_match(real, svc, "config file writable by others", n=3)
+    check(r, "authenticationFailed", "PAM_AUTH_ERR", "3 failed matches")  # not 1
+    assert helper_log.wait_for("configuration ignored, defaults used")
+
+
+# --- user names --------------------------------------------------------------------------
+
+@needs_helper
+@pytest.mark.parametrize("name,cause", [
+    ("la/fault", "the user name contains `/`"),
+    ("..", "the user name contains `..`"),
+    ("../la-escape", "the user name contains"),
+    ("x" * 300, "the user name is 300 bytes long"),
+])
+def test_user_name_refused_by_helper(real, name, cause):
+    real.world.add_user(name, PASSWORD)
+    before = set(real.world.root.rglob("*"))
+    mark = real.bed.mark()
+    r = real.attempt(f"user name {name[:12]!r}", real.stack(authsucc=True), name)
+    check(r, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", cause)
+    assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
+    created = {p for p in set(real.world.root.rglob("*")) - before}
+    assert not [p for p in created if p.suffix in (".state", ".lock")], created
+
+
+@needs_helper
+def test_user_name_with_newline(real):
+    """Cannot travel as a request line: the module does not start the helper; pam_matrix
+    (a line-based file) knows no such user, so only the prompt itself is checked."""
+    r = real.attempt("user name with a newline", real.stack(), "la-fault\nmode=authsucc")
+    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "`user` is not one line",
+          password=False)
+    assert prompts(r) == ["Password: "]
+    assert r.rv != "PAM_SUCCESS"
+
+
+# --- where nobody can touch the reader ---------------------------------------------------
+
+@needs_helper
+def test_remote_host(real):
+    mark = real.bed.mark()
+    r = real.attempt("PAM_RHOST set", real.stack(), items={"rhost": "198.51.100.4"})
+    check(r, "notInteractive", "PAM_AUTHINFO_UNAVAIL", "remote host 198.51.100.4")
+    assert real.bed.events(mark) == []
+
+
+@needs_helper
+def test_no_terminal(real):
+    mark = real.bed.mark()
+    r = real.attempt("no terminal", real.stack(), env=NOBODY)
+    check(r, "notInteractive", "PAM_AUTHINFO_UNAVAIL", "no terminal")
+    assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
+
+
+@needs_helper
+def test_pam_silent(real):
+    r = no_match(real, real.stack("max_tries=1"), "PAM_SILENT", flags=["PAM_SILENT"])
+    check(r, "authenticationFailed", "PAM_AUTH_ERR", "1 failed matches")
+
+
+@needs_helper
+def test_conversation_fails(real):
+    """The application's conversation refuses the prompt shown while the reader waits:
+    the helper stops, nothing succeeds, and the next transaction's password works."""
+    svc = real.stack("prompt=concurrent")
+    r = real.attempt("conversation fails", svc, answers=())
+    check(r, "appCancel", "PAM_CONV_ERR", "conversation failed", password=False)
+    assert r.rv != "PAM_SUCCESS"
+    assert real.world.drive(real.stack(), USER, answers=[PASSWORD], env=NOBODY).rv == "PAM_SUCCESS"
