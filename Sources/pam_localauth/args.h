@@ -19,7 +19,11 @@ enum {
 struct la_args {
     bool authsucc;           /* the line after the password module (DESIGN.md §3) */
     bool debug;              /* more log lines */
-    const char *helper_path; /* compiled-in path, or `helper=` when the caller is root */
+    const char *helper_path; /* what to start: the compiled-in helper, or `helper=` when the
+                              * caller is root; the setuid launcher when it is not */
+    bool unprivileged;       /* the caller is not root: the launcher path (PROTOCOL.md) */
+    bool pass_authtok;       /* send authtok as an `A` (`N`: none) right after the request */
+    const char *authtok;     /* PAM_AUTHTOK for the unprivileged authsucc line; a secret */
     long helper_timeout_ms;  /* `helper_timeout=SECONDS`: time waiting on the helper, in all */
     int argc;                /* every argument, for `arg=` request lines */
     const char **argv;

@@ -171,7 +171,16 @@ static int la_authsucc(pam_handle_t *pamh, int flags, const struct la_args *args
     struct la_outcome out;
     /* Used up: a second authsucc line needs a new first line. */
     pam_set_data(pamh, la_marker, NULL, NULL);
-    la_run_helper(pamh, flags, args, "authsucc", user, &out);
+    struct la_args a = *args;
+    if (a.unprivileged) {
+        /* Through the launcher the helper cannot tell this line from a forged request, so
+         * it clears nothing unless it checks the password itself: the one the password
+         * module before this line accepted. */
+        const void *tok = NULL;
+        a.pass_authtok = true;
+        a.authtok = pam_get_item(pamh, PAM_AUTHTOK, &tok) == PAM_SUCCESS ? tok : NULL;
+    }
+    la_run_helper(pamh, flags, &a, "authsucc", user, &out);
     la_log_run(pamh, user, &out, PAM_IGNORE);
     return PAM_IGNORE;
 }

@@ -297,6 +297,21 @@ static void la_session_init(struct la_session *s, pam_handle_t *pamh,
     };
 }
 
+/* The unprivileged authsucc line proves the password to the helper (docs/PROTOCOL.md):
+ * PAM_AUTHTOK as an `A` right after the request, or `N` when there is none or it cannot
+ * travel as one frame. */
+static bool la_send_authtok(struct la_session *s)
+{
+    if (!s->args->pass_authtok)
+        return true;
+    const char *tok = s->args->authtok;
+    size_t len = tok ? strlen(tok) : 0;
+    if (tok == NULL || len == 0 || len >= LA_FRAME_MAX
+        || !la_utf8_valid((const uint8_t *)tok, len))
+        return la_send(s, 'N', NULL, 0);
+    return la_send(s, 'A', tok, len);
+}
+
 void la_session_run(pam_handle_t *pamh, const struct la_args *args, const char *request,
                     size_t request_len, bool silent, struct la_outcome *out)
 {
@@ -314,7 +329,7 @@ void la_session_run(pam_handle_t *pamh, const struct la_args *args, const char *
     if (!la_helper_start(&s.helper, args->helper_path, why, sizeof why)) {
         la_fail(&s, "%s", why);
     } else {
-        if (la_send(&s, 'Q', request, request_len) && la_exchange(&s))
+        if (la_send(&s, 'Q', request, request_len) && la_send_authtok(&s) && la_exchange(&s))
             la_expect_end(&s);
         la_finish(&s);
     }
