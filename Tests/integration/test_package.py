@@ -1,0 +1,312 @@
+"""The Debian package, built on this machine by scripts/package: its contents, lintian, and
+a real installation — `dpkg -i`, an authentication through the *installed* module with
+pamtester against the test bed (real fprintd, virtual reader), the installed localauthctl
+agreeing with it, then `dpkg --purge` leaving nothing of ours behind.
+
+Installing writes system locations. The test refuses to start when anything of ours is
+already there (it would be overwritten, then purged); every exit path purges the package,
+removes its own service files and puts back /etc/pam.d/common-* and /var/lib/pam if the
+maintainer scripts changed them (they must not: both profiles are "Default: no").
+
+scripts/package builds first (scripts/build); with LOCALAUTH_SKIP_BUILD=1 it packages
+build/ as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ctl_support import REPO, ThrowawayAccount, read_state  # noqa: E402
+
+PKG = "localauth"
+MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
+                           text=True, check=True).stdout.strip()
+MODULE = f"/usr/lib/{MULTIARCH}/security/pam_localauth.so"
+HELPER = "/usr/libexec/localauth/localauth-helper"
+CTL = "/usr/bin/localauthctl"
+STATE = Path("/var/lib/localauth")
+PAM_SNAPSHOT = [Path("/etc/pam.d") / n
+                for n in ("common-auth", "common-account", "common-password", "common-session",
+                          "common-session-noninteractive")]
+
+
+@pytest.fixture(scope="module")
+def deb(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("deb")
+    argv = [str(REPO / "scripts" / "package"), "--output", str(out)]
+    if os.environ.get("LOCALAUTH_SKIP_BUILD") == "1":
+        argv.append("--no-build")
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    path = Path(proc.stdout.strip().splitlines()[-1])
+    assert path.is_file() and path.name.startswith(f"{PKG}_") and path.suffix == ".deb", path
+    return path
+
+
+def deb_members(deb: Path) -> dict:
+    """Path (without the leading ./) → (mode, owner, group) of the data archive."""
+    listing = subprocess.run(["dpkg-deb", "--contents", str(deb)], capture_output=True, text=True,
+                             check=True).stdout
+    members = {}
+    for line in listing.splitlines():
+        perms, owner, _size, _date, _time, name = line.split(None, 5)
+        members[name.removeprefix("./").rstrip("/")] = (perms, owner)
+    return members
+
+
+def control(deb: Path, field: str) -> str:
+    return subprocess.run(["dpkg-deb", "--field", str(deb), field], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+# ---- what the package holds --------------------------------------------------------------
+
+def test_the_files_are_where_a_debian_system_expects_them(deb):
+    m = deb_members(deb)
+    expect = {
+        MODULE[1:]: "-rw-r--r--", HELPER[1:]: "-rwxr-xr-x", CTL[1:]: "-rwxr-xr-x",
+        "etc/security/localauth.conf": "-rw-r--r--", "etc/pam.d/localauthctl": "-rw-r--r--",
+        "usr/share/pam-configs/localauth": "-rw-r--r--",
+        "usr/share/pam-configs/localauth-authsucc": "-rw-r--r--",
+        "usr/share/man/man8/pam_localauth.8.gz": "-rw-r--r--",
+        "usr/share/man/man8/localauthctl.8.gz": "-rw-r--r--",
+        "usr/share/man/man5/localauth.conf.5.gz": "-rw-r--r--",
+        "usr/share/doc/localauth/copyright": "-rw-r--r--",
+        "usr/share/doc/localauth/changelog.gz": "-rw-r--r--",
+    }
+    for path, perms in expect.items():
+        assert path in m, (path, sorted(m))
+        assert m[path] == (perms, "root/root"), (path, m[path])
+    assert not any(p.startswith("var/") for p in m), "the state directory is postinst's"
+    assert all(owner == "root/root" for _, owner in m.values())
+
+
+def test_control_fields_and_conffiles(deb, tmp_path):
+    depends = control(deb, "Depends")
+    for name in ("libc6", "libpam0g", "libsystemd0", "libssl3", "libpam-runtime"):
+        assert name in depends, depends
+    assert control(deb, "Recommends") == "fprintd"
+    assert control(deb, "Package") == PKG and control(deb, "Section") == "admin"
+    subprocess.run(["dpkg-deb", "--control", str(deb), str(tmp_path / "DEBIAN")], check=True)
+    conffiles = (tmp_path / "DEBIAN" / "conffiles").read_text().split()
+    assert sorted(conffiles) == ["/etc/pam.d/localauthctl", "/etc/security/localauth.conf"]
+    for script in ("postinst", "prerm", "postrm"):
+        assert os.access(tmp_path / "DEBIAN" / script, os.X_OK), script
+    postinst = (tmp_path / "DEBIAN" / "postinst").read_text()
+    assert "mkdir -m 0700 /var/lib/localauth" in postinst
+    prerm = (tmp_path / "DEBIAN" / "prerm").read_text()
+    assert "pam-auth-update --package --remove localauth localauth-authsucc" in prerm
+    assert "rm -rf /var/lib/localauth" in (tmp_path / "DEBIAN" / "postrm").read_text()
+
+
+def test_md5sums_match_the_files(deb, tmp_path):
+    subprocess.run(["dpkg-deb", "--extract", str(deb), str(tmp_path / "root")], check=True)
+    subprocess.run(["dpkg-deb", "--control", str(deb), str(tmp_path / "DEBIAN")], check=True)
+    sums = (tmp_path / "DEBIAN" / "md5sums").read_text().splitlines()
+    files = sorted(str(p.relative_to(tmp_path / "root")) for p in (tmp_path / "root").rglob("*")
+                   if p.is_file())
+    assert sorted(line.split(None, 1)[1] for line in sums) == files
+    check = subprocess.run(["md5sum", "--check", "--quiet", str(tmp_path / "DEBIAN" / "md5sums")],
+                           cwd=tmp_path / "root", capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_profiles_are_off_until_enabled(deb, tmp_path):
+    subprocess.run(["dpkg-deb", "--extract", str(deb), str(tmp_path)], check=True)
+    for name in ("localauth", "localauth-authsucc"):
+        text = (tmp_path / "usr/share/pam-configs" / name).read_text()
+        assert "Default: no" in text.splitlines(), text
+
+
+def test_the_packaged_man_pages_have_no_warning(deb, tmp_path):
+    """The pages scripts/build made from man/*.scd, as installed (gzip'd)."""
+    subprocess.run(["dpkg-deb", "--extract", str(deb), str(tmp_path)], check=True)
+    pages = sorted((tmp_path / "usr/share/man").rglob("*.gz"))
+    assert [p.name for p in pages] == ["localauth.conf.5.gz", "localauthctl.8.gz",
+                                       "pam_localauth.8.gz"]
+    for page in pages:
+        proc = subprocess.run(["man", "--warnings", "-l", str(page)], capture_output=True,
+                              text=True, env={**os.environ, "LC_ALL": "C.UTF-8", "MANWIDTH": "80"})
+        assert proc.returncode == 0 and proc.stderr == "", (page, proc.stderr)
+        assert "SEE ALSO" in proc.stdout, page
+
+
+def test_lintian_finds_no_error(deb):
+    proc = subprocess.run(["lintian", "--pedantic", str(deb)], capture_output=True, text=True,
+                          timeout=600)
+    tags = [l for l in proc.stdout.splitlines() if l[:2] in ("E:", "W:", "I:", "P:")]
+    print("\nlintian:\n" + "\n".join(t for t in tags if "spelling-error-in-binary" not in t))
+    assert not [t for t in tags if t.startswith("E:")], proc.stdout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_binaries_are_stripped_and_the_swift_ones_need_no_toolchain(deb, tmp_path):
+    subprocess.run(["dpkg-deb", "--extract", str(deb), str(tmp_path)], check=True)
+    for path in (HELPER, CTL):
+        f = tmp_path / path[1:]
+        sections = subprocess.run(["readelf", "-S", "-W", str(f)], capture_output=True,
+                                  text=True, check=True).stdout
+        assert ".symtab" not in sections, f"{path} is not stripped"
+        ldd = subprocess.run(["ldd", str(f)], capture_output=True, text=True).stdout
+        assert "libswift" not in ldd and "not found" not in ldd, ldd
+
+
+# ---- installed for real ----------------------------------------------------------------
+
+def _dpkg(*args: str) -> subprocess.CompletedProcess:
+    """dpkg, waiting for its lock when another package operation holds it."""
+    deadline = time.monotonic() + 120
+    while True:
+        proc = subprocess.run(["dpkg", *args], capture_output=True, text=True,
+                              env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        locked = "lock" in proc.stderr and proc.returncode != 0
+        if not locked or time.monotonic() > deadline:
+            return proc
+        time.sleep(1)
+
+
+def _installed() -> bool:
+    proc = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Status}", PKG],
+                          capture_output=True, text=True)
+    return proc.returncode == 0 and proc.stdout.strip() not in ("", "not-installed")
+
+
+def _snapshot() -> dict:
+    files = list(PAM_SNAPSHOT) + sorted(Path("/var/lib/pam").glob("*"))
+    return {p: p.read_bytes() for p in files if p.is_file()}
+
+
+def _changed(snapshot: dict, only=None) -> list:
+    return [str(p) for p, data in snapshot.items()
+            if (only is None or p in only) and (not p.exists() or p.read_bytes() != data)]
+
+
+def _restore(snapshot: dict) -> None:
+    for path in map(Path, _changed(snapshot)):
+        path.write_bytes(snapshot[path])
+
+
+class PamService:
+    """/etc/pam.d/<prefix><random>, removed on exit."""
+
+    def __init__(self, prefix: str, lines: list):
+        self.name = prefix + secrets.token_hex(4)
+        self.path = Path("/etc/pam.d") / self.name
+        self.lines = lines
+
+    def __enter__(self) -> "PamService":
+        with open(self.path, "x") as f:
+            f.write("".join(line + "\n" for line in self.lines))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def pamtester(service: str, user: str, bed, feed=None, timeout: float = 30):
+    """pamtester on a pseudo-terminal (a person at the reader); returns (status, transcript)."""
+    child = pexpect.spawn("pamtester", [service, user, "authenticate"], encoding="utf-8",
+                          timeout=timeout, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    try:
+        injection = bed.inject_async(feed) if feed else None
+        child.expect(pexpect.EOF)
+        child.close()
+        if injection is not None:
+            injection.wait(10)
+        return child.exitstatus, child.before
+    finally:
+        if child.isalive():
+            child.kill(9)
+        child.close(force=True)
+
+
+def test_install_authenticate_and_purge(deb, bed, tmp_path):
+    members = deb_members(deb)
+    ours = [Path("/" + p) for p, (perms, _) in members.items() if perms.startswith("-")]
+    # Nothing of ours may be on the machine already: it would be overwritten, then purged.
+    assert not _installed(), f"{PKG} is already installed on this machine"
+    present = [str(p) for p in ours + [STATE] if p.exists()]
+    assert not present, f"refusing to install over files that exist: {present}"
+
+    snapshot = _snapshot()
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    args = (f"dbus_address={bed.address} fprint_dir={bed.state_dir} state_dir={state}")
+    try:
+        proc = _dpkg("-i", str(deb))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert _installed()
+        for path in ours:
+            assert path.is_file(), path
+        st = STATE.stat()
+        assert STATE.is_dir() and st.st_uid == 0, st
+        assert (st.st_mode & 0o7777) == 0o700, oct(st.st_mode)
+        # pam-auth-update notes the new profiles in /var/lib/pam/seen; the stacks stay.
+        assert _changed(snapshot, PAM_SNAPSHOT) == [], "installing changed the PAM stacks"
+
+        with ThrowawayAccount("la-pkg-") as account:
+            bed.enroll(account.name, "right-index-finger", "f1")
+            # pam_permit stands in for the password: it records the password for the user,
+            # as the first sign-in after installing would.
+            with PamService("la-pkg-pw-", [f"auth sufficient pam_localauth.so {args}",
+                                           "auth requisite pam_permit.so",
+                                           f"auth optional pam_localauth.so authsucc {args}",
+                                           "account required pam_permit.so"]) as setup, \
+                 PamService("la-pkg-fp-", [f"auth sufficient pam_localauth.so {args}",
+                                           "auth requisite pam_deny.so",
+                                           f"auth optional pam_localauth.so authsucc {args}",
+                                           "account required pam_permit.so"]) as finger:
+                status, out = pamtester(setup.name, account.name, bed)
+                assert status == 0, out
+                assert "Your password is required before fingerprints can be used" in out, out
+                recorded = read_state(state, account.name)
+                assert recorded["failures"] == 0 and "last_password" in recorded, recorded
+
+                # Only a matching finger can pass the stack that denies the password.
+                status, out = pamtester(finger.name, account.name, bed, feed=["SCAN f1"])
+                assert status == 0 and "successfully authenticated" in out, out
+                assert "Fingerprint recognized" in out, out
+                assert "last_fingerprint" in read_state(state, account.name)
+
+                status, out = pamtester(finger.name, account.name, bed, feed=["SCAN f2"] * 3)
+                assert status != 0, out
+                assert "Fingerprint not recognized" in out, out
+                assert read_state(state, account.name)["failures"] == 3
+
+            # The installed localauthctl reads the same state with the same rules.
+            ctl = subprocess.run([CTL, "status", account.name, "--json", "--dbus-address",
+                                  bed.address, "--fprint-dir", str(bed.state_dir), "--state-dir",
+                                  str(state)], capture_output=True, text=True, timeout=30)
+            assert ctl.returncode == 0, ctl.stderr
+            s = json.loads(ctl.stdout)
+            assert s["consecutive_failures"] == 3 and s["decision"] == "fingerprint", s
+            doctor = subprocess.run([CTL, "doctor", account.name, "--dbus-address", bed.address,
+                                     "--state-dir", str(state), "--pam-dir", str(tmp_path)],
+                                    capture_output=True, text=True, timeout=30)
+            assert f"ok       helper {HELPER}: root's, mode 0755" in doctor.stdout, doctor.stdout
+            man = subprocess.run(["man", "-w", "localauthctl"], capture_output=True, text=True)
+            assert man.stdout.strip() == "/usr/share/man/man8/localauthctl.8.gz", man
+
+        proc = _dpkg("--purge", PKG)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert not _installed()
+        left = [str(p) for p in ours + [STATE, Path("/usr/libexec/localauth"),
+                                        Path("/usr/share/doc/localauth")] if p.exists()]
+        assert left == [], f"left behind after purge: {left}"
+        assert _changed(snapshot) == [], "purging left the PAM configuration changed"
+    finally:
+        if _installed():
+            _dpkg("--purge", PKG)
+        _restore(snapshot)

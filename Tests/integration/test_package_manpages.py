@@ -1,0 +1,73 @@
+"""The man pages (man/*.scd, scdoc): they build, groff and man find nothing to warn about,
+and they document what the tool and the configuration really have."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ctl_support import REPO, localauthctl_binary  # noqa: E402
+
+SOURCES = sorted((REPO / "man").glob("*.scd"))
+ENV = {**os.environ, "LC_ALL": "C.UTF-8", "MANWIDTH": "80"}
+
+
+def test_the_three_pages_are_there():
+    assert [p.name for p in SOURCES] == ["localauth.conf.5.scd", "localauthctl.8.scd",
+                                         "pam_localauth.8.scd"]
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("man")
+    built = {}
+    for src in SOURCES:
+        page = out / src.stem  # localauthctl.8
+        with open(src, "rb") as fin, open(page, "wb") as fout:
+            subprocess.run(["scdoc"], stdin=fin, stdout=fout, check=True)
+        built[src.stem] = page
+    return built
+
+
+@pytest.mark.parametrize("name", [p.stem for p in SOURCES])
+def test_groff_has_no_warning(pages, name):
+    proc = subprocess.run(["groff", "-ww", "-man", "-z", "-Tutf8", str(pages[name])],
+                          capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+@pytest.mark.parametrize("name", [p.stem for p in SOURCES])
+def test_man_has_no_warning(pages, name):
+    proc = subprocess.run(["man", "--warnings", "-l", str(pages[name])],
+                          capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    title, section = name.rsplit(".", 1)
+    assert proc.stdout.startswith(f"{title}({section})"), proc.stdout[:200]
+    assert "NAME" in proc.stdout and "SEE ALSO" in proc.stdout
+
+
+def test_localauthctl_page_has_every_command_and_exit_code():
+    text = (REPO / "man" / "localauthctl.8.scd").read_text()
+    usage = subprocess.run([localauthctl_binary(), "--help"], capture_output=True, text=True,
+                           check=True).stdout
+    commands = re.findall(r"^  (\w+) ", usage, re.M)
+    codes = re.findall(r"^  (\d+) ", usage, re.M)
+    assert commands and codes
+    for command in commands:
+        assert f"*{command}*" in text, command
+    exit_section = text.split("# EXIT STATUS", 1)[1].split("\n# ", 1)[0]
+    assert re.findall(r"^\*(\d+)\*$", exit_section, re.M) == codes
+
+
+def test_config_page_has_every_option_of_the_shipped_file():
+    text = (REPO / "man" / "localauth.conf.5.scd").read_text()
+    keys = re.findall(r"^#(\w+) =", (REPO / "etc" / "localauth.conf").read_text(), re.M)
+    assert len(keys) >= 20, keys
+    for key in keys:
+        assert f"*{key}*" in text, key
