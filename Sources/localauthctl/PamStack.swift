@@ -99,9 +99,10 @@ struct PamStackReader {
     private mutating func stack(_ path: String, top: (String, Int, String)?, depth: Int) -> [PamRule]? {
         guard depth < 16, let lines = PamStackReader.logicalLines(path) else { return nil }
         var rules: [PamRule] = []
-        for (number, text) in lines {
-            let tokens = PamStackReader.tokens(text)
+        for (number, raw) in lines {
+            let tokens = PamStackReader.tokens(raw)
             guard let first = tokens.first else { continue }
+            let text = tokens.joined(separator: " ")  // tabs and runs of spaces as one space
             let here = top ?? (path, number, text)
             if first == "@include" {
                 guard tokens.count >= 2 else { continue }
