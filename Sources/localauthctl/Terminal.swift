@@ -22,12 +22,6 @@ final class StderrLog: LogSink {
     }
 }
 
-/// The login name of the calling user, from the password database (not $USER).
-func callerLoginName() -> String? {
-    guard let pw = getpwuid(getuid()), let name = pw.pointee.pw_name else { return nil }
-    return String(cString: name)
-}
-
 /// The language for messages, from the usual locale variables.
 func messageLanguage() -> Language {
     for name in ["LC_ALL", "LC_MESSAGES", "LANG"] {
