@@ -1,0 +1,249 @@
+"""What the tests of callers that are not root need: the product installed with its setuid
+launcher, a syslog that the test can read, and a private mount namespace to run things in.
+
+Run with /usr/bin/python3, as root. Nothing on the machine is edited:
+
+* ``LauncherInstallation()``: the module, the helper and the setuid-root launcher installed
+  by ``scripts/install --prefix`` into a temporary prefix, from a private copy of the
+  sources built with ``scripts/build --prefix P --config-path P/etc/security/localauth.conf``.
+  The launcher has the helper ``P/libexec/localauth/localauth-helper`` and that config
+  path compiled in, so only what a test writes there (as root) reaches the helper on the
+  unprivileged path -- the same path a packaged build takes from /etc/security. ``write_config``
+  replaces that file (root-owned, 0644). The whole prefix goes on ``close()``.
+* ``Syslog()``: a datagram socket in a temporary directory, read by a thread; ``lines`` are
+  ``(ident, message)`` pairs. Programs reach it as ``/dev/log`` inside ``namespace_prefix``.
+* ``namespace_prefix(syslog, files={...})``: an argv prefix that runs a command in a private
+  mount namespace where ``/dev`` is an overlay of the real one (devpts, shm and mqueue bound
+  back in) with ``/dev/log`` linking to the test's socket, and where each ``{target: source}``
+  file is bind-mounted over ``target`` (a throwaway ``/etc/pam.d/login``, empty copies of
+  ``/var/log/wtmp`` ...). The machine's ``/dev`` and files are never touched; the mounts die
+  with the command. The host has no syslog daemon, so without this the helper's and the
+  launcher's log lines would go nowhere.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+REPO = Path(__file__).resolve().parents[2]
+MODULE_REL = Path("lib/security/pam_localauth.so")
+HELPER_REL = Path("libexec/localauth/localauth-helper")
+LAUNCHER_REL = Path("libexec/localauth/localauth-launcher")
+CONFIG_REL = Path("etc/security/localauth.conf")
+
+
+def _run(argv, **kw) -> subprocess.CompletedProcess:
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    p = subprocess.run([str(a) for a in argv], **kw)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, argv))} failed ({p.returncode}): "
+                           f"{(p.stderr or '')[-2000:]}")
+    return p
+
+
+SWIFT_PRODUCTS = {"localauth-helper": HELPER_REL, "localauthctl": Path("bin/localauthctl")}
+
+
+def swift_products() -> dict:
+    """{build/-relative path: built file} for the Swift executables scripts/install wants:
+    build/ as it is with LOCALAUTH_SKIP_BUILD=1, else freshly built (static Swift stdlib)."""
+    if os.environ.get("LOCALAUTH_SKIP_BUILD") == "1":
+        return {rel: REPO / "build" / rel for rel in SWIFT_PRODUCTS.values()}
+    base = ["swift", "build", "-c", "release", "--static-swift-stdlib"]
+    env = dict(os.environ)
+    if Path("/opt/swift/usr/bin").is_dir():
+        env["PATH"] = "/opt/swift/usr/bin:" + env.get("PATH", "/usr/bin:/bin")
+    for product in SWIFT_PRODUCTS:
+        _run([*base, "--product", product], cwd=REPO, env=env)
+    bin_dir = Path(_run([*base, "--show-bin-path"], cwd=REPO, env=env).stdout.strip())
+    return {rel: bin_dir / product for product, rel in SWIFT_PRODUCTS.items()}
+
+
+class LauncherInstallation:
+    """See the module docstring. ``prefix``, ``module``, ``helper``, ``launcher``,
+    ``config``."""
+
+    def __init__(self) -> None:
+        self.work: Optional[Path] = None
+        self.prefix: Optional[Path] = None
+
+    @property
+    def module(self) -> Path:
+        return self.prefix / MODULE_REL
+
+    @property
+    def helper(self) -> Path:
+        return self.prefix / HELPER_REL
+
+    @property
+    def launcher(self) -> Path:
+        return self.prefix / LAUNCHER_REL
+
+    @property
+    def config(self) -> Path:
+        return self.prefix / CONFIG_REL
+
+    def __enter__(self) -> "LauncherInstallation":
+        atexit.register(self.close)
+        try:
+            self._create()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _create(self) -> None:
+        self.work = Path(tempfile.mkdtemp(prefix="localauth-launcher-"))
+        self.work.chmod(0o755)  # the user runs the launcher from under here
+        self.prefix = self.work / "prefix"
+        src = self.work / "src"
+        for part in ("scripts", "Sources", "etc", "man", "pam.d"):   # what the scripts read
+            if (REPO / part).is_dir():
+                shutil.copytree(REPO / part, src / part)
+        for rel, built in swift_products().items():
+            (src / "build" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(built, src / "build" / rel)
+        _run([src / "scripts" / "build", "--prefix", self.prefix, "--config-path", self.config,
+              "--c-only"])
+        _run([src / "scripts" / "install", "--prefix", self.prefix, "--no-build"])
+        st = self.launcher.stat()
+        if st.st_uid != 0 or st.st_mode & 0o7777 != 0o4755:
+            raise RuntimeError(f"{self.launcher} is not installed setuid root")
+        for path, wanted in ((self.module, self.launcher), (self.launcher, self.helper),
+                             (self.launcher, self.config)):
+            if str(wanted).encode() not in path.read_bytes():
+                raise RuntimeError(f"{path} does not name {wanted}")
+
+    def write_config(self, text: str) -> None:
+        """Replaces the configuration the launcher's helper reads (root-owned, 0644)."""
+        tmp = self.config.with_name("localauth.conf.new")
+        tmp.write_text(text)
+        os.chown(tmp, 0, 0)
+        tmp.chmod(0o644)
+        os.replace(tmp, self.config)
+
+    def close(self) -> None:
+        work, self.work = self.work, None
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+class Syslog:
+    """A syslog socket for programs in ``namespace_prefix``; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="localauth-syslog-"))
+        self.dir.chmod(0o755)
+        self.path = self.dir / "log"
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.bind(str(self.path))
+        self.path.chmod(0o666)   # a program running as the user logs here too
+        self._sock.settimeout(0.2)
+        self._lines: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, name="syslog", daemon=True)
+        self._thread.start()
+        atexit.register(self.close)
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data = self._sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with self._lock:
+                self._lines.append(parse_syslog(data.decode(errors="replace")))
+
+    @property
+    def lines(self) -> list:
+        with self._lock:
+            return list(self._lines)
+
+    def mark(self) -> int:
+        with self._lock:
+            return len(self._lines)
+
+    def since(self, mark: int, ident: Optional[str] = None) -> list:
+        """Messages (text only) after ``mark``, of programs named ``ident`` if given."""
+        return [m for i, m in self.lines[mark:] if ident is None or i == ident]
+
+    def wait_for(self, pred: Callable[[str, str], bool], timeout: float = 5.0,
+                 since: int = 0) -> Optional[tuple]:
+        """The first (ident, message) after ``since`` that satisfies ``pred``, waiting up to
+        ``timeout`` seconds; None when none came."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for ident, msg in self.lines[since:]:
+                if pred(ident, msg):
+                    return ident, msg
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self._sock.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def parse_syslog(datagram: str) -> tuple:
+    """``<86>Nov 30 10:20:18 ident[pid]: message`` -> (ident, message)."""
+    text = datagram.rstrip("\n\0")
+    if text.startswith("<") and ">" in text:
+        text = text.split(">", 1)[1]
+    head, sep, msg = text.partition(": ")
+    if not sep:
+        return "", text
+    ident = head.rsplit(" ", 1)[-1].split("[", 1)[0]
+    return ident, msg
+
+
+_NAMESPACE_SCRIPT = r'''
+set -e
+t=$1; log=$2; shift 2
+mount -t tmpfs -o mode=0755 localauth-test "$t"
+mkdir "$t/orig" "$t/up" "$t/work"
+mount --rbind /dev "$t/orig"
+mount -t overlay localauth-test -o "lowerdir=$t/orig,upperdir=$t/up,workdir=$t/work" /dev
+for sub in pts shm mqueue; do
+    if [ -d "$t/orig/$sub" ]; then mount --rbind "$t/orig/$sub" "/dev/$sub"; fi
+done
+rm -f /dev/log
+ln -s "$log" /dev/log
+while [ "$1" != "--" ]; do
+    mount --bind "$2" "$1"
+    shift 2
+done
+shift
+exec "$@"
+'''
+
+
+def namespace_prefix(syslog: Syslog, files: Optional[dict] = None) -> list:
+    """See the module docstring. ``files``: {target path: source path}; every target must
+    exist (a bind mount needs one)."""
+    mnt = Path(tempfile.mkdtemp(prefix="localauth-ns-", dir=syslog.dir))
+    pairs: list[str] = []
+    for target, source in (files or {}).items():
+        if not Path(target).exists():
+            raise RuntimeError(f"{target} does not exist: nothing to bind over")
+        pairs += [str(target), str(source)]
+    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+            _NAMESPACE_SCRIPT, "sh", str(mnt), str(syslog.path), *pairs, "--"]

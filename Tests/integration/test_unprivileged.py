@@ -1,0 +1,742 @@
+"""Callers that are not root: screen lockers and other programs that call PAM as the user.
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_unprivileged.py
+
+The product is installed with its setuid launcher into a temporary prefix
+(launcherbed.LauncherInstallation); the launcher's helper reads the configuration at
+PREFIX/etc/security/localauth.conf, compiled in with ``scripts/build --config-path``, which
+each test writes as root with the bed's bus and a state directory of its own. A throwaway
+user (useradd, removed afterwards) runs ``pamtester`` through ``setpriv`` against a service
+file the test puts in /etc/pam.d (unique name, removed afterwards), shaped like the shipped
+pam.d/screenlocker:
+
+    auth  sufficient  PREFIX/.../pam_localauth.so
+    auth  requisite   pam_unix.so               (unix_chkpwd: the caller's own password)
+    auth  optional    PREFIX/.../pam_localauth.so authsucc
+
+Everything runs in a private mount namespace whose /dev/log is the test's (the machine has
+no syslog daemon), so the module's, the launcher's and the helper's log lines are checked.
+Requests "from the user side" are also written straight to the launcher, as a user could.
+"""
+import os
+import pwd
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+from launcherbed import LauncherInstallation, Syslog, namespace_prefix  # noqa: E402
+from pamenv import outcomes, LogLine  # noqa: E402
+
+ENROLLED, OTHER = "f1", "f9"          # the user's virtual print, and a stranger's
+FINGER = "right-index-finger"
+PASSWORD_PROMPT = re.compile(r"(^|\n)Password: ")
+OK = "pamtester: successfully authenticated"
+HELPER_ENV = b"PATH=/usr/sbin:/usr/bin:/sbin:/bin\0"
+IGNORED = "is ignored here (only root's configuration may set it)"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+
+# --- fixtures ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def inst():
+    with LauncherInstallation() as i:
+        yield i
+
+
+@pytest.fixture
+def syslog():
+    s = Syslog()
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def alice():
+    with system.ThrowawayUser(prefix="la-lock-") as u:
+        yield u
+
+
+@pytest.fixture
+def bob():
+    with system.ThrowawayUser(prefix="la-other-") as u:
+        yield u
+
+
+class Locker:
+    """One bed, one state directory, the root configuration pointing at both, a throwaway
+    user with an enrolled finger and a lock-screen service for them."""
+
+    def __init__(self, inst, bed, syslog, user, tmp):
+        self.inst, self.bed, self.syslog, self.user = inst, bed, syslog, user
+        self.state = tmp / "state"
+        self.state.mkdir(mode=0o700)
+        self.configure()
+        bed.enroll(user.name, FINGER, ENROLLED)
+        self.services = []
+        self.service = self.add_service()
+
+    def configure(self, **extra):
+        """The root configuration: this bed, this state directory, no password-age rules
+        (each test starts from a user the product has never seen), plus ``extra``."""
+        options = dict(dbus_address=self.bed.address, state_dir=str(self.state),
+                       fprint_dir=str(self.bed.state_dir), password_after_reboot="no",
+                       password_after_idle="0", password_stale="0", scan_timeout="10")
+        options.update(extra)
+        self.inst.write_config("".join(f"{k} = {v}\n" for k, v in options.items()))
+
+    def lines(self, *args):
+        a = " ".join(args)
+        return [f"auth sufficient {self.inst.module} {a}".rstrip(),
+                "auth requisite pam_unix.so",
+                f"auth optional {self.inst.module} authsucc {a}".rstrip(),
+                "account required pam_permit.so"]
+
+    def add_service(self, *args, lines=None):
+        svc = system.PamService("la-lock-", lines or self.lines(*args)).__enter__()
+        self.services.append(svc)
+        return svc.name
+
+    def close(self):
+        for svc in self.services:
+            svc.close()
+
+    @property
+    def state_file(self) -> Path:
+        return self.state / f"{self.user.name}.state"
+
+    def state_values(self) -> dict:
+        return dict(line.split("=", 1) for line in
+                    self.state_file.read_text().splitlines()[1:] if "=" in line)
+
+    def pamtester(self, user=None, service=None, env=None, target=None, prefix=()):
+        """pamtester as ``user`` (default: the locker's user) for PAM user ``target``."""
+        user = user or self.user
+        argv = ["pamtester", service or self.service, str(target or user), "authenticate"]
+        return system.run_on_pty([*prefix, *argv] if prefix else argv,
+                                 env=env or system.default_env(), user=user,
+                                 prefix=namespace_prefix(self.syslog), timeout=40)
+
+    def run(self, fingers=(), password=None, **kw):
+        """One pamtester run: inject the prints as the reader asks for them, type
+        ``password`` at the password prompt (None: there must be none)."""
+        mark = self.bed.mark()
+        log_mark = self.syslog.mark()
+        pt = self.pamtester(**kw)
+        injection = self.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
+        if password is not None:
+            pt.expect(PASSWORD_PROMPT, timeout=30)
+            pt.sendline(password)
+        result = pt.finish(timeout=40)
+        results = injection.wait(20) if injection else []
+        return Outcome(result.status, result.output, results, self.bed.events(mark),
+                       self.syslog.lines[log_mark:])
+
+
+class Outcome:
+    def __init__(self, status, output, results, events, logs):
+        self.status, self.output, self.results = status, output, results
+        self.events, self.logs = events, logs
+
+    @property
+    def ok(self):
+        return self.status == 0 and OK in self.output
+
+    @property
+    def scans(self):
+        return [e for e in self.events if e.name == "VerifyFingerSelected"]
+
+    def messages(self, ident):
+        return [m for i, m in self.logs if i == ident]
+
+    @property
+    def module_outcomes(self):
+        return outcomes([LogLine(0, m) for i, m in self.logs])
+
+
+@pytest.fixture
+def open_tmp():
+    """A temporary directory the throwaway user can reach (pytest's own is root's only)."""
+    d = Path(tempfile.mkdtemp(prefix="localauth-unpriv-"))
+    d.chmod(0o755)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def locker(inst, bed, syslog, alice, open_tmp):
+    lk = Locker(inst, bed, syslog, alice, open_tmp)
+    try:
+        yield lk
+    finally:
+        lk.close()
+
+
+# --- talking to the launcher directly, as a user could -------------------------------------
+
+def frame(kind: str, payload: bytes = b"") -> bytes:
+    return struct.pack(">I", len(payload) + 1) + kind.encode() + payload
+
+
+def request(user, mode="authenticate", args=(), first_line=False, **extra) -> bytes:
+    kv = dict(version="1", mode=mode, user=str(user), service="forged", tty="", rhost="",
+              ruser="", silent="0", locale="", caller_uid="0", pid="1", display="1",
+              stdin_tty="1")
+    kv.update(extra)
+    lines = [f"{k}={v}" for k, v in kv.items()]
+    if first_line:
+        lines.append("first_line=1")
+    lines += [f"arg={a}" for a in args]
+    return frame("Q", "\n".join(lines).encode())
+
+
+def read_frames(stream, limit=32):
+    """Frames from the launcher/helper until the result or end of file: [(type, payload)]."""
+    frames = []
+    for _ in range(limit):
+        head = stream.read(4)
+        if len(head) < 4:
+            break
+        (length,) = struct.unpack(">I", head)
+        body = stream.read(length)
+        frames.append((chr(body[0]), body[1:].decode(errors="replace")))
+        if body[:1] == b"R":
+            break
+    return frames
+
+
+def result_of(frames) -> dict:
+    results = [p for t, p in frames if t == "R"]
+    assert len(results) == 1, frames
+    return dict(line.split("=", 1) for line in results[0].split("\n"))
+
+
+class Direct:
+    """The launcher run by hand as ``user`` with pipes of the test's own."""
+
+    def __init__(self, locker, user=None, argv=None, env=None, pre=(), preexec=None):
+        self.locker = locker
+        user = user if user is not None else locker.user
+        cmd = list(argv or [str(locker.inst.launcher)])
+        cmd = [*pre, *cmd]
+        if user != "root":
+            cmd = system.as_user(user, cmd) if not isinstance(user, int) else \
+                ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--", *cmd]
+        self.proc = subprocess.Popen(namespace_prefix(locker.syslog) + cmd,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL,
+                                     env=env if env is not None else system.default_env(),
+                                     preexec_fn=preexec)
+
+    def send(self, data: bytes):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def finish(self, timeout=30) -> dict:
+        frames = read_frames(self.proc.stdout)
+        try:
+            self.proc.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass
+        self.proc.wait(timeout)
+        self.frames = frames
+        assert any(t == "R" for t, _ in frames), \
+            f"no result; exit status {self.proc.returncode}, frames {frames}"
+        return result_of(frames)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def direct(locker, data: bytes, **kw) -> dict:
+    """Sends ``data``, closes the pipe (the end of what a forger could say) and returns the
+    result frame."""
+    d = Direct(locker, **kw)
+    try:
+        try:
+            d.send(data)
+            d.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        return d.finish()
+    finally:
+        d.kill()
+
+
+# --- the main path -------------------------------------------------------------------------
+
+def test_finger_unlocks_for_a_caller_that_is_not_root(locker):
+    out = locker.run(fingers=[ENROLLED])
+    assert out.ok, out.output
+    assert out.results == ["verify-match"]
+    assert "Password:" not in out.output
+    (o,) = out.module_outcomes
+    assert (o["user"], o["result"], o["pam"]) == (locker.user.name, "success", "PAM_SUCCESS")
+    # The helper ran as root for this user, with root's state directory.
+    st = locker.state_file.stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (0, 0o600)
+    assert locker.state.stat().st_mode & 0o777 == 0o700
+    assert locker.state_values()["failures"] == "0"
+    assert any(f"user {locker.user.name} " in m for m in out.messages("localauth-helper"))
+
+
+def test_state_is_root_only_and_unreadable_to_the_user(locker):
+    assert locker.run(fingers=[ENROLLED]).ok
+    cat = subprocess.run(system.as_user(locker.user, ["cat", str(locker.state_file)]),
+                         capture_output=True, text=True)
+    assert cat.returncode != 0 and "Permission denied" in cat.stderr
+    assert locker.state_file.is_file()   # it is there; only root may read it
+
+
+def test_five_failures_lock_out_and_only_the_password_clears_it(locker):
+    user = locker.user
+    # Three wrong fingers end the first prompt; a wrong password leaves the count at 3.
+    first = locker.run(fingers=[OTHER] * 3, password="not-the-password")
+    assert first.status != 0 and first.results == ["verify-no-match"] * 3
+    assert locker.state_values()["failures"] == "3"
+    # Two more: five in a row lock fingerprints out (counted across prompts).
+    second = locker.run(fingers=[OTHER] * 2, password="still-not-it")
+    assert second.status != 0 and second.results == ["verify-no-match"] * 2
+    assert locker.state_values()["failures"] == "5"
+    assert [o["result"] for o in second.module_outcomes][0] == "biometryLockout"
+    # Locked out: no scan at all, straight to the password; a right finger cannot help.
+    third = locker.run(password="wrong-again")
+    assert third.scans == [] and third.status != 0
+    assert locker.state_values()["failures"] == "5"
+    # The password, through the authsucc line and the launcher, clears it.
+    fourth = locker.run(password=user.password)
+    assert fourth.ok and fourth.scans == []
+    first_line, authsucc = fourth.module_outcomes
+    assert first_line["result"] == "biometryLockout"
+    assert (authsucc["result"], authsucc["pam"]) == ("success", "PAM_IGNORE"), authsucc
+    assert locker.state_values()["failures"] == "0"
+    # And the finger works again.
+    assert locker.run(fingers=[ENROLLED]).ok
+
+
+SUDO_PROMPT = re.compile(r"[Pp]assword( for [^:\r\n]*)?: ")
+
+
+def test_lockout_from_the_lock_screen_holds_under_sudo(locker):
+    """Parity: sudo (a root caller: the module starts the helper itself) reads the same
+    state; what the lock screen counted locks it out there, and the password typed to sudo
+    clears it for the lock screen too."""
+    locker.configure(lockout_threshold="2", max_tries="2")
+    assert locker.run(fingers=[OTHER] * 2, password="nope").status != 0
+    assert locker.state_values()["failures"] == "2"
+    # sudo's own service: the same configuration, named by a root-only argument.
+    svc = locker.add_service(f"config={locker.inst.config}")
+    mark, log_mark = locker.bed.mark(), locker.syslog.mark()
+    with system.SudoersDropIn(locker.user, svc):
+        pt = system.run_on_pty(["sudo", "-k", "id", "-u"], user=locker.user,
+                               prefix=namespace_prefix(locker.syslog))
+        pt.expect(SUDO_PROMPT, timeout=30)
+        pt.sendline(locker.user.password)
+        res = pt.finish()
+    assert res.status == 0 and "\n0" in res.output.replace("\r", ""), res.output
+    assert [e for e in locker.bed.events(mark) if e.name == "VerifyFingerSelected"] == []
+    lines = [LogLine(0, m) for i, m in locker.syslog.lines[log_mark:] if i == "sudo"]
+    first, authsucc = outcomes(lines)
+    assert (first["result"], first["service"]) == ("biometryLockout", svc), first
+    assert authsucc["result"] == "success", authsucc
+    assert locker.state_values()["failures"] == "0"
+    assert locker.run(fingers=[ENROLLED]).ok
+
+
+# --- refusals the user side cannot get around ------------------------------------------------
+
+def test_another_users_authentication_is_refused(locker, bob):
+    locker.bed.enroll(bob.name, FINGER, ENROLLED)
+    out = locker.run(target=bob.name, password="whatever")   # alice asks for bob
+    assert out.status != 0
+    assert out.scans == []                                     # no scan at all
+    (first, *_rest) = out.module_outcomes
+    assert first["pam"] == "PAM_AUTHINFO_UNAVAIL"
+    assert f"request for user {bob.name} refused: the caller is uid {locker.user.uid}" \
+        in first["cause"]
+    assert any(f"request for user {bob.name} refused" in m
+               for m in out.messages("localauth-helper"))
+    assert not (locker.state / f"{bob.name}.state").exists()
+
+
+def test_forged_request_for_another_user_is_refused(locker, bob):
+    locker.bed.enroll(bob.name, FINGER, ENROLLED)
+    mark = locker.bed.mark()
+    r = direct(locker, request(bob.name))
+    assert r["code"] == "-6"
+    assert f"request for user {bob.name} refused" in r["cause"]
+    assert [e for e in locker.bed.events(mark) if e.name == "VerifyFingerSelected"] == []
+    assert not (locker.state / f"{bob.name}.state").exists()
+
+
+PRIVILEGED = ("state_dir", "dbus_address", "helper", "lid_path", "fprint_dir", "config")
+
+
+def evil_args(tmp: Path) -> list:
+    return [f"state_dir={tmp}/evil-state", f"dbus_address=unix:path={tmp}/evil-bus",
+            f"helper={tmp}/evil-helper", f"lid_path={tmp}/evil-lid",
+            f"fprint_dir={tmp}/evil-prints", f"config={tmp}/evil.conf",
+            "lockout_threshold=100"]
+
+
+def test_service_arguments_cannot_move_paths(locker, open_tmp):
+    evil = open_tmp / "evil"
+    evil.mkdir(mode=0o777)
+    (evil / "evil.conf").write_text(f"state_dir = {evil}/evil-state\n")
+    (evil / "evil-lid").write_text("state:      closed\n")
+    locker.service = locker.add_service(*evil_args(evil))
+    out = locker.run(fingers=[ENROLLED])
+    assert out.ok, out.output                          # the configured bus and reader
+    assert sorted(p.name for p in evil.iterdir()) == ["evil-lid", "evil.conf"]
+    assert locker.state_file.is_file()                 # the configured state directory
+    helper_log = out.messages("localauth-helper")
+    for key in PRIVILEGED + ("lockout_threshold",):
+        if key == "helper":
+            continue   # the module's own argument: it says so itself (below)
+        assert any(f"option `{key}` {IGNORED}" in m for m in helper_log), (key, helper_log)
+    assert any("helper= ignored: the caller is not root" in m for i, m in out.logs)
+
+
+def test_forged_frames_cannot_move_paths(locker, open_tmp):
+    evil = open_tmp / "evil"
+    evil.mkdir(mode=0o777)
+    d = Direct(locker)
+    try:
+        d.send(request(locker.user, args=evil_args(evil)))
+        locker.bed.scan(ENROLLED)
+        r = d.finish()
+    finally:
+        d.kill()
+    assert (r["code"], r["name"]) == ("0", "success"), r
+    assert list(evil.iterdir()) == []
+    assert locker.state_file.is_file()
+    lines = locker.syslog.since(0, "localauth-helper")
+    for key in PRIVILEGED + ("lockout_threshold",):
+        assert any(f"option `{key}` {IGNORED}" in m for m in lines), (key, lines)
+
+
+def test_policy_numbers_from_the_request_are_ignored(locker):
+    """A forged request cannot raise the lockout threshold above root's."""
+    locker.configure(lockout_threshold="1", max_tries="3")
+    d = Direct(locker)
+    try:
+        d.send(request(locker.user, args=["lockout_threshold=100", "max_tries=10"]))
+        assert locker.bed.scan(OTHER) == "verify-no-match"
+        r = d.finish()
+    finally:
+        d.kill()
+    assert r["name"] == "biometryLockout", r
+    assert locker.state_values()["failures"] == "1"
+
+
+MARKER_SO = r'''
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((constructor)) static void mark(void)
+{
+    char comm[64] = "", line[160];
+    int c = open("/proc/self/comm", O_RDONLY);
+    if (c >= 0) {
+        ssize_t n = read(c, comm, sizeof comm - 1);
+        if (n > 0) comm[n - 1] = 0;
+        close(c);
+    }
+    int fd = open(MARKER, O_WRONLY | O_APPEND);
+    if (fd < 0) return;
+    int n = snprintf(line, sizeof line, "%u %s\n", (unsigned)geteuid(), comm);
+    write(fd, line, (size_t)n);
+    close(fd);
+}
+'''
+
+
+def hostile_env(tmp: Path) -> list:
+    """LD_PRELOAD of a library that records every process it is loaded into, a bus address
+    that leads nowhere, the Swift runtime's crash handler pointed at a program of the user's."""
+    src, lib, marker = tmp / "marker.c", tmp / "marker.so", tmp / "marker.log"
+    src.write_text(MARKER_SO)
+    subprocess.run(["cc", "-shared", "-fPIC", f'-DMARKER="{marker}"', "-o", str(lib),
+                    str(src)], check=True)
+    marker.touch()
+    marker.chmod(0o666)
+    lib.chmod(0o755)
+    evil = tmp / "evil-backtrace"
+    evil.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    evil.chmod(0o755)
+    pairs = dict(LD_PRELOAD=str(lib), LD_LIBRARY_PATH=str(tmp),
+                 DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={tmp}/no-bus",
+                 SWIFT_BACKTRACE=f"enable=yes,swift-backtrace={evil}",
+                 LOCALAUTH_CONFIG=str(tmp / "evil.conf"))
+    # Set by `env` after setpriv: only the user's own processes start with them.
+    return ["/usr/bin/env", *(f"{k}={v}" for k, v in pairs.items())]
+
+
+def marker_lines(tmp: Path) -> list:
+    return (tmp / "marker.log").read_text().splitlines()
+
+
+def test_environment_gives_nothing_through_the_module(locker, open_tmp):
+    tmp_path = open_tmp / "env"
+    tmp_path.mkdir(mode=0o755)
+    out = locker.run(fingers=[ENROLLED], prefix=hostile_env(tmp_path))
+    assert out.ok, out.output                      # the configured bus, not the variable's
+    lines = marker_lines(tmp_path)
+    assert any(l.endswith(" pamtester") for l in lines), lines  # the preload did work...
+    assert not any(l.startswith("0 ") or "localauth" in l for l in lines), lines  # ...not here
+
+
+def test_environment_gives_nothing_to_a_direct_call(locker, open_tmp):
+    tmp_path = open_tmp / "env"
+    tmp_path.mkdir(mode=0o755)
+    d = Direct(locker, pre=hostile_env(tmp_path))
+    try:
+        d.send(request(locker.user))
+        assert locker.bed.wait_finger_needed(10)
+        # The helper, waiting for the finger: pid of the chain unshare > sh > setpriv >
+        # launcher > helper (each exec'd in place).
+        pid = d.proc.pid
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        status = Path(f"/proc/{pid}/status").read_text()
+        locker.bed.scan(ENROLLED)
+        r = d.finish()
+    finally:
+        d.kill()
+    assert environ == HELPER_ENV
+    assert cmdline[:3] == [b"localauth-helper", b"--unprivileged-uid",
+                           str(locker.user.uid).encode()]
+    assert re.search(r"^Uid:\s+0\s+0\s+0\s+0$", status, re.M), status
+    assert re.search(r"^Groups:\s*$", status, re.M), status
+    assert r["name"] == "success", r
+    assert not any(l.startswith("0 ") or "localauth" in l or l == "ran"
+                   for l in marker_lines(tmp_path))
+    ignored = [m for m in locker.syslog.since(0, "localauth-launcher")
+               if "environment is ignored" in m]
+    assert ignored and "DBUS_SYSTEM_BUS_ADDRESS" in ignored[0] \
+        and "SWIFT_BACKTRACE" in ignored[0] and "LOCALAUTH_CONFIG" in ignored[0], ignored
+
+
+def test_state_file_the_user_can_write_is_not_trusted(locker):
+    assert locker.run(fingers=[ENROLLED]).ok
+    os.chown(locker.state_file, locker.user.uid, locker.user.gid)
+    out = locker.run(password=locker.user.password)
+    assert out.ok and out.scans == []
+    first, authsucc = out.module_outcomes
+    assert first["result"] == "biometryLockout", first
+    assert any(f"owned by uid {locker.user.uid}" in m for m in out.messages("localauth-helper"))
+    # The password rewrote it as root's; the user's copy is kept aside.
+    assert locker.state_file.stat().st_uid == 0
+    assert Path(str(locker.state_file) + ".damaged").exists()
+
+
+# --- authsucc on this path -----------------------------------------------------------------
+
+def lock_out(locker):
+    locker.configure(lockout_threshold="1")
+    out = locker.run(fingers=[OTHER], password="not-it")
+    assert out.status != 0 and locker.state_values()["failures"] == "1"
+
+
+def test_forged_authsucc_without_the_password_clears_nothing(locker):
+    lock_out(locker)
+    before = locker.state_file.read_bytes()
+    # (what follows the request, whether it is a wrong guess that must cost time)
+    cases = [(frame("N"), False), (frame("A", b"not-the-password"), True), (b"", False)]
+    for extra, guess in cases:
+        started = time.monotonic()
+        r = direct(locker, request(locker.user, mode="authsucc", first_line=True) + extra)
+        assert r["name"] == "invalidContext", (extra, r)
+        assert "nothing changed" in r["cause"]
+        assert locker.state_file.read_bytes() == before, extra
+        if guess:
+            assert time.monotonic() - started >= 1.9
+    assert any("the password does not match; nothing changed" in m
+               for m in locker.syslog.since(0, "localauth-helper"))
+    # The same request with the user's real password does clear it: the check above could
+    # have failed.
+    r = direct(locker, request(locker.user, mode="authsucc", first_line=True)
+               + frame("A", locker.user.password.encode()))
+    assert r["name"] == "success", r
+    assert locker.state_values()["failures"] == "0"
+
+
+def test_authsucc_without_the_first_line_does_not_reach_the_launcher(locker):
+    lock_out(locker)
+    before = locker.state_file.read_bytes()
+    svc = locker.add_service(lines=["auth requisite pam_unix.so",
+                                    f"auth optional {locker.inst.module} authsucc",
+                                    "account required pam_permit.so"])
+    out = locker.run(service=svc, password=locker.user.password)
+    assert out.ok
+    assert locker.state_file.read_bytes() == before
+    assert any("authsucc without the first line" in m for i, m in out.logs)
+    assert out.messages("localauth-launcher") == [] and out.messages("localauth-helper") == []
+
+
+# --- the launcher's fault matrix -----------------------------------------------------------
+
+def refused(r: dict, text: str):
+    assert (r["code"], r["name"]) == ("-6", "biometryNotAvailable"), r
+    assert r["cause"].startswith("localauth-launcher: "), r
+    assert text in r["cause"], r
+
+
+def test_launcher_refuses_arguments(locker):
+    r = direct(locker, request(locker.user),
+               argv=[str(locker.inst.launcher), "--config", "/tmp/x.conf"])
+    refused(r, "called with arguments")
+    assert any("called with arguments" in m for m in locker.syslog.since(0, "localauth-launcher"))
+
+
+def test_launcher_refuses_root(locker):
+    refused(direct(locker, request("root"), user="root"), "called by root")
+
+
+def test_launcher_refuses_a_caller_not_in_passwd(locker):
+    uid = 54321
+    while True:
+        try:
+            pwd.getpwuid(uid)
+            uid += 1
+        except KeyError:
+            break
+    refused(direct(locker, request("nobody"), user=uid), f"uid {uid} is not in the user database")
+
+
+@pytest.mark.parametrize("spoil,why", [
+    ("missing", "No such file or directory"),
+    ("group-writable", "not a regular file owned by root and writable by root only"),
+    ("owned-by-user", "not a regular file owned by root and writable by root only"),
+    ("directory", "not a regular file owned by root and writable by root only"),
+    ("open-directory", "is not root's alone"),
+])
+def test_launcher_refuses_an_untrusted_helper(locker, spoil, why):
+    helper = locker.inst.helper
+    saved = helper.with_name("helper.saved")
+    libexec = helper.parent
+    shutil.copy2(helper, saved)
+    try:
+        if spoil == "missing":
+            helper.unlink()
+        elif spoil == "group-writable":
+            helper.chmod(0o775)
+        elif spoil == "owned-by-user":
+            os.chown(helper, locker.user.uid, locker.user.gid)
+        elif spoil == "directory":
+            helper.unlink()
+            helper.mkdir()
+        elif spoil == "open-directory":
+            libexec.chmod(0o777)
+        mark = locker.bed.mark()
+        r = direct(locker, request(locker.user))
+        refused(r, why)
+        assert [e for e in locker.bed.events(mark) if e.name == "VerifyFingerSelected"] == []
+    finally:
+        libexec.chmod(0o755)
+        if helper.is_dir():
+            helper.rmdir()
+        os.replace(saved, helper)
+        os.chown(helper, 0, 0)
+        helper.chmod(0o755)
+
+
+def test_launcher_without_setuid_refuses(locker):
+    launcher = locker.inst.launcher
+    launcher.chmod(0o755)
+    try:
+        refused(direct(locker, request(locker.user)), "could not switch to root")
+    finally:
+        launcher.chmod(0o4755)
+    assert launcher.stat().st_mode & 0o7777 == 0o4755
+
+
+def test_launcher_with_closed_descriptors_still_serves_only_the_caller(locker):
+    def close_stderr():
+        os.close(2)
+    d = Direct(locker, preexec=close_stderr)
+    try:
+        d.send(request(locker.user))
+        locker.bed.scan(ENROLLED)
+        r = d.finish()
+    finally:
+        d.kill()
+    assert r["name"] == "success", r
+
+
+def test_file_size_limit_cannot_stop_a_failure_being_counted(locker):
+    """RLIMIT_FSIZE 0 from the caller would make every state write fail; the launcher
+    restores the limit, so the failed matches are recorded as under sudo."""
+    d = Direct(locker, pre=["prlimit", "--fsize=0:unlimited", "--"])
+    try:
+        d.send(request(locker.user))
+        for _ in range(3):
+            assert locker.bed.scan(OTHER) == "verify-no-match"
+        r = d.finish()
+    finally:
+        d.kill()
+    assert r["name"] == "authenticationFailed", r
+    assert locker.state_values()["failures"] == "3"
+
+
+def test_hard_file_size_limit_is_restored_or_refused(locker):
+    """With the hard limit lowered too, root restores it where it may (CAP_SYS_RESOURCE);
+    where it may not, the launcher refuses: never a scan whose failure cannot be written."""
+    mark = locker.bed.mark()
+    d = Direct(locker, pre=["prlimit", "--fsize=0:0", "--"])
+    try:
+        d.send(request(locker.user))
+        if locker.bed.wait_finger_needed(5):
+            assert locker.bed.scan(OTHER) == "verify-no-match"
+            d.proc.stdin.close()   # the caller goes away after one failure
+        r = d.finish()
+    finally:
+        d.kill()
+    scans = [e for e in locker.bed.events(mark) if e.name == "VerifyFingerSelected"]
+    if scans:
+        assert locker.state_values()["failures"] == "1", r
+    else:
+        refused(r, "resource limit FSIZE was lowered by the caller and cannot be restored")
+        assert not locker.state_file.exists()
+
+
+def test_helper_run_directly_by_the_user_refuses_the_flag(locker):
+    argv = [str(locker.inst.helper), "--unprivileged-uid", str(locker.user.uid), "--config",
+            str(locker.inst.config)]
+    r = direct(locker, request(locker.user), argv=argv)
+    assert r["code"] == "-6" and "not running as root" in r["cause"], r
+    assert not locker.state_file.exists()
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["--unprivileged-uid", "0", "--config", "/etc/x"], "is not a user id"),
+    (["--unprivileged-uid", "-1", "--config", "/etc/x"], "is not a user id"),
+    (["--unprivileged-uid", "1x", "--config", "/etc/x"], "is not a user id"),
+    (["--unprivileged-uid", "99999999999", "--config", "/etc/x"], "is not a user id"),
+    (["--unprivileged-uid", "1000", "--config", "etc/x"], "not an absolute path"),
+    (["--unprivileged-uid", "1000", "--config", "/etc/../x"], "not an absolute path"),
+    (["--unprivileged-uid", "1000"], "unexpected arguments"),
+    (["--state-dir", "/tmp"], "unexpected arguments"),
+])
+def test_helper_refuses_malformed_launcher_arguments(locker, argv, why):
+    r = direct(locker, request(locker.user), user="root",
+               argv=[str(locker.inst.helper), *argv])
+    assert r["code"] == "-6" and why in r["cause"], r
+    assert not locker.state_file.exists()
