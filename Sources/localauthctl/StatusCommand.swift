@@ -128,7 +128,11 @@ struct Status {
         if passwordUsable == false {
             return ("password", "no-password", "the account has no usable password, so no fingerprint either")
         }
-        guard let stored else { return ("unknown", nil, "the state is \(stateError ?? "unreadable")") }
+        guard let stored else {
+            // Root could not read it: the module cannot either, and goes to the password.
+            return callerIsRoot ? ("unavailable", "state-store", stateError ?? "the state is unreadable")
+                                : ("unknown", nil, "the state is \(stateError ?? "unreadable")")
+        }
         switch rules.refusal(stored, now: now, bootID: bootID) {
         case .error(let e)?:
             let (key, text) = Status.explain(e.reason, options)

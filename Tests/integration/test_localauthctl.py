@@ -216,6 +216,17 @@ def test_status_sees_a_changed_enrolled_set(ctl, account):
     assert s["decision"] == "password" and s["password_required"] == "enrollment-changed"
 
 
+def test_status_with_an_unsafe_state_directory(ctl, account):
+    ctl.state_dir.chmod(0o755)
+    s = status(ctl, account.name)
+    assert s["state"] == "unreadable" and "expected 0700" in s["state_error"], s
+    assert s["decision"] == "unavailable" and s["decision_reason"] == "state-store", s
+    r = ctl.run("verify", account.name)
+    assert r.rc == 69 and r.last == "biometryNotAvailable", r
+    r = ctl.run("reset", account.name)
+    assert r.rc == 69 and len(r.err_lines) == 1 and "expected 0700" in r.err, r
+
+
 def test_status_without_a_reader(ctl_binary, account, tmp_path):
     with Bed(reader=False) as bed:
         state = tmp_path / "s"
