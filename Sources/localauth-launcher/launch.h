@@ -1,8 +1,8 @@
 /*
  * localauth-launcher: the setuid-root step between pam_localauth.so in a program that does
- * not run as root (a screen locker, a polkit agent) and localauth-helper, which needs root
- * to keep the lockout state. It plays the part unix_chkpwd plays for pam_unix: whatever the
- * caller asks, it can only ever start the helper for the user who called it.
+ * not run as root (a screen locker such as swaylock or i3lock) and localauth-helper, which
+ * needs root to keep the lockout state. It plays the part unix_chkpwd plays for pam_unix:
+ * whatever the caller asks, it can only ever start the helper for the user who called it.
  *
  * The pure parts are here, apart from main.c, so that the fuzz harness can drive them.
  */
