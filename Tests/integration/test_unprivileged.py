@@ -315,6 +315,8 @@ def test_five_failures_lock_out_and_only_the_password_clears_it(locker):
     assert second.status != 0 and second.results == ["verify-no-match"] * 2
     assert locker.state_values()["failures"] == "5"
     assert [o["result"] for o in second.module_outcomes][0] == "biometryLockout"
+    st = locker.state_file.stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (0, 0o600)   # root's, closed to the user
     # Locked out: no scan at all, straight to the password; a right finger cannot help.
     third = locker.run(password="wrong-again")
     assert third.scans == [] and third.status != 0
