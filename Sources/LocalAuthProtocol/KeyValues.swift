@@ -28,17 +28,23 @@ public struct KeyValues: Equatable, Sendable {
     public enum ParseError: Error, Equatable, Sendable {
         case notText
         case lineWithoutEquals(Int)
+        case emptyKey(Int)
     }
 
     public static func parse(_ bytes: [UInt8]) throws(ParseError) -> KeyValues {
-        guard !bytes.contains(0), let text = String(validating: bytes, as: UTF8.self) else {
+        guard !bytes.contains(0), String(validating: bytes, as: UTF8.self) != nil else {
             throw .notText
         }
         var kv = KeyValues()
-        if text.isEmpty { return kv }
-        for (i, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            guard let eq = line.firstIndex(of: "=") else { throw .lineWithoutEquals(i + 1) }
-            kv.add(String(line[..<eq]), String(line[line.index(after: eq)...]))
+        if bytes.isEmpty { return kv }
+        // Lines end at the byte 0x0A, as the module writes them. Split as Characters, a
+        // value ending in "\r" would join the next line ("\r\n" is one Character).
+        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        for (i, line) in lines.enumerated() {
+            guard let eq = line.firstIndex(of: UInt8(ascii: "=")) else { throw .lineWithoutEquals(i + 1) }
+            guard eq != line.startIndex else { throw .emptyKey(i + 1) }
+            kv.add(String(decoding: line[..<eq], as: UTF8.self),
+                   String(decoding: line[(eq + 1)...], as: UTF8.self))
         }
         return kv
     }

@@ -22,9 +22,11 @@ public enum ConfigParser {
                              allowing allowed: (String) -> Bool = { _ in true }) -> [ConfigIssue] {
         var issues: [ConfigIssue] = []
         var lineNumber = 0
-        for rawLine in fileText.split(separator: "\n", omittingEmptySubsequences: false) {
+        // Split at every "\n" scalar: as Characters, a CRLF file would be one line.
+        for scalars in fileText.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false) {
             lineNumber += 1
-            let line = trimmed(String(rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine))
+            let rawLine = String(String.UnicodeScalarView(scalars))
+            let line = trimmed(String(rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine[...]))
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let eq = line.firstIndex(of: "=") else {
                 issues.append(ConfigIssue(source: source, line: lineNumber,

@@ -45,7 +45,10 @@ enum StateFileFormat {
     }
 
     private static func parse(_ body: String) -> Result<UserState, Damage> {
-        var lines = body.split(separator: "\n", omittingEmptySubsequences: false)
+        // Lines end at each "\n" scalar: as Characters, a terminal name ending in "\r"
+        // would join the next line ("\r\n" is one Character) and damage the file.
+        var lines = body.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { Substring(String(String.UnicodeScalarView($0))) }
         guard lines.first == Substring(header) else { return .failure(Damage("unknown header")) }
         lines.removeFirst()
         if lines.last == "" { lines.removeLast() }
