@@ -104,6 +104,30 @@ import Testing
         #expect(h.ui.passwordPrompts == 0)
     }
 
+    @Test func eachTryIsCountedBeforeTheReaderStartsAndGivenBackWithoutAFinger() throws {
+        let h = Harness()
+        h.passwordEntered()
+        var seen: [Int] = []
+        h.sensor.whileWaiting = { seen.append(h.state.consecutiveFailures) }
+        // While the reader waits the try already counts: a helper killed now leaves it counted.
+        _ = h.evaluate(events: [.noMatch, .retry(.tooFast), .timeout])
+        #expect(seen == [1, 2, 2])
+        #expect(h.state.consecutiveFailures == 1)  // the timed-out try was given back
+        seen = []
+        #expect(try h.evaluate(events: [.match]).get() == .fingerprint)
+        #expect(seen == [2])
+        #expect(h.state.consecutiveFailures == 0)
+    }
+
+    @Test func cancellingGivesTheTryBack() throws {
+        let h = Harness()
+        h.passwordEntered()
+        _ = h.evaluate(events: [.noMatch, .failed(LAError(.biometryNotAvailable, cause: "fprintd left"))])
+        #expect(h.state.consecutiveFailures == 1)
+        _ = h.evaluate(events: [.disconnected])
+        #expect(h.state.consecutiveFailures == 1)
+    }
+
     @Test func lockoutCountsAcrossContextsServicesAndRestarts() throws {
         let h = Harness()
         h.passwordEntered()

@@ -59,7 +59,24 @@ final class FullStore: StateStore {
     @Test func aRecordedMatchStillSaysRecognized() throws {
         let h = Harness()
         h.passwordEntered()
-        #expect(try evaluate(h, FullStore(h.store, writesLeft: 1), [.match]).get() == .fingerprint)
+        // Two writes: the try counted before the scan, then the match.
+        #expect(try evaluate(h, FullStore(h.store, writesLeft: 2), [.match]).get() == .fingerprint)
         #expect(h.ui.shown.last == .matched)
+    }
+
+    @Test func aTryThatCannotBeCountedIsNeverStarted() {
+        let h = Harness()
+        h.passwordEntered()
+        let r = evaluate(h, FullStore(h.store, writesLeft: 0), [.match])
+        #expect(r.error?.code == .biometryNotAvailable)
+        #expect(h.sensor.scansStarted == 0)
+    }
+
+    @Test func aMatchWhoseRecordFailsLeavesTheTryCounted() {
+        let h = Harness()
+        h.passwordEntered()
+        let r = evaluate(h, FullStore(h.store, writesLeft: 1), [.match])
+        #expect(r.error?.code == .biometryNotAvailable)
+        #expect(h.state.consecutiveFailures == 1)
     }
 }

@@ -2,6 +2,11 @@
 /// `EvaluationRunner` performs the actions (talks to the sensor, writes the store, shows
 /// messages) and feeds the results back as events. Every action list ends with at most
 /// one action that produces the next event.
+///
+/// Every try is counted as a failed match *before* the reader starts (`recordAttempt`) and
+/// given back only when it ends without a finger on the reader (cancel, timeout, error);
+/// a match resets the count. So a helper frozen or killed mid-scan leaves the try counted,
+/// and a store that cannot be written means no scan at all.
 public struct EvaluationMachine {
     public enum Outcome: Equatable, Sendable {
         case success(Method)
@@ -19,7 +24,7 @@ public struct EvaluationMachine {
         case claimReader
         case startScan
         case waitForEvent
-        case recordFailure
+        case recordAttempt
         case recordMatch(domainState: String?)
         case askPassword
         case recordPassword
@@ -27,6 +32,8 @@ public struct EvaluationMachine {
         case show(UserMessage, error: Bool)
         case stopScan
         case releaseReader
+        /// Gives back a try counted by `recordAttempt` that ended with no finger presented.
+        case refundAttempt
         case finish(Outcome)
     }
 
@@ -37,7 +44,10 @@ public struct EvaluationMachine {
         case claimed
         case scanStarted(VerifyStarted)
         case sensor(SensorEvent)
-        case failureRecorded(UserState)
+        /// The try is counted; the state after counting it.
+        case attemptRecorded(UserState)
+        /// Not counted: the user is already locked out (by other authentications meanwhile).
+        case attemptRefused(UserState)
         case matchRecorded
         /// The user or the system ended the wait; the error says who.
         case interrupted(LAError)
@@ -52,9 +62,9 @@ public struct EvaluationMachine {
         case loading
         case readingEnrollment(UserState)
         case claiming(UserState, domain: String?)
+        case counting(Prompt)
         case starting(Prompt)
         case scanning(Prompt)
-        case recordingFailure(Prompt)
         case recordingMatch
         case askingPassword(after: LAError)
         case recordingPassword
@@ -108,7 +118,7 @@ public struct EvaluationMachine {
     public mutating func handle(_ event: Event) -> [Action] {
         switch (state, event) {
         case (_, .stepFailed(let error)):
-            return end(error, release: isHoldingReader)
+            return end(error, release: isHoldingReader, refund: attemptPending)
         case (.idle, .start):
             guard passcodeSet else {
                 state = .finished
@@ -121,22 +131,27 @@ public struct EvaluationMachine {
         case (.readingEnrollment(let s), .enrollmentRead(let domain)):
             if checkTrust, let error = rules.enrollmentRefusal(s, current: domain) {
                 return [.show(.enrollmentChanged(optInRequired: rules.optInRequired), error: true)]
-                    + end(error, release: false)
+                    + end(error, release: false, refund: false)
             }
             state = .claiming(s, domain: domain)
             return [.claimReader]
         case (.claiming(let s, let domain), .claimed):
-            state = .starting(Prompt(state: s, domain: domain))
+            state = .counting(Prompt(state: s, domain: domain))
+            return [.recordAttempt]
+        case (.counting(var p), .attemptRecorded(let s)):
+            p.state = s
+            state = .starting(p)
             return [.startScan]
+        case (.counting, .attemptRefused(let s)):
+            return [.show(.lockedOut(threshold: rules.lockoutThreshold), error: true)]
+                + end(lockout(s), release: true, refund: false)
         case (.starting(let p), .scanStarted(let started)):
             state = .scanning(p)
             return promptLines(started, first: p.failures == 0) + [.waitForEvent]
         case (.scanning(let p), .sensor(let e)):
             return sensorEvent(e, p)
         case (.scanning, .interrupted(let error)), (.starting, .interrupted(let error)):
-            return [.stopScan] + end(error, release: true)
-        case (.recordingFailure(let p), .failureRecorded(let s)):
-            return failureRecorded(p, s)
+            return [.stopScan] + end(error, release: true, refund: true)
         case (.recordingMatch, .matchRecorded):
             state = .finished
             return [.show(.matched, error: false), .finish(.success(.fingerprint))]
@@ -158,7 +173,7 @@ public struct EvaluationMachine {
             // An event that cannot happen in this state: our own broken invariant. End the
             // evaluation as a failure rather than trapping (this runs under sudo's PAM stack).
             return end(LAError(.invalidContext, cause: "unexpected event \(event) in \(state)"),
-                       release: isHoldingReader)
+                       release: isHoldingReader, refund: attemptPending)
         }
     }
 
@@ -170,7 +185,7 @@ public struct EvaluationMachine {
             state = .finished
             return [.finish(.notOptedIn)]
         case .error(let error)?:
-            return [.show(refusalMessage(error), error: true)] + end(error, release: false)
+            return [.show(refusalMessage(error), error: true)] + end(error, release: false, refund: false)
         case nil:
             let s = stored.userState
             if rules.canReuse(s, now: now, terminal: terminal) {
@@ -191,50 +206,57 @@ public struct EvaluationMachine {
             state = .recordingMatch
             return [.releaseReader, .recordMatch(domainState: p.domain)]
         case .noMatch:
-            state = .recordingFailure(p)
-            return [.stopScan, .recordFailure]
+            return [.stopScan] + failedMatch(p)
         case .retry(let kind):
             return [.show(.retry(kind), error: true), .waitForEvent]
         case .disconnected:
             return [.stopScan, .show(.readerDisconnected, error: true)]
-                + end(LAError(.biometryDisconnected, cause: "the reader went away during the scan"), release: true)
+                + end(LAError(.biometryDisconnected, cause: "the reader went away during the scan"),
+                      release: true, refund: true)
         case .failed(let error):
-            return [.stopScan] + end(error, release: true)
+            return [.stopScan] + end(error, release: true, refund: true)
         case .timeout:
             return [.stopScan, .show(.noFingerDetected, error: true)]
                 + end(LAError(.systemCancel, reason: .scanTimeout, cause: "no finger within the scan timeout"),
-                      release: true)
+                      release: true, refund: true)
         case .woken:
             // The runner turns wake-ups into `.interrupted` or waits again; seeing one here
             // means it did neither.
-            return [.stopScan] + end(LAError(.systemCancel, cause: "unhandled wake-up"), release: true)
+            return [.stopScan] + end(LAError(.systemCancel, cause: "unhandled wake-up"), release: true, refund: true)
         }
     }
 
-    private mutating func failureRecorded(_ p: Prompt, _ s: UserState) -> [Action] {
+    /// A failed match: its try was counted before the scan, so nothing is written now.
+    private mutating func failedMatch(_ p: Prompt) -> [Action] {
         var prompt = p
         prompt.failures += 1
-        prompt.state = s
+        let s = prompt.state
         if rules.isLockedOut(s) {
             return [.show(.lockedOut(threshold: rules.lockoutThreshold), error: true)]
-                + end(LAError(.biometryLockout, reason: .failedAttempts(rules.lockoutThreshold),
-                              cause: "\(s.consecutiveFailures) consecutive failed matches"), release: true)
+                + end(lockout(s), release: true, refund: false)
         }
         if prompt.failures >= rules.maxTries {
             return [.show(.triesExhausted, error: true)]
-                + end(LAError(.authenticationFailed, cause: "\(prompt.failures) failed matches"), release: true)
+                + end(LAError(.authenticationFailed, cause: "\(prompt.failures) failed matches"),
+                      release: true, refund: false)
         }
         let left = rules.triesLeft(usedInPrompt: prompt.failures, consecutive: s.consecutiveFailures)
-        state = .starting(prompt)
-        return [.show(.notRecognized(triesLeft: left), error: true), .startScan]
+        state = .counting(prompt)
+        return [.show(.notRecognized(triesLeft: left), error: true), .recordAttempt]
+    }
+
+    private func lockout(_ s: UserState) -> LAError {
+        LAError(.biometryLockout, reason: .failedAttempts(rules.lockoutThreshold),
+                cause: "\(s.consecutiveFailures) consecutive failed matches")
     }
 
     // MARK: - Helpers
 
     /// Ends with `error`, or — for `deviceOwnerAuthentication` where a password can be
     /// checked — goes on to the password.
-    private mutating func end(_ error: LAError, release: Bool) -> [Action] {
+    private mutating func end(_ error: LAError, release: Bool, refund: Bool) -> [Action] {
         var actions: [Action] = release ? [.releaseReader] : []
+        if refund { actions.append(.refundAttempt) }
         if canAskPassword && error.code != .appCancel && error.code != .userCancel
             && error.code != .invalidContext {
             state = .askingPassword(after: error)
@@ -248,7 +270,15 @@ public struct EvaluationMachine {
 
     private var isHoldingReader: Bool {
         switch state {
-        case .starting, .scanning, .recordingFailure: return true
+        case .counting, .starting, .scanning: return true
+        default: return false
+        }
+    }
+
+    /// A try was counted and has not ended in a match or a failed match yet.
+    private var attemptPending: Bool {
+        switch state {
+        case .starting, .scanning: return true
         default: return false
         }
     }

@@ -41,7 +41,7 @@ final class EvaluationRunner {
         case .claimReader: return claim()
         case .startScan: return startScan()
         case .waitForEvent: return waitForEvent()
-        case .recordFailure: return recordFailure()
+        case .recordAttempt: return recordAttempt()
         case .recordMatch(let domain): return recordMatch(domain)
         case .askPassword: return askPassword()
         case .recordPassword: return recordPassword()
@@ -54,6 +54,9 @@ final class EvaluationRunner {
             return nil
         case .releaseReader:
             cleanUp()  // a scan still running is stopped before the release
+            return nil
+        case .refundAttempt:
+            refundAttempt()
             return nil
         case .finish:
             return nil
@@ -121,12 +124,18 @@ final class EvaluationRunner {
         }
     }
 
-    private func recordFailure() -> EvaluationMachine.Event {
+    /// Counts the coming try as failed before the reader starts (EvaluationMachine).
+    private func recordAttempt() -> EvaluationMachine.Event {
         var damaged: String?
+        var locked: UserState?
         do {
             let s = try env.store.update(env.user) { stored in
                 if case .damaged(let cause) = stored {
                     damaged = cause  // never overwrite what we cannot read
+                    return nil
+                }
+                if self.rules.isLockedOut(stored.userState) {
+                    locked = stored.userState
                     return nil
                 }
                 return self.rules.afterFailedMatch(stored.userState)
@@ -134,10 +143,24 @@ final class EvaluationRunner {
             if let damaged {
                 return .stepFailed(LAError(.biometryLockout, reason: .stateUnreadable, cause: damaged))
             }
-            return .failureRecorded(s)
+            if let locked { return .attemptRefused(locked) }
+            return .attemptRecorded(s)
         } catch {
-            // A failure that cannot be counted must not allow another try.
+            // A try that cannot be counted is not started.
             return .stepFailed(storeFailure(error))
+        }
+    }
+
+    /// Gives back a counted try that ended with no finger presented. Failing to do so
+    /// leaves one failure too many: the safe side.
+    private func refundAttempt() {
+        do {
+            try env.store.update(env.user) { stored in
+                if case .damaged = stored { return nil }
+                return self.rules.afterRefund(stored.userState)
+            }
+        } catch {
+            env.log.log(.warning, "could not give back an unused try of \(env.user): \(error)")
         }
     }
 

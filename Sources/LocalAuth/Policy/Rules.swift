@@ -42,6 +42,13 @@ public struct Rules: Equatable, Sendable {
         return next
     }
 
+    /// A counted try that ended with no finger presented is given back.
+    public func afterRefund(_ s: UserState) -> UserState {
+        var next = s
+        next.consecutiveFailures = max(0, s.consecutiveFailures - 1)
+        return next
+    }
+
     public func afterMatch(_ s: UserState, now: Timestamp, terminal: String,
                            domainState: String?) -> UserState {
         var next = s

@@ -11,6 +11,8 @@ final class ScriptedSensor: FingerprintSensor {
         deviceIdentity: "virtual_device/0", deviceName: "Virtual reader", fingers: ["right-index-finger"]))
     var claimError: LAError?
     var events: [SensorEvent] = []
+    /// Called each time the engine waits for the reader (to look at the store mid-scan).
+    var whileWaiting: (() -> Void)?
     private(set) var calls: [String] = []
 
     var scansStarted: Int { calls.filter { $0 == "startVerify" }.count }
@@ -32,6 +34,7 @@ final class ScriptedSensor: FingerprintSensor {
 
     func nextEvent(deadline: Int64, wakeOn: [Int32]) -> SensorEvent {
         calls.append("nextEvent")
+        whileWaiting?()
         guard !events.isEmpty else { return .timeout }
         let next = events.removeFirst()
         if next == .woken(-1) { return blockUntilWoken(wakeOn) }
