@@ -201,6 +201,15 @@ def test_status_reads_the_config_with_the_modules_parser(ctl, account):
     assert "1 issue(s), see localauthctl doctor" in text.out, text
 
 
+def test_status_json_escapes_what_it_prints(ctl, account, tmp_path):
+    odd = tmp_path / 'a "quoted"\\back\tslash\x01 é.conf'
+    odd.write_text("max_tries = 2\n")
+    odd.chmod(0o644)
+    ctl.config = odd
+    s = status(ctl, account.name)
+    assert s["config"] == str(odd) and s["config_issues"] == 0
+
+
 def test_status_of_a_damaged_state_file(ctl, account):
     (ctl.state_dir / f"{account.name}.state").write_bytes(b"localauth-state 1\nfailures=0\n")
     (ctl.state_dir / f"{account.name}.state").chmod(0o600)
