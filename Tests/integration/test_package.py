@@ -15,6 +15,7 @@ build/ as it is.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import secrets
@@ -232,7 +233,19 @@ def pamtester(service: str, user: str, bed, feed=None, timeout: float = 30):
         child.close(force=True)
 
 
-def test_install_authenticate_and_purge(deb, bed, tmp_path):
+@pytest.fixture
+def machine_to_ourselves():
+    """Runs of this test from the same checkout take turns (the lock is on scripts/package,
+    so nothing is created for it): two installations at once would purge each other's."""
+    with open(REPO / "scripts" / "package", "rb") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves):
     members = deb_members(deb)
     ours = [Path("/" + p) for p, (perms, _) in members.items() if perms.startswith("-")]
     # Nothing of ours may be on the machine already: it would be overwritten, then purged.
