@@ -1,0 +1,360 @@
+"""End to end through the real libpam: the installed module and the real helper against the
+real fprintd with the virtual reader, driven by pamtester on a pseudo-terminal.
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_e2e_pam.py
+
+The product is installed once into a temporary prefix (system.shared_installation), so the
+module runs the helper at the path compiled into it. Service files live in a pam_wrapper
+world (pamenv.PamWorld): the module's log line (pam_syslog) shows on the terminal there,
+nothing on the machine changes, and pam_matrix checks the password of a made-up user. The
+stack is the one pam.d/localauth ships, with the password module `requisite` so that the
+`authsucc` line after it is reached only when the password succeeded:
+
+    auth sufficient pam_localauth.so ARGS
+    auth requisite  pam_matrix.so passdb=...
+    auth optional   pam_localauth.so authsucc ARGS
+
+Every run is checked against the rule that matters most (`run()`): success only after a
+match seen on the bus in that run, or after the right password.
+"""
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pexpect
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+from pamenv import PamWorld, outcomes  # noqa: E402
+
+USER = "la-e2e-user"          # made up: pam_matrix knows its password, fprintd any name
+PASSWORD = "correct-horse-1"
+FINGER = "right-index-finger"
+ENROLLED, OTHER = "f1", "f9"  # virtual prints: the enrolled one and a stranger's
+SWIPE = "Swipe your right index finger across the fingerprint reader"
+FIRST_USE = "Your password is required before fingerprints can be used"
+LOCKED = "Fingerprint locked after 5 failed attempts — enter your password to unlock"
+PROMPT = "Password:"            # pam_matrix's prompt, as a screen line
+PROMPT_TEXT = re.compile(r"(^|\n)Password: ")   # on the terminal (not the skip hint)
+OK = "pamtester: successfully authenticated"
+DENIED = "pamtester: Authentication failure"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+
+@pytest.fixture(scope="module")
+def inst():
+    return system.shared_installation()
+
+
+def is_hint(line):
+    """The line that tells how to skip to the password while the reader waits (its
+    wording and how often it shows are the helper's business, not these tests')."""
+    return re.fullmatch(r"[(（].*[)）]", line) is not None
+
+
+# On a terminal the helper asks for the finger with a line naming it, then a prompt that
+# says how to skip to the password (the application then reads the terminal).
+ASK_FINGER = re.compile(r"(Swipe|Place) your [a-z ]+ (across|on) the fingerprint reader"
+                        r"|请在指纹读取器上划动|请将\S+放在指纹读取器上")
+SKIP_PROMPT = re.compile(r"[(（][^\r\n]*[)）] ?")
+
+
+def present(pt, bed, print_id, timeout=15):
+    """Puts a finger on the reader the way a person does: once the terminal asks for it
+    (the line naming the finger and the skip prompt after it are shown), not merely once
+    fprintd waits. Returns the result (verify-match, verify-no-match, ...)."""
+    pt.expect(ASK_FINGER, timeout=timeout)
+    pt.expect(SKIP_PROMPT, timeout=timeout)
+    return bed.reader.inject(f"SCAN {print_id}", timeout=timeout)
+
+
+@dataclass
+class Run:
+    status: int
+    screen: list            # what the user saw: terminal lines without pam_wrapper's own
+                            # and without the skip hints (listed in `hints`)
+    hints: list
+    logs: list              # the module's outcome lines (pamenv.outcomes)
+    events: list            # bed events during the run
+    results: list           # what the injected scans gave (verify-match, ...)
+    prompt_after: float = None   # seconds from start to the password prompt
+    answered: str = None    # the password typed, if any
+    output: str = field(default="", repr=False)
+
+    @property
+    def scans_started(self):
+        return [e for e in self.events if e.name == "VerifyFingerSelected"]
+
+    @property
+    def matched(self):
+        return any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in self.events)
+
+
+class E2E:
+    """One bed, one pam_wrapper world, one state directory, one made-up user."""
+
+    def __init__(self, bed, world, inst):
+        self.bed, self.world, self.inst = bed, world, inst
+        self.state = world.root / "state"
+        self.state.mkdir(mode=0o700)
+        world.add_user(USER, PASSWORD)
+        self.args = [f"dbus_address={bed.address}", f"state_dir={self.state}",
+                     f"config={inst.config}", "scan_timeout=10"]
+        if bed.state_dir is not None:
+            self.args.append(f"fprint_dir={bed.state_dir}")
+        self.service = self.stack()
+
+    def stack(self, *extra, name="la-e2e", first=True, authsucc=True):
+        args = " ".join(self.args + list(extra))
+        lines = []
+        if first:
+            lines.append(f"auth sufficient {self.inst.module} {args}")
+        lines.append(f"auth requisite {self.world.matrix}")
+        if authsucc:
+            lines.append(f"auth optional {self.inst.module} authsucc {args}")
+        return self.world.service(name, lines)
+
+    def run(self, fingers=(), password=None, service=None, pam_env=None, items=None,
+            env=None):
+        """pamtester once: present ``fingers`` (print ids) one by one as the terminal asks
+        for them, then type ``password`` at the password prompt (None: there must be no
+        prompt)."""
+        mark = self.bed.mark() if self.bed.fprintd_wanted else 0
+        started = time.monotonic()
+        pt = self.world.pamtester(service or self.service, USER, pam_env=pam_env,
+                                  items=items, env=env)
+        try:
+            results = [present(pt, self.bed, p) for p in fingers]
+            prompt_after = None
+            if password is not None:
+                pt.expect(PROMPT_TEXT)
+                prompt_after = time.monotonic() - started
+                pt.sendline(password)
+            elif pt.expect([PROMPT_TEXT, pexpect.EOF]) == 0:
+                pt.sendline("not-the-password")   # unexpected: the assertions below catch it
+            res = pt.finish()
+        finally:
+            pt.kill()
+        events = self.bed.events(mark) if self.bed.fprintd_wanted else []
+        lines = system.screen_lines(res.output)
+        run = Run(res.status, [l for l in lines if not is_hint(l)],
+                  [l for l in lines if is_hint(l)], outcomes(res.logs), events, results,
+                  prompt_after, password, res.output)
+        # The one rule: no success without a match in this run or the right password.
+        if run.status == 0:
+            assert run.matched or password == PASSWORD, run
+        if password is not None and password != PASSWORD and not run.matched:
+            assert run.status != 0, run
+        return run
+
+    def first_password(self):
+        """A new user enters the password once; from then on the finger works."""
+        r = self.run(password=PASSWORD)
+        assert r.status == 0 and FIRST_USE in r.screen, r
+
+    def state_file(self):
+        text = (self.state / f"{USER}.state").read_text()
+        return dict(line.split("=", 1) for line in text.splitlines()[1:])
+
+    def lock_out(self):
+        """Five failed matches over two transactions whose password was wrong."""
+        r = self.run([OTHER] * 3, password="wrong-1")
+        assert r.status != 0 and r.results == ["verify-no-match"] * 3, r
+        assert self.state_file()["failures"] == "3"
+        r = self.run([OTHER] * 2, password="wrong-2")
+        assert r.status != 0 and r.results == ["verify-no-match"] * 2, r
+        assert r.screen == [SWIPE, "Fingerprint not recognized — 1 try left",
+                            SWIPE, LOCKED, PROMPT, DENIED], r.screen
+        assert self.state_file()["failures"] == "5"
+        return r
+
+
+@pytest.fixture
+def e2e(bed, inst):
+    bed.enroll(USER, FINGER, ENROLLED)
+    with PamWorld() as world:
+        yield E2E(bed, world, inst)
+
+
+def only(logs, **want):
+    """The first line's outcome (logged before the authsucc line's), checked against
+    ``want`` (regular expressions)."""
+    assert logs, "no outcome line from the module"
+    first = logs[0]
+    for key, value in want.items():
+        assert re.search(value, first[key]), (key, first)
+    return first
+
+
+# --- the first time, then the finger ---------------------------------------------------
+
+def test_first_use_asks_password_first_then_finger_works(e2e):
+    r = e2e.run(password="wrong")                   # a wrong password does not count
+    assert r.status != 0
+    assert r.screen == [FIRST_USE, PROMPT, DENIED], r.screen
+    assert r.scans_started == []
+    r = e2e.run(password=PASSWORD)
+    assert r.status == 0
+    assert r.screen == [FIRST_USE, PROMPT, OK], r.screen
+    assert r.scans_started == []                     # the reader was never asked
+    only(r.logs, result="biometryLockout", pam="PAM_AUTHINFO_UNAVAIL", cause="passwordNeverUsed")
+    assert [o["cause"] for o in r.logs][-1] == "password recorded, lockout cleared"
+    state = e2e.state_file()
+    assert state["failures"] == "0" and "last_password" in state and "boot_id" in state
+    r = e2e.run([ENROLLED])
+    assert r.status == 0
+    assert r.screen == [SWIPE, "Fingerprint recognized", OK], r.screen
+    assert r.hints                                   # how to skip to the password
+    assert r.results == ["verify-match"]
+
+
+def test_match_is_success_without_password(e2e):
+    e2e.first_password()
+    for _ in range(2):
+        r = e2e.run([ENROLLED])
+        assert r.status == 0
+        assert PROMPT not in r.screen
+        assert r.screen == [SWIPE, "Fingerprint recognized", OK], r.screen
+        assert len(r.scans_started) == 1
+        only(r.logs, result="^success$", pam="PAM_SUCCESS", cause="matched")
+    assert "last_fingerprint" in e2e.state_file()
+
+
+# --- wrong fingers, the password, the lockout -------------------------------------------
+
+def test_three_wrong_fingers_then_password(e2e):
+    e2e.first_password()
+    r = e2e.run([OTHER] * 3, password=PASSWORD)
+    assert r.status == 0
+    assert r.results == ["verify-no-match"] * 3
+    assert r.screen == [SWIPE, "Fingerprint not recognized — 2 tries left",
+                        SWIPE, "Fingerprint not recognized — 1 try left",
+                        SWIPE, "Fingerprint not recognized — use your password",
+                        PROMPT, OK], r.screen
+    only(r.logs, result="authenticationFailed", pam="PAM_AUTH_ERR", cause="3 failed matches")
+    assert e2e.state_file()["failures"] == "0"       # the password cleared them
+
+
+def test_three_wrong_fingers_then_wrong_password_fails(e2e):
+    e2e.first_password()
+    r = e2e.run([OTHER] * 3, password="wrong")
+    assert r.status != 0
+    assert r.screen[-2:] == [PROMPT, DENIED], r.screen
+    assert e2e.state_file()["failures"] == "3"       # counted, and nothing cleared them
+
+
+def test_lockout_after_five_failures_across_transactions(e2e):
+    e2e.first_password()
+    e2e.lock_out()
+    # Locked: no scan at all, the lockout message, then the password.
+    r = e2e.run(password="wrong-3")
+    assert r.status != 0
+    assert r.screen == [LOCKED, PROMPT, DENIED], r.screen
+    assert r.scans_started == []
+    r = e2e.run(password=PASSWORD)
+    assert r.status == 0
+    assert r.screen == [LOCKED, PROMPT, OK], r.screen
+    assert r.scans_started == []                     # fprintd never saw a VerifyStart
+    only(r.logs, result="biometryLockout", pam="PAM_AUTHINFO_UNAVAIL",
+         cause="5 consecutive failed matches")
+    assert e2e.state_file()["failures"] == "0"       # the authsucc line cleared it
+    r = e2e.run([ENROLLED])
+    assert r.status == 0 and r.results == ["verify-match"]
+    assert PROMPT not in r.screen
+
+
+def test_authsucc_without_the_first_line_clears_nothing(e2e):
+    e2e.first_password()
+    e2e.lock_out()
+    bare = e2e.stack(name="la-e2e-bare", first=False)
+    r = e2e.run(password=PASSWORD, service=bare)
+    assert r.status == 0 and r.screen == [PROMPT, OK], r.screen
+    assert r.logs == []                              # the helper never ran
+    assert "authsucc without the first line in this handle: nothing changed" in r.output
+    assert e2e.state_file()["failures"] == "5"       # still locked out
+    r = e2e.run(password=PASSWORD)
+    assert r.screen[0] == LOCKED and r.scans_started == []
+
+
+# --- no scan at all ---------------------------------------------------------------------
+
+def test_remote_host_goes_straight_to_password(e2e):
+    e2e.first_password()
+    for password in ("wrong", PASSWORD):
+        r = e2e.run(password=password, items={"rhost": "ssh.example.org"})
+        assert (r.status == 0) == (password == PASSWORD)
+        assert r.screen == [PROMPT, OK if password == PASSWORD else DENIED], r.screen
+        assert r.scans_started == []
+        only(r.logs, result="notInteractive", pam="PAM_AUTHINFO_UNAVAIL",
+             cause="remote host ssh.example.org")
+    r = e2e.run([ENROLLED], items={"rhost": "localhost"})   # this machine: a scan
+    assert r.status == 0 and r.results == ["verify-match"]
+
+
+def test_fprintd_absent_password_without_delay(bed_factory, inst):
+    bed = bed_factory(fprintd=False)
+    with PamWorld() as world:
+        e2e = E2E(bed, world, inst)
+        r = e2e.run(password=PASSWORD)               # first use: the password, recorded
+        assert r.status == 0 and FIRST_USE in r.screen
+        for password in ("wrong", PASSWORD):
+            r = e2e.run(password=password)
+            assert (r.status == 0) == (password == PASSWORD)
+            assert r.prompt_after < 1.0, r.prompt_after
+            assert r.screen[-2] == PROMPT
+            only(r.logs, result="biometryNotAvailable", pam="PAM_AUTHINFO_UNAVAIL")
+
+
+# --- a broken helper: the password still works -----------------------------------------
+
+HELPERS = {
+    "missing": (None, [], r"helper \S+ refused: No such file or directory"),
+    "unsafe": ("#!/bin/sh\nexit 0\n", [], "refused: writable by group or others"),
+    "crash": ("#!/bin/sh\nkill -SEGV $$\n", [], r"ended without a result \(killed by signal 11\)"),
+    "hang": ("#!/bin/sh\nexec sleep 60\n", ["helper_timeout=1"], "helper timed out after 1 s"),
+    "garbage": ("#!/bin/sh\nprintf 'this is not a frame\\n'\n", [], "garbled frame"),
+}
+
+
+@pytest.mark.parametrize("kind", list(HELPERS))
+def test_broken_helper_password_still_works(e2e, kind):
+    e2e.first_password()
+    body, extra, cause = HELPERS[kind]
+    path = e2e.world.root / f"helper-{kind}"
+    if body is not None:
+        path.write_text(body)
+        os.chown(path, 0, 0)
+        path.chmod(0o775 if kind == "unsafe" else 0o755)
+    svc = e2e.stack(f"helper={path}", *extra, name=f"la-e2e-{kind}")
+    for password in ("wrong", PASSWORD):
+        started = time.monotonic()
+        r = e2e.run([], password=password, service=svc)
+        assert (r.status == 0) == (password == PASSWORD), r
+        assert r.screen == [PROMPT, OK if password == PASSWORD else DENIED], r.screen
+        assert r.scans_started == []
+        only(r.logs, result="helperFailure", pam="PAM_AUTHINFO_UNAVAIL", cause=cause)
+        assert time.monotonic() - started < 5
+
+
+# --- Chinese --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("where", ["pam_env", "process_env"])
+def test_chinese_messages(e2e, where):
+    def run(**kw):
+        if where == "pam_env":
+            return e2e.run(pam_env={"LANG": "zh_CN.UTF-8"}, **kw)
+        return e2e.run(env={"LANG": "zh_CN.UTF-8", "LC_ALL": "", "LC_MESSAGES": ""}, **kw)
+
+    r = run(password=PASSWORD)
+    assert r.status == 0
+    assert r.screen == ["使用指纹前需要先输入密码", PROMPT, OK], r.screen
+    r = run(fingers=[OTHER, ENROLLED])
+    assert r.status == 0
+    assert r.screen == ["请在指纹读取器上划动右手食指", "指纹未能识别——还可尝试 2 次",
+                        "请在指纹读取器上划动右手食指", "指纹已识别", OK], r.screen
+    assert r.hints and all(re.search("[\u4e00-\u9fff]", h) for h in r.hints), r.hints
