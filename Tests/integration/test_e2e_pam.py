@@ -88,6 +88,13 @@ class Run:
 
     @property
     def scans_started(self):
+        """fprintd's signs of a VerifyStart: VerifyFingerSelected (sent by every one) and
+        the reader waiting for a finger."""
+        return [e for e in self.events if e.name == "VerifyFingerSelected"
+                or (e.name == "finger-needed" and e.args[0])]
+
+    @property
+    def verify_starts(self):
         return [e for e in self.events if e.name == "VerifyFingerSelected"]
 
     @property
@@ -220,7 +227,7 @@ def test_match_is_success_without_password(e2e):
         assert r.status == 0
         assert PROMPT not in r.screen
         assert r.screen == [SWIPE, "Fingerprint recognized", OK], r.screen
-        assert len(r.scans_started) == 1
+        assert len(r.verify_starts) == 1
         only(r.logs, result="^success$", pam="PAM_SUCCESS", cause="matched")
     assert "last_fingerprint" in e2e.state_file()
 

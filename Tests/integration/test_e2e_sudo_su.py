@@ -63,6 +63,13 @@ class Run:
 
     @property
     def scans_started(self):
+        """fprintd's signs of a VerifyStart: VerifyFingerSelected (sent by every one) and
+        the reader waiting for a finger."""
+        return [e for e in self.events if e.name == "VerifyFingerSelected"
+                or (e.name == "finger-needed" and e.args[0])]
+
+    @property
+    def verify_starts(self):
         return [e for e in self.events if e.name == "VerifyFingerSelected"]
 
     @property
@@ -221,7 +228,7 @@ def test_sudo_password_retry_does_not_scan_again(machine):
     machine.first_password()
     r = machine.sudo([OTHER] * 3, answers=["wrong", machine.user.password])
     assert r.status == 0 and r.screen[-1] == "root", r.screen
-    assert len(r.scans_started) == 3                  # one prompt's tries, no second prompt
+    assert len(r.verify_starts) == 3                  # one prompt's tries, no second prompt
     assert "Sorry, try again." in r.screen
     assert r.prompts == 2
     assert machine.state_file()["failures"] == "0"
