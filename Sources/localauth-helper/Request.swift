@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import LocalAuth
 import LocalAuthProtocol
 
@@ -45,9 +48,20 @@ struct HelperRequest {
             firstLine: kv.value("first_line") == "1", arguments: kv.values("arg"))
     }
 
-    /// PAM_RHOST naming this machine (or unset) is a local login.
+    /// PAM_RHOST naming this machine (or unset) is a local login: empty, localhost, the
+    /// loopback addresses, or this machine's own host name, matched whole and ignoring case
+    /// (sudo's `pam_rhost` flag sets it), as the module decides.
     var isRemote: Bool {
-        !["", "localhost", "127.0.0.1", "::1"].contains(rhost)
+        if ["", "localhost", "127.0.0.1", "::1"].contains(rhost) { return false }
+        guard let host = Self.hostName() else { return true }
+        return rhost.lowercased() != host.lowercased()
+    }
+
+    private static func hostName() -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return nil }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? nil : name
     }
 
     var language: Language { Language(localeIdentifier: locale) }
