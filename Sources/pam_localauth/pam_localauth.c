@@ -10,10 +10,13 @@
 #include "result_map.h"
 #include "session.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
@@ -62,13 +65,22 @@ static const char *la_user(pam_handle_t *pamh)
     return user[0] != '\0' ? user : NULL;
 }
 
-/* Empty, localhost and the loopback addresses are this machine; anything else is remote. */
+/* Empty, localhost, the loopback addresses and this machine's own host name are this
+ * machine; anything else is remote. sudo's `pam_rhost` flag sets PAM_RHOST to the local
+ * host name. The name must match whole (ignoring case): one that merely starts with it
+ * ("host.example.org" for "host") is another machine. */
 static bool la_rhost_is_remote(const char *rhost)
 {
     static const char *const local[] = { "", "localhost", "127.0.0.1", "::1" };
     for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
         if (strcmp(rhost, local[i]) == 0)
             return false;
+    char host[HOST_NAME_MAX + 1];
+    if (gethostname(host, sizeof host) == 0) {
+        host[sizeof host - 1] = '\0';
+        if (host[0] != '\0' && strcasecmp(rhost, host) == 0)
+            return false;
+    }
     return true;
 }
 

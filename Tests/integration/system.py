@@ -16,8 +16,9 @@ that exit never ran; nothing existing on the machine is edited.
   chpasswd; removed with ``userdel`` (home, mail spool and sudo's time stamp too, if
   anything made them).
 * ``PamService(prefix, lines)``: ``/etc/pam.d/<prefix><random>``, written exclusively.
-* ``SudoersDropIn(user, service)``: ``/etc/sudoers.d/<random>`` giving the user sudo
-  through ``service`` with no cached credentials and no lecture; checked with
+* ``SudoersDropIn(user, service, defaults=())``: ``/etc/sudoers.d/<random>`` giving the
+  user sudo through ``service`` with no cached credentials and no lecture (and more
+  ``Defaults:USER`` settings if given); checked with
   ``visudo -c -f`` before it is put in place and ``visudo -c`` after.
 * ``PamServiceOverlay(service, lines)``: a program that uses a fixed service name (``su``)
   sees these lines at ``/etc/pam.d/<service>`` inside a private mount namespace
@@ -325,8 +326,9 @@ class SudoersDropIn(_Created):
     """Lets ``user`` run anything through sudo with PAM service ``service``, no cached
     credentials (``timestamp_timeout=0``) and no lecture."""
 
-    def __init__(self, user, service: str, prefix: str = "la-"):
+    def __init__(self, user, service: str, prefix: str = "la-", defaults: Iterable[str] = ()):
         self.user, self.service, self.prefix = str(user), service, prefix
+        self.defaults = list(defaults)   # more `Defaults:USER` settings, e.g. "pam_rhost"
         self.path: Optional[Path] = None
 
     def text(self) -> str:
@@ -335,7 +337,8 @@ class SudoersDropIn(_Created):
                 f"Defaults:{u} pam_service={self.service}\n"
                 f"Defaults:{u} timestamp_timeout=0\n"
                 f"Defaults:{u} !lecture\n"
-                f"{u} ALL=(ALL:ALL) ALL\n")
+                + "".join(f"Defaults:{u} {d}\n" for d in self.defaults)
+                + f"{u} ALL=(ALL:ALL) ALL\n")
 
     def _create(self) -> None:
         with tempfile.TemporaryDirectory(prefix="localauth-sudoers-") as d:

@@ -19,6 +19,7 @@ match seen on the bus in that run, or after the right password.
 """
 import os
 import re
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -301,6 +302,19 @@ def test_remote_host_goes_straight_to_password(e2e):
              cause="remote host ssh.example.org")
     r = e2e.run([ENROLLED], items={"rhost": "localhost"})   # this machine: a scan
     assert r.status == 0 and r.results == ["verify-match"]
+
+
+def test_own_host_name_is_local(e2e):
+    """sudo's pam_rhost flag puts this machine's own name in PAM_RHOST: that is no remote
+    session. A name that only starts with it is another machine."""
+    e2e.first_password()
+    host = socket.gethostname()
+    r = e2e.run([ENROLLED], items={"rhost": host.upper()})
+    assert r.status == 0 and r.results == ["verify-match"], r
+    assert PROMPT not in r.screen
+    r = e2e.run(password=PASSWORD, items={"rhost": f"{host}.example.org"})
+    assert r.status == 0 and r.scans_started == [], r
+    only(r.logs, result="notInteractive", cause=f"remote host {re.escape(host)}\\.example")
 
 
 def test_fprintd_absent_password_without_delay(bed_factory, inst):

@@ -261,6 +261,16 @@ def test_sudo_five_failures_lock_out_until_the_password(machine):
     assert r.status == 0 and r.screen == [SWIPE, "root"], r.screen
 
 
+def test_sudo_pam_rhost_is_still_local(machine):
+    """With sudoers' pam_rhost flag sudo names this machine in PAM_RHOST."""
+    machine.first_password()
+    machine.enter_context(system.SudoersDropIn(machine.user, machine.service.name,
+                                               defaults=["pam_rhost"]))
+    r = machine.sudo([ENROLLED])
+    assert r.status == 0 and r.screen == [SWIPE, "root"], r.screen
+    assert r.prompts == 0
+
+
 def test_sudo_chinese_messages(machine):
     env = system.default_env(LANG="zh_CN.UTF-8")
     r = machine.sudo(answers=[machine.user.password], env=env)
