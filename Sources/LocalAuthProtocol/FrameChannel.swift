@@ -29,6 +29,13 @@ public final class FrameChannel {
         }
     }
 
+    /// Waits until input is readable (or a frame is buffered), at most `milliseconds`.
+    public func waitReadable(milliseconds: Int32) -> Bool {
+        if hasBufferedFrame { return true }
+        var fds = [pollfd(fd: input, events: Int16(POLLIN), revents: 0)]
+        return poll(&fds, 1, milliseconds) > 0
+    }
+
     /// Whether a whole frame is already buffered (so `receive` will not block).
     public var hasBufferedFrame: Bool {
         var copy = decoder

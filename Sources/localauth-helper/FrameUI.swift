@@ -115,15 +115,32 @@ final class FrameUI: AuthenticationUI {
         promptOpen = channel.send(frame)
     }
 
-    /// Presses Enter for the user and reads the answer that produces.
+    /// Presses Enter for the user and reads the answer that produces. A conversation that
+    /// was only just starting its prompt may flush the terminal's input (Linux-PAM's text
+    /// conversation and sudo both do) and with it our newline: when no answer came and the
+    /// newline is no longer waiting to be read, it is pressed again.
     @discardableResult
     private func closePrompt() -> Frame.Kind? {
         guard let terminal = style.terminal else { return awaitAnswer() }
-        if !terminal.pressEnter() { log.log(.warning, "could not end the prompt on the terminal") }
+        if terminal.pressEnter() {
+            for _ in 0..<FrameUI.maxPresses where !channel.waitReadable(milliseconds: FrameUI.pressInterval) {
+                // Still unread: the application has not reached its prompt yet; gone with no
+                // answer: flushed (or read, with the answer on its way: the extra newline is
+                // then dropped below).
+                if terminal.unreadInput() == 0 && !terminal.pressEnter() { break }
+            }
+        } else {
+            log.log(.warning, "could not end the prompt on the terminal")
+        }
         let answer = awaitAnswer()
         terminal.dropUnread()
         return answer
     }
+
+    /// How long a pressed Enter may take to come back as the prompt's answer, and how often
+    /// it is pressed again when it was flushed away.
+    static let pressInterval: Int32 = 300
+    static let maxPresses = 10
 
     /// Blocks until the module relays the prompt's answer (the user typed or pressed Enter).
     private func awaitAnswer() -> Frame.Kind? {

@@ -34,13 +34,16 @@ final class TerminalInput {
         return true
     }
 
+    /// Bytes typed or put in that the application has not read yet.
+    func unreadInput() -> Int32 {
+        var pending: Int32 = 0
+        return ioctl(fd, UInt(FIONREAD), &pending) == 0 ? pending : 0
+    }
+
     /// Drops a newline we put in that nobody read (the user pressed Enter at the same
     /// moment), so it does not reach the next prompt or the command being run.
     func dropUnread() {
-        var pending: Int32 = 0
-        if injected > 0 && ioctl(fd, UInt(FIONREAD), &pending) == 0 && pending > 0 {
-            tcflush(fd, TCIFLUSH)
-        }
+        if injected > 0 && unreadInput() > 0 { tcflush(fd, TCIFLUSH) }
     }
 
     /// The terminal the caller's stdin is on, for applications that set no PAM_TTY.
