@@ -388,7 +388,8 @@ class PamServiceOverlay(_Created):
 def _swift_bin_dir(source: Path) -> Path:
     """Builds the helper and localauthctl as scripts/build does (static Swift stdlib) and
     returns the directory they are in."""
-    base = ["swift", "build", "-c", "release", "--static-swift-stdlib"]
+    base = ["swift", "build", "-c", "release", "--static-swift-stdlib", "--disable-local-rpath",
+            "-Xlinker", "--no-export-dynamic"]  # as scripts/build
     for product in ("localauth-helper", "localauthctl"):
         _run([*base, "--product", product], cwd=source)
     return Path(_run([*base, "--show-bin-path"], cwd=source).stdout.strip())
