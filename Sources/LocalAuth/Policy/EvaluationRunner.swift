@@ -115,8 +115,12 @@ final class EvaluationRunner {
         while true {
             let event = env.sensor.nextEvent(deadline: deadline, wakeOn: fds)
             // A finished verification still needs VerifyStop before the next one (fprintd
-            // answers AlreadyInUse otherwise), so `scanning` stays set until `.stopScan`.
-            guard case .woken(let fd) = event else { return .sensor(event) }
+            // answers AlreadyInUse otherwise), so `scanning` stays set until `.stopScan`;
+            // only a match ends it for good (then the release alone is enough).
+            guard case .woken(let fd) = event else {
+                if event == .match { scanning = false }
+                return .sensor(event)
+            }
             if let source = env.wakeSources.first(where: { $0.fd == fd }),
                let error = source.interruption() {
                 return .interrupted(error)

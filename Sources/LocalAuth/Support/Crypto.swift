@@ -2,8 +2,14 @@ import CCrypto
 
 /// Hashes and keyed hashes from OpenSSL's libcrypto; nothing here is hand-written.
 public enum Crypto {
+    /// OpenSSL set up once, without reading the system's openssl.cnf: only SHA-256 and
+    /// HMAC from the default provider are used, and parsing that file was the slowest part
+    /// of a helper's way to the reader.
+    private static let ready: Bool = OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_LOAD_CONFIG), nil) == 1
+
     /// SHA-256 of `bytes`.
     public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        _ = ready
         var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let ok = bytes.withUnsafeBytes { input in
@@ -15,6 +21,7 @@ public enum Crypto {
 
     /// HMAC-SHA-256 of `bytes` under `key`.
     public static func hmacSHA256(key: [UInt8], _ bytes: [UInt8]) -> [UInt8] {
+        _ = ready
         var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let result = key.withUnsafeBytes { k in
