@@ -113,7 +113,7 @@ enum SwitchCommand {
         } else {
             ui.show(.passwordRequired(refusal.reason), error: true)
         }
-        guard var password = ui.askPassword(prompt: "Password: ") else {
+        guard var password = ui.askPassword(prompt: UserMessage.passwordPrompt.text(env.language)) else {
             return LAError(.userCancel, cause: "no password entered")
         }
         defer { Crypto.wipe(&password) }

@@ -30,6 +30,8 @@ public enum UserMessage: Equatable, Sendable {
     case pressEnterToSkip
     /// The concurrent prompt; `pressEnter` when a touch cannot end the prompt by itself.
     case passwordOrFinger(pressEnter: Bool)
+    /// The account password, when the engine itself asks for it.
+    case passwordPrompt
 
     public func text(_ language: Language) -> String {
         switch language {
@@ -76,6 +78,7 @@ extension UserMessage {
         case .pressEnterToSkip: return "(or press Enter to use your password) "
         case .passwordOrFinger(let enter):
             return enter ? "Password (or touch the reader, then press Enter): " : "Password or fingerprint: "
+        case .passwordPrompt: return "Password: "
         }
     }
 
@@ -109,6 +112,7 @@ extension UserMessage {
         case .pressEnterToSkip: return "（或按回车键改用密码）"
         case .passwordOrFinger(let enter):
             return enter ? "密码（或触摸读取器后按回车键）：" : "密码或指纹："
+        case .passwordPrompt: return "密码："
         }
     }
 
@@ -142,6 +146,7 @@ extension UserMessage {
         case .pressEnterToSkip: return "（或按 Enter 鍵改用密碼）"
         case .passwordOrFinger(let enter):
             return enter ? "密碼（或觸碰讀取器後按 Enter 鍵）：" : "密碼或指紋："
+        case .passwordPrompt: return "密碼："
         }
     }
 }

@@ -190,7 +190,7 @@ final class EvaluationRunner {
         guard let ui = env.ui, let verifier = env.passwordVerifier else {
             return .interrupted(LAError(.appCancel, cause: "no way to ask for the password"))
         }
-        guard var password = ui.askPassword(prompt: "Password: ") else {
+        guard var password = ui.askPassword(prompt: UserMessage.passwordPrompt.text(env.language)) else {
             return .interrupted(LAError(.appCancel, cause: "the conversation failed"))
         }
         defer { Crypto.wipe(&password) }

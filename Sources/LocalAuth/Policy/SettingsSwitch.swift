@@ -68,7 +68,7 @@ public enum SettingsSwitch {
 
     private static func passwordConfirmed(_ env: LAEnvironment) -> Bool {
         guard let ui = env.ui, let verifier = env.passwordVerifier,
-              var password = ui.askPassword(prompt: "Password: ") else { return false }
+              var password = ui.askPassword(prompt: UserMessage.passwordPrompt.text(env.language)) else { return false }
         defer { Crypto.wipe(&password) }
         return verifier.verify(user: env.user, password: password)
     }
