@@ -1,4 +1,3 @@
-import CCrypto
 import LocalAuth
 #if canImport(Glibc)
 import Glibc
@@ -59,21 +58,11 @@ public enum PrintDigest {
         else { return [] }
         var out: [UInt8] = []
         for finger in fingers {
-            guard let name = fileName(of: finger), let bytes = dir.readFile(name, limit: maxFileSize),
-                  let digest = sha256(bytes) else { return [] }
-            out += digest
+            guard let name = fileName(of: finger), let bytes = dir.readFile(name, limit: maxFileSize)
+            else { return [] }
+            out += Crypto.sha256(bytes)
         }
         return out
-    }
-
-    /// SHA-256 through libcrypto's EVP_Digest; nil if libcrypto fails.
-    public static func sha256(_ bytes: [UInt8]) -> [UInt8]? {
-        var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let ok = bytes.withUnsafeBytes { input in
-            EVP_Digest(input.baseAddress, input.count, &out, &length, EVP_sha256(), nil)
-        }
-        return ok == 1 ? Array(out.prefix(Int(length))) : nil
     }
 
     /// A single path component: not empty, not `.` or `..`, no `/`.

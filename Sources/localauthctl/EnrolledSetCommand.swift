@@ -40,11 +40,7 @@ enum EnrolledSetCommand {
         say("name=\(set.deviceName)")
         say("fingers=\(set.fingers.joined(separator: ","))")
         say("scan-type=\(set.scanType.rawValue)")
-        say("material=\(hex(set.printMaterial))")
-        say("digest=\(hex(PrintDigest.sha256(set.canonicalBytes) ?? []))")
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        say("material=\(Crypto.hex(set.printMaterial))")
+        say("digest=\(Crypto.hex(Crypto.sha256(set.canonicalBytes)))")
     }
 }
