@@ -32,7 +32,7 @@ enum Authenticate {
     static func promptStyle(_ request: HelperRequest, _ options: Options) -> PromptStyle {
         let terminal = request.stdinTTY
             ? TerminalInput(path: request.ttyDevicePath ?? TerminalInput.standardInput(of: request.callerPID),
-                            callerPID: request.callerPID) : nil
+                            callerPID: request.callerPID, owner: request.terminalOwner) : nil
         switch (options.prompt, terminal) {
         case (.concurrent, let t): return .concurrent(t)
         case (.sequential, let t?): return options.fallbackTitle == "" ? .messages : .enterToSkip(t)

@@ -19,6 +19,9 @@ struct HelperRequest {
     var display: Bool
     var locale: String
     var callerPID: Int32?
+    /// On the unprivileged path, the only owner a terminal may have for the helper to end a
+    /// prompt on it (a program run with `su user -c` from root's terminal shares root's).
+    var terminalOwner: uid_t?
     var firstLine: Bool
     var arguments: [String]
 
@@ -45,7 +48,7 @@ struct HelperRequest {
             rhost: kv.value("rhost") ?? "", silent: kv.value("silent") == "1",
             stdinTTY: kv.value("stdin_tty") == "1", display: kv.value("display") == "1",
             locale: kv.value("locale") ?? "", callerPID: kv.value("pid").flatMap { Int32($0) },
-            firstLine: kv.value("first_line") == "1", arguments: kv.values("arg"))
+            terminalOwner: nil, firstLine: kv.value("first_line") == "1", arguments: kv.values("arg"))
     }
 
     /// PAM_RHOST naming this machine (or unset) is a local login: empty, localhost, the

@@ -10,14 +10,21 @@ final class TerminalInput {
     private let fd: Int32
     private(set) var injected = 0
 
-    /// nil unless `path` is a terminal and the controlling terminal of `pid`.
-    init?(path: String?, callerPID: Int32?) {
+    /// nil unless `path` is a terminal and the controlling terminal of `pid` (and, when
+    /// `owner` is given, owned by that uid).
+    init?(path: String?, callerPID: Int32?, owner: uid_t? = nil) {
         guard let path, let pid = callerPID, pid > 0,
               let controlling = TerminalInput.controllingTerminal(of: pid) else { return nil }
+        // Checked before opening: the path may come from a request the user wrote, and
+        // opening some devices as root has effects of its own (a watchdog starts counting).
+        var before = stat()
+        guard stat(path, &before) == 0, (before.st_mode & S_IFMT) == S_IFCHR,
+              UInt64(before.st_rdev) == controlling else { return nil }
         let fd = open(path, O_RDWR | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         var st = stat()
-        guard isatty(fd) == 1, fstat(fd, &st) == 0, UInt64(st.st_rdev) == controlling else {
+        guard isatty(fd) == 1, fstat(fd, &st) == 0, UInt64(st.st_rdev) == controlling,
+              owner.map({ st.st_uid == $0 }) ?? true else {
             close(fd)
             return nil
         }

@@ -109,6 +109,7 @@ struct UnprivilegedCaller {
             return "request for user \(Presence.printable(request.user.value)) refused: the caller is uid \(uid) (\(name))"
         }
         request.callerPID = getppid()
+        request.terminalOwner = uid
         return nil
     }
 
