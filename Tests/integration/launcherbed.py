@@ -27,98 +27,32 @@ import atexit
 import os
 import shutil
 import socket
-import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Optional
 
-REPO = Path(__file__).resolve().parents[2]
-MODULE_REL = Path("lib/security/pam_localauth.so")
-HELPER_REL = Path("libexec/localauth/localauth-helper")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+
 LAUNCHER_REL = Path("libexec/localauth/localauth-launcher")
-CONFIG_REL = Path("etc/security/localauth.conf")
 
 
-def _run(argv, **kw) -> subprocess.CompletedProcess:
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    p = subprocess.run([str(a) for a in argv], **kw)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, argv))} failed ({p.returncode}): "
-                           f"{(p.stderr or '')[-2000:]}")
-    return p
-
-
-SWIFT_PRODUCTS = {"localauth-helper": HELPER_REL, "localauthctl": Path("bin/localauthctl")}
-
-
-def swift_products() -> dict:
-    """{build/-relative path: built file} for the Swift executables scripts/install wants:
-    build/ as it is with LOCALAUTH_SKIP_BUILD=1, else freshly built (static Swift stdlib)."""
-    if os.environ.get("LOCALAUTH_SKIP_BUILD") == "1":
-        return {rel: REPO / "build" / rel for rel in SWIFT_PRODUCTS.values()}
-    base = ["swift", "build", "-c", "release", "--static-swift-stdlib"]
-    env = dict(os.environ)
-    if Path("/opt/swift/usr/bin").is_dir():
-        env["PATH"] = "/opt/swift/usr/bin:" + env.get("PATH", "/usr/bin:/bin")
-    for product in SWIFT_PRODUCTS:
-        _run([*base, "--product", product], cwd=REPO, env=env)
-    bin_dir = Path(_run([*base, "--show-bin-path"], cwd=REPO, env=env).stdout.strip())
-    return {rel: bin_dir / product for product, rel in SWIFT_PRODUCTS.items()}
-
-
-class LauncherInstallation:
-    """See the module docstring. ``prefix``, ``module``, ``helper``, ``launcher``,
-    ``config``."""
-
-    def __init__(self) -> None:
-        self.work: Optional[Path] = None
-        self.prefix: Optional[Path] = None
-
-    @property
-    def module(self) -> Path:
-        return self.prefix / MODULE_REL
-
-    @property
-    def helper(self) -> Path:
-        return self.prefix / HELPER_REL
+class LauncherInstallation(system.Installation):
+    """See the module docstring: a `system.Installation` whose launcher reads the
+    configuration under the prefix. ``launcher``, ``write_config`` besides the rest."""
 
     @property
     def launcher(self) -> Path:
         return self.prefix / LAUNCHER_REL
 
-    @property
-    def config(self) -> Path:
-        return self.prefix / CONFIG_REL
-
-    def __enter__(self) -> "LauncherInstallation":
-        atexit.register(self.close)
-        try:
-            self._create()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def build_args(self) -> list:
+        return ["--config-path", str(self.config)]
 
     def _create(self) -> None:
-        self.work = Path(tempfile.mkdtemp(prefix="localauth-launcher-"))
-        self.work.chmod(0o755)  # the user runs the launcher from under here
-        self.prefix = self.work / "prefix"
-        src = self.work / "src"
-        for part in ("scripts", "Sources", "etc", "man", "pam.d"):   # what the scripts read
-            if (REPO / part).is_dir():
-                shutil.copytree(REPO / part, src / part)
-        for rel, built in swift_products().items():
-            (src / "build" / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(built, src / "build" / rel)
-        _run([src / "scripts" / "build", "--prefix", self.prefix, "--config-path", self.config,
-              "--c-only"])
-        _run([src / "scripts" / "install", "--prefix", self.prefix, "--no-build"])
+        super()._create()
         st = self.launcher.stat()
         if st.st_uid != 0 or st.st_mode & 0o7777 != 0o4755:
             raise RuntimeError(f"{self.launcher} is not installed setuid root")
@@ -134,11 +68,6 @@ class LauncherInstallation:
         os.chown(tmp, 0, 0)
         tmp.chmod(0o644)
         os.replace(tmp, self.config)
-
-    def close(self) -> None:
-        work, self.work = self.work, None
-        if work is not None:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 class Syslog:

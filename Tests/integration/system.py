@@ -385,14 +385,16 @@ class PamServiceOverlay(_Created):
 # --------------------------------------------------------------------------------------
 # The product installed into a temporary prefix.
 
-def _swift_bin_dir(source: Path) -> Path:
-    """Builds the helper and localauthctl as scripts/build does (static Swift stdlib) and
-    returns the directory they are in."""
-    base = ["swift", "build", "-c", "release", "--static-swift-stdlib", "--disable-local-rpath",
-            "-Xlinker", "--no-export-dynamic"]  # as scripts/build
-    for product in ("localauth-helper", "localauthctl"):
-        _run([*base, "--product", product], cwd=source)
-    return Path(_run([*base, "--show-bin-path"], cwd=source).stdout.strip())
+def swift_executables(source: Path = REPO, build: bool = True) -> dict:
+    """{path under build/: built file} for the helper and localauthctl, built by
+    `scripts/build --swift-only` (they do not depend on the install prefix), or taken from
+    build/ as it is when `build` is False."""
+    if build:
+        env = dict(os.environ)
+        if Path("/opt/swift/usr/bin").is_dir():
+            env["PATH"] = "/opt/swift/usr/bin:" + env.get("PATH", SAFE_PATH)
+        _run([str(source / "scripts" / "build"), "--swift-only"], env=env)
+    return {rel: source / "build" / rel for rel in (HELPER_REL, CTL_REL)}
 
 
 class Installation(_Created):
@@ -430,6 +432,10 @@ class Installation(_Created):
     def config(self) -> Path:
         return self.prefix / "etc" / "security" / "localauth.conf"
 
+    def build_args(self) -> list:
+        """Extra `scripts/build` arguments for the C parts (subclasses add theirs)."""
+        return []
+
     def _create(self) -> None:
         work = Path(tempfile.mkdtemp(prefix="localauth-install-"))
         self._record(f"installation {work}", lambda: shutil.rmtree(work, ignore_errors=True))
@@ -442,17 +448,13 @@ class Installation(_Created):
         shutil.copytree(self.source, src, symlinks=True,
                         ignore=lambda d, names: [n for n in names if n == "__pycache__"
                                                  or (Path(d) == self.source and n in skip)])
-        if self.prebuilt:
-            helper, ctl = self.source / "build" / HELPER_REL, self.source / "build" / CTL_REL
-        else:
-            bin_dir = _swift_bin_dir(self.source)
-            helper, ctl = bin_dir / "localauth-helper", bin_dir / "localauthctl"
-        for built, rel in ((helper, HELPER_REL), (ctl, CTL_REL)):
+        for rel, built in swift_executables(self.source, build=not self.prebuilt).items():
             if not built.is_file():
                 raise RuntimeError(f"{built} is missing (run scripts/build)")
             (src / "build" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(built, src / "build" / rel)
-        _run([str(src / "scripts" / "build"), "--prefix", str(self.prefix), "--c-only"])
+        _run([str(src / "scripts" / "build"), "--prefix", str(self.prefix), *self.build_args(),
+              "--c-only"])
         if (src / "scripts" / "install").is_file():
             _run([str(src / "scripts" / "install"), "--prefix", str(self.prefix),
                   "--no-build"])
