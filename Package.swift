@@ -32,12 +32,15 @@ let package = Package(
         // The sensor side: fprintd on the system bus through sd-bus.
         .target(name: "FprintdClient", dependencies: ["LocalAuth", "CSystemd", "CCrypto"]),
 
+        // O_PATH for the helper (a GNU extension Swift's Glibc module leaves out).
+        .target(name: "CPathOpen", cSettings: [.define("_GNU_SOURCE")]),
+
         // The frames between pam_localauth.so and the helper (docs/PROTOCOL.md).
         .target(name: "LocalAuthProtocol"),
 
         .executableTarget(name: "localauth-helper",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CSystemd",
-                                         "CCrypt", "CLinux"]),
+                                         "CCrypt", "CLinux", "CPathOpen"]),
         .executableTarget(name: "localauthctl",
                           dependencies: ["LocalAuth", "FprintdClient", "CPAM"]),
 

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CPathOpen
 
 /// Ends a prompt the application is showing on its terminal by putting a newline into the
 /// terminal's input (TIOCSTI), as if the user pressed Enter: that is how a finger touched
@@ -14,21 +15,34 @@ final class TerminalInput {
     /// `owner` is given, owned by that uid).
     init?(path: String?, callerPID: Int32?, owner: uid_t? = nil) {
         guard let path, let pid = callerPID, pid > 0,
-              let controlling = TerminalInput.controllingTerminal(of: pid) else { return nil }
-        // Checked before opening: the path may come from a request the user wrote, and
-        // opening some devices as root has effects of its own (a watchdog starts counting).
-        var before = stat()
-        guard stat(path, &before) == 0, (before.st_mode & S_IFMT) == S_IFCHR,
-              UInt64(before.st_rdev) == controlling else { return nil }
-        let fd = open(path, O_RDWR | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return nil }
+              let controlling = ProcStat(pid: pid)?.terminal, controlling != 0,
+              let fd = TerminalInput.openVerified(path, controlling: controlling, owner: owner)
+        else { return nil }
+        self.fd = fd
+    }
+
+    /// Opens `path` only once it is known to be the terminal: the path may come from a
+    /// request the user wrote (the launcher path), and opening some devices as root has
+    /// effects of its own (a watchdog starts counting). An O_PATH descriptor names the inode
+    /// without opening the device; it is checked, and that same inode is then opened through
+    /// /proc/self/fd, so no symlink swapped in between can redirect the open.
+    private static func openVerified(_ path: String, controlling: UInt64, owner: uid_t?) -> Int32? {
+        let handle = la_open_path_nofollow(path)
+        guard handle >= 0 else { return nil }
+        defer { close(handle) }
         var st = stat()
-        guard isatty(fd) == 1, fstat(fd, &st) == 0, UInt64(st.st_rdev) == controlling,
-              owner.map({ st.st_uid == $0 }) ?? true else {
+        guard fstat(handle, &st) == 0, (st.st_mode & S_IFMT) == S_IFCHR,
+              UInt64(st.st_rdev) == controlling, owner.map({ st.st_uid == $0 }) ?? true
+        else { return nil }
+        let fd = open("/proc/self/fd/\(handle)", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        var opened = stat()
+        guard isatty(fd) == 1, fstat(fd, &opened) == 0, opened.st_ino == st.st_ino,
+              opened.st_dev == st.st_dev else {
             close(fd)
             return nil
         }
-        self.fd = fd
+        return fd
     }
 
     deinit { close(fd) }
@@ -61,21 +75,5 @@ final class TerminalInput {
         guard n > 0 else { return nil }
         let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return path.hasPrefix("/dev/") ? path : nil
-    }
-
-    /// Field 7 of /proc/PID/stat is the controlling terminal's device number (0: none).
-    static func controllingTerminal(of pid: Int32) -> UInt64? {
-        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return nil }
-        let text = String(decoding: buffer[0..<n], as: UTF8.self)
-        // The command name (field 2) may hold spaces and parentheses: count after the last ')'.
-        guard let close = text.lastIndex(of: ")") else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 5, let tty = Int64(fields[4]), tty > 0 else { return nil }
-        return UInt64(tty)
     }
 }

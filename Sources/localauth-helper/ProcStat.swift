@@ -1,0 +1,29 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The fields of /proc/PID/stat the helper needs: the controlling terminal and the start
+/// time, which together with the session id tell one login session from a later one.
+struct ProcStat {
+    /// Field 7: the controlling terminal's device number (0: none).
+    let terminal: UInt64
+    /// Field 22: when the process started, in clock ticks since boot.
+    let startTime: UInt64
+
+    init?(pid: Int32) {
+        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        let text = String(decoding: buffer[0..<n], as: UTF8.self)
+        // The command name (field 2) may hold spaces and parentheses: count after the last
+        // ')'; the first field after it is field 3.
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 19, let tty = Int64(fields[4]), let start = UInt64(fields[19]) else { return nil }
+        terminal = UInt64(truncatingIfNeeded: tty)
+        startTime = start
+    }
+}
