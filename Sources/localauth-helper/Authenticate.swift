@@ -12,7 +12,7 @@ enum Authenticate {
                          style: promptStyle(request, options), silent: request.silent, log: log)
         if !options.reason.isEmpty { ui.show(.reason(options.reason), error: false) }
         let env = LAEnvironment(
-            user: request.user, terminal: request.tty,
+            user: request.user, terminal: ReuseScope.of(request),
             sensor: FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
                                   fprintDir: options.fprintDir, log: log),
             store: FileStateStore(directory: options.stateDir),

@@ -306,3 +306,35 @@ def test_su_authenticates_with_a_finger_at_the_skip_prompt():
         result = run.finish()
         assert result.status == 0, result.output
         assert s.user.name in lines(result.output)
+
+
+# --- the reuse window ----------------------------------------------------------------------
+
+def test_a_finger_is_reused_only_in_the_same_terminal_session():
+    """reuse_duration: a second sudo in the same login session on the same terminal needs no
+    new scan; a new session needs one, even on a terminal with the same name (a later
+    window or login gets the same pts number or tty)."""
+    with Stack(extra=["reuse_duration=120"]) as s:
+        mark = s.bed.mark()
+        run = s.sudo(shell="tty && sudo -k id -un && echo second && sudo -k id -un")
+        run.expect(SKIP_PROMPT)
+        s.bed.scan(ENROLLED)
+        run.expect("second")
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert lines(result.output).count("root") == 2
+        assert len(s.scans_started(mark)) == 1  # the second sudo reused the first finger
+        assert result.output.count("(or press Enter") == 1
+
+        first_tty = lines(result.output)[0]
+
+        # A new session: devpts hands out the lowest free number, so it gets the same
+        # terminal name as the first one; the finger is asked for again all the same.
+        mark = s.bed.mark()
+        run = s.sudo(shell="tty && sudo -k id -un")
+        run.expect(SKIP_PROMPT)
+        s.bed.scan(ENROLLED)
+        again = run.finish()
+        assert again.status == 0, again.output
+        assert lines(again.output)[0] == first_tty
+        assert len(s.scans_started(mark)) == 1

@@ -2,7 +2,8 @@
 /// without hardware and without sleeping.
 public struct LAEnvironment {
     public var user: UserName
-    /// The terminal or seat the request comes from (for the reuse window); may be empty.
+    /// Who and where the request comes from, for the reuse window: the terminal together
+    /// with the login session using it (the helper's `ReuseScope`); empty: never reused.
     public var terminal: String
     public var sensor: FingerprintSensor
     public var store: StateStore

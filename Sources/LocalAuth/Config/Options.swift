@@ -16,7 +16,7 @@ public struct Options: Equatable, Sendable {
     public var scanTimeout = 30.0
     /// `bus_timeout`: seconds any one D-Bus call may take.
     public var busTimeout = 2.0
-    /// `reuse_duration`: seconds a fingerprint success on the same terminal is reused.
+    /// `reuse_duration`: seconds a fingerprint success is reused in the same terminal session.
     public var reuseDuration = 0.0
     /// `reason`: the text shown with the prompt; empty means the built-in one.
     public var reason = ""

@@ -14,7 +14,7 @@ public struct Rules: Equatable, Sendable {
     /// … combined with seconds without a fingerprint (both must be exceeded; 0: off).
     public var fingerprintStaleLimit: Int64
     public var optInRequired: Bool
-    /// Seconds a fingerprint success is reused on the same terminal (0: never).
+    /// Seconds a fingerprint success is reused in the same terminal session (0: never).
     public var reuseDuration: Int64
 
     public init(_ o: Options) {
