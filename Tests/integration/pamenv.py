@@ -244,6 +244,16 @@ class PamWorld:
         self._pamtesters.append(run)
         return run
 
+    def _driver_script(self) -> Path:
+        """This file, copied into the world's 0755 directory: a driver run as another user
+        (a `prefix` with setpriv) must be able to read it wherever the checkout lives
+        (/root or a 0700 temporary directory)."""
+        script = self.root / "pamenv_driver.py"
+        if not script.exists():
+            shutil.copy(Path(__file__).resolve(), script)
+            script.chmod(0o644)
+        return script
+
     def drive(self, service, user, *, answers=(), items=None, pam_env=None, flags=(),
               interrupt_on=None, interrupt_delay=0.3, answer_delay=0.0, ignore_signals=(),
               inheritable_fd=False, real_uid=None, env=None, prefix=(), timeout=60):
@@ -268,7 +278,7 @@ class PamWorld:
                     interrupt_delay=interrupt_delay, answer_delay=answer_delay,
                     ignore_signals=list(ignore_signals), inheritable_fd=inheritable_fd,
                     real_uid=real_uid)
-        argv = self.command([PYTHON, str(Path(__file__).resolve()), "--drive"], prefix, env)
+        argv = self.command([PYTHON, str(self._driver_script()), "--drive"], prefix, env)
         proc = subprocess.run(argv, input=json.dumps(spec), capture_output=True, text=True,
                               env=self._base_env(), timeout=timeout)
         if proc.returncode != 0:

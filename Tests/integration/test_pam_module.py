@@ -54,10 +54,19 @@ class Bed:
         os.chmod(self.records, 0o777)
         world.add_user(USER, PASSWORD)
 
-    def line(self, mode="match", control="sufficient", *extra, helper=None):
+    def line(self, mode="match", control="sufficient", *extra, helper=None, module=None):
         args = [f"helper={helper or self.helper}", f"fake_mode={mode}",
                 f"fake_dir={self.records}", *extra]
-        return f"auth {control} {MODULE} " + " ".join(args)
+        return f"auth {control} {module or MODULE} " + " ".join(args)
+
+    def readable_module(self):
+        """The module copied where a caller that is not root can load it (the checkout may
+        live in /root or a 0700 directory)."""
+        copy = self.world.root / "pam_localauth.so"
+        if not copy.exists():
+            shutil.copy(MODULE, copy)
+            copy.chmod(0o644)
+        return copy
 
     def stack(self, mode="match", *extra, name="la-test"):
         """This module (sufficient) then the password module."""
@@ -364,8 +373,9 @@ def test_one_identity_when_ruid_differs(bed):
 
 
 def test_helper_argument_ignored_for_non_root_caller(bed):
-    r = bed.drive(bed.stack("match"),
-                  prefix=["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+    svc = bed.world.service("la-nonroot", [bed.line("match", module=bed.readable_module()),
+                                           f"auth required {bed.world.matrix}"])
+    r = bed.drive(svc, prefix=["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
     assert bed.events() == []
     assert any("helper= ignored: the caller is not root" in l.message for l in r.logs)
     assert r.rv == "PAM_SUCCESS" and prompts(r) == ["Password: "]
