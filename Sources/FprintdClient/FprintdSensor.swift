@@ -102,10 +102,16 @@ public final class FprintdSensor: FingerprintSensor {
         }
     }
 
-    public func stopVerify() {
-        guard session != nil else { return }
-        session = nil
-        guard let claimed = liveClaim() else { return }
+    /// Before the stop, and again after its reply, everything fprintd already sent is
+    /// dispatched: fprintd handles calls in order, so a status it sent before it saw
+    /// VerifyStop is in our queue by the time the reply is (the caller may have been killed
+    /// just as a failed match was reported, and that match must still count).
+    @discardableResult
+    public func stopVerify() -> SensorEvent? {
+        guard session != nil else { return nil }
+        defer { session = nil }
+        if let verdict = queuedVerdict() { return verdict }
+        guard let claimed = liveClaim() else { return nil }
         do {
             _ = try run("VerifyStop") { bus throws(BusError) in
                 do throws(BusError) {
@@ -117,6 +123,13 @@ public final class FprintdSensor: FingerprintSensor {
         } catch {
             log.log(.notice, "VerifyStop: \(error)")
         }
+        return queuedVerdict()
+    }
+
+    /// Dispatches what is already received (never waits) and returns the session's verdict.
+    private func queuedVerdict() -> SensorEvent? {
+        if let bus, bus.isOpen { try? bus.dispatch() }
+        return session?.verdict
     }
 
     public func release() {

@@ -39,4 +39,9 @@ struct VerifySession {
     mutating func nextEvent() -> SensorEvent? {
         events.isEmpty ? nil : events.removeFirst()
     }
+
+    /// A match or failed match received and not yet taken.
+    var verdict: SensorEvent? {
+        events.first { $0 == .match || $0 == .noMatch }
+    }
 }

@@ -21,15 +21,15 @@ import Testing
         #expect(h.ui.shown.first == .reason("run sudo"))
     }
 
-    @Test func invalidateEndsAnEvaluationInFlightWithAppCancel() async {
+    @Test func invalidateEndsAnEvaluationInFlightWithAppCancel() {
         let h = Harness()
         h.passwordEntered()
         h.sensor.events = [.woken(-1)]  // wait until something wakes the sensor
         let c = h.context()
-        let waiter = Task.detached { c.evaluate(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x") }
+        let waiter = BackgroundEvaluation(c)
         while !h.sensor.calls.contains("nextEvent") { usleep(1000) }
         c.invalidate()
-        let r = await waiter.value
+        let r = waiter.value()
         #expect(r.error?.code == .appCancel)
         #expect(h.sensor.calls.suffix(2) == ["stopVerify", "release"])
         // Later calls fail with invalidContext.
@@ -37,6 +37,68 @@ import Testing
         var error: LAError?
         #expect(!c.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(error?.code == .invalidContext)
+    }
+
+    /// invalidate() (like Ctrl-C or the caller going away) arriving together with a failed
+    /// match the reader already reported: the try is not given back.
+    @Test func aFailedMatchThatRacedTheCancelStillCounts() {
+        let h = Harness()
+        h.passwordEntered()
+        h.sensor.events = [.woken(-1)]
+        h.sensor.verdictAtStop = .noMatch
+        let c = h.context()
+        let waiter = BackgroundEvaluation(c)
+        while !h.sensor.calls.contains("nextEvent") { usleep(1000) }
+        c.invalidate()
+        let r = waiter.value()
+        #expect(r.error?.code == .appCancel)
+        #expect(h.state.consecutiveFailures == 1)
+    }
+
+    @Test func aFifthFailedMatchThatRacedTheCancelLocksOut() {
+        let h = Harness()
+        h.passwordEntered()
+        for _ in 0..<4 { _ = h.evaluate(events: [.noMatch]) }
+        #expect(h.state.consecutiveFailures == 4)
+        h.sensor.events = [.woken(-1)]
+        h.sensor.verdictAtStop = .noMatch
+        let c = h.context()
+        let before = h.sensor.calls.filter({ $0 == "nextEvent" }).count
+        let waiter = BackgroundEvaluation(c)
+        while h.sensor.calls.filter({ $0 == "nextEvent" }).count == before { usleep(1000) }
+        c.invalidate()
+        let r = waiter.value()
+        #expect(r.error?.code == .biometryLockout)
+        #expect(h.state.consecutiveFailures == 5)
+    }
+
+    @Test func aMatchThatRacedTheCancelIsAMatch() {
+        let h = Harness()
+        h.passwordEntered()
+        _ = h.evaluate(events: [.noMatch, .timeout])
+        #expect(h.state.consecutiveFailures == 1)
+        h.sensor.events = [.woken(-1)]
+        h.sensor.verdictAtStop = .match
+        let c = h.context()
+        let before = h.sensor.calls.filter({ $0 == "nextEvent" }).count
+        let waiter = BackgroundEvaluation(c)
+        while h.sensor.calls.filter({ $0 == "nextEvent" }).count == before { usleep(1000) }
+        c.invalidate()
+        let r = waiter.value()
+        #expect(r.error == nil)
+        #expect(h.state.consecutiveFailures == 0)
+    }
+
+    @Test func aCancelWithNoVerdictGivesTheTryBack() {
+        let h = Harness()
+        h.passwordEntered()
+        h.sensor.events = [.woken(-1)]
+        let c = h.context()
+        let waiter = BackgroundEvaluation(c)
+        while !h.sensor.calls.contains("nextEvent") { usleep(1000) }
+        c.invalidate()
+        _ = waiter.value()
+        #expect(h.state.consecutiveFailures == 0)
     }
 
     @Test func thePreflightNeverStartsAScan() {

@@ -51,6 +51,9 @@ public struct EvaluationMachine {
         case matchRecorded
         /// The user or the system ended the wait; the error says who.
         case interrupted(LAError)
+        /// The wait was ended, but the reader had already given its verdict (`.match` or
+        /// `.noMatch`): the verdict counts, the interruption ends the evaluation.
+        case interruptedAfter(LAError, verdict: SensorEvent)
         case passwordChecked(Bool)
         case passwordRecorded
         /// A step of the runner failed (store, sensor call): the evaluation ends with it.
@@ -152,6 +155,8 @@ public struct EvaluationMachine {
             return sensorEvent(e, p)
         case (.scanning, .interrupted(let error)), (.starting, .interrupted(let error)):
             return [.stopScan] + end(error, release: true, refund: true)
+        case (.scanning(let p), .interruptedAfter(let error, let verdict)):
+            return verdictThenEnd(verdict, error, p)
         case (.recordingMatch, .matchRecorded):
             state = .finished
             return [.show(.matched, error: false), .finish(.success(.fingerprint))]
@@ -224,6 +229,21 @@ public struct EvaluationMachine {
             // means it did neither.
             return [.stopScan] + end(LAError(.systemCancel, cause: "unhandled wake-up"), release: true, refund: true)
         }
+    }
+
+    /// A verdict that arrived together with an interruption: a match is a match; a failed
+    /// match keeps its counted try (no refund) and the evaluation ends with the
+    /// interruption, or with the lockout it completed.
+    private mutating func verdictThenEnd(_ verdict: SensorEvent, _ error: LAError, _ p: Prompt) -> [Action] {
+        if verdict == .match {
+            state = .recordingMatch
+            return [.releaseReader, .recordMatch(domainState: p.domain)]
+        }
+        if rules.isLockedOut(p.state) {
+            return [.show(.lockedOut(threshold: rules.lockoutThreshold), error: true)]
+                + end(lockout(p.state), release: true, refund: false)
+        }
+        return end(error, release: true, refund: false)
     }
 
     /// A failed match: its try was counted before the scan, so nothing is written now.

@@ -123,9 +123,23 @@ final class EvaluationRunner {
             }
             if let source = env.wakeSources.first(where: { $0.fd == fd }),
                let error = source.interruption() {
-                return .interrupted(error)
+                return interrupted(error)
             }
         }
+    }
+
+    /// The wait was interrupted (Ctrl-C, Enter, the caller gone). The scan is stopped first
+    /// and whatever the reader had already reported is collected: a verdict that raced the
+    /// interruption still counts (a user who kills their own sudo the moment a finger is
+    /// rejected must not get that try back).
+    private func interrupted(_ error: LAError) -> EvaluationMachine.Event {
+        let verdict = env.sensor.stopVerify()
+        scanning = false
+        if let verdict {
+            env.log.log(.info, "the reader's \(verdict) arrived with the interruption (\(error.code.name)); it counts")
+            return .interruptedAfter(error, verdict: verdict)
+        }
+        return .interrupted(error)
     }
 
     /// Counts the coming try as failed before the reader starts (EvaluationMachine).

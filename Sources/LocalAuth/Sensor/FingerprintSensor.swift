@@ -21,8 +21,12 @@ public protocol FingerprintSensor: AnyObject {
     /// readable, whichever comes first.
     func nextEvent(deadline: Int64, wakeOn: [Int32]) -> SensorEvent
 
-    /// Stops the verification in progress, if any. Never throws: failures are logged.
-    func stopVerify()
+    /// Stops the verification in progress, if any, and returns the verdict the reader had
+    /// already given (`.match` or `.noMatch`) that was not yet taken with `nextEvent`: a
+    /// result reported before the stop took effect still counts, so a cancel can never
+    /// take back a failed match. Never throws: failures are logged.
+    @discardableResult
+    func stopVerify() -> SensorEvent?
 
     /// Releases the reader, if claimed. Never throws: failures are logged.
     func release()

@@ -1,3 +1,4 @@
+import Dispatch
 @testable import LocalAuth
 
 /// One user's world for a test: a scripted reader, a real file store in a temp directory,
@@ -44,6 +45,25 @@ final class Harness {
     var state: UserState { try! store.load(user).userState }
 
     func hours(_ h: Double) { clock.time += Int64(h * 3600) }
+}
+
+/// An evaluation on a thread of its own (not the test runner's cooperative pool, which the
+/// tests' waiting loops would otherwise starve when suites run in parallel).
+final class BackgroundEvaluation {
+    private let done = DispatchSemaphore(value: 0)
+    private var result: Result<EvaluationMachine.Outcome.Method, LAError>?
+
+    init(_ context: LAContext, _ policy: LAPolicy = .deviceOwnerAuthenticationWithBiometrics) {
+        DispatchQueue.global().async {
+            self.result = context.evaluate(policy, localizedReason: "x")
+            self.done.signal()
+        }
+    }
+
+    func value() -> Result<EvaluationMachine.Outcome.Method, LAError> {
+        done.wait()
+        return result!
+    }
 }
 
 extension Result {

@@ -41,7 +41,14 @@ final class ScriptedSensor: FingerprintSensor {
         return next
     }
 
-    func stopVerify() { calls.append("stopVerify") }
+    /// What `stopVerify` reports as already received (a verdict racing a cancel).
+    var verdictAtStop: SensorEvent?
+
+    func stopVerify() -> SensorEvent? {
+        calls.append("stopVerify")
+        defer { verdictAtStop = nil }
+        return verdictAtStop
+    }
     func release() { calls.append("release") }
 
     private func blockUntilWoken(_ fds: [Int32]) -> SensorEvent {
