@@ -7,6 +7,7 @@
  * "The unprivileged path").
  */
 #include "launch.h"
+#include "process_reset.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -108,31 +110,42 @@ static void la_drop_environment(void)
         syslog(LOG_NOTICE, "the caller's environment is ignored: %s%s", names, cut ? " ..." : "");
 }
 
-/* Sets a resource limit to want. Root restores a limit the caller lowered, unless root
- * lacks CAP_SYS_RESOURCE (some containers): then the soft limit goes up to the caller's
- * hard one, and a hard limit below floor is refused rather than run with. */
-static void la_limit(int resource, const char *name, rlim_t want, rlim_t floor)
+/* Its own session, away from the caller's terminal: no hangup, job-control or terminal
+ * signal reaches the helper, and it cannot be stopped with the caller's job. The module's
+ * child is a session leader already. A caller that leads a process group of its own (a
+ * shell job run by hand) cannot have setsid() for it: then a child takes its place, and
+ * this process only waits for it and passes its exit status on. */
+static void la_own_session(void)
 {
-    struct rlimit lim = { want, want };
-    if (setrlimit(resource, &lim) == 0)
+    if (getsid(0) == getpid() || setsid() >= 0)
         return;
-    if (getrlimit(resource, &lim) != 0)
-        la_refuse("could not read resource limit %s: %s", name, strerror(errno));
-    lim.rlim_cur = lim.rlim_max < want ? lim.rlim_max : want;
-    if (lim.rlim_cur < floor || setrlimit(resource, &lim) != 0)
-        la_refuse("resource limit %s was lowered by the caller and cannot be restored", name);
+    pid_t child = fork();
+    if (child < 0)
+        la_refuse("could not leave the caller's session: %s", strerror(errno));
+    if (child == 0) {
+        if (setsid() < 0)
+            _exit(127);
+        return;
+    }
+    /* The pipes are the helper's alone: the module must see their end when it ends. */
+    for (int fd = 0; fd <= 2; fd++)
+        close(fd);
+    int status;
+    while (waitpid(child, &status, 0) < 0)
+        if (errno != EINTR)
+            _exit(127);
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
-/* Limits and signal settings survive execve. A caller's RLIMIT_FSIZE could make the
- * helper's state writes fail and lose a failure count; a core file could hold a password. */
+/* Limits, scheduling and signal settings survive execve. A caller's RLIMIT_FSIZE could
+ * make the helper's state writes fail and lose a failure count; a core file could hold a
+ * password; nice 19 or SCHED_IDLE would let the caller decide when the helper runs. */
 static void la_reset_process(void)
 {
-    la_limit(RLIMIT_FSIZE, "FSIZE", RLIM_INFINITY, RLIM_INFINITY);
-    la_limit(RLIMIT_CPU, "CPU", RLIM_INFINITY, RLIM_INFINITY);
-    la_limit(RLIMIT_DATA, "DATA", RLIM_INFINITY, RLIM_INFINITY);
-    la_limit(RLIMIT_AS, "AS", RLIM_INFINITY, RLIM_INFINITY);
-    la_limit(RLIMIT_NOFILE, "NOFILE", 1024, 64);
-    la_limit(RLIMIT_CORE, "CORE", 0, 0);
+    const char *limit = la_reset_limits();
+    if (limit != NULL)
+        la_refuse("resource limit %s was lowered by the caller and cannot be restored", limit);
+    la_reset_scheduling();
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -141,9 +154,6 @@ static void la_reset_process(void)
     sigset_t empty;
     sigemptyset(&empty);
     sigprocmask(SIG_SETMASK, &empty, NULL);
-    /* Away from the caller's terminal: no hangup or job-control signal reaches the helper.
-     * The module's child is a session leader already; then this fails harmlessly. */
-    setsid();
     umask(022);
 }
 
@@ -196,13 +206,22 @@ int main(int argc, char *argv[])
         la_refuse("called by root; root runs the helper directly");
     if (getpwuid(uid) == NULL)
         la_refuse("uid %u is not in the user database", (unsigned)uid);
+    /* The program that called PAM: the helper asks logind and /proc about it. Taken now,
+     * before la_own_session may put a process of ours in between. */
+    pid_t caller_pid = getppid();
     la_reset_process();
     la_check_helper(LA_HELPER_PATH);
     la_become_root();
-    char uid_text[16];
+    /* After becoming root in every id: a waiting parent left by la_own_session cannot be
+     * signalled by the caller either. */
+    la_own_session();
+    if (chdir("/") != 0)
+        la_refuse("could not change to /: %s", strerror(errno));
+    char uid_text[16], pid_text[16];
     snprintf(uid_text, sizeof uid_text, "%u", (unsigned)uid);
+    snprintf(pid_text, sizeof pid_text, "%d", (int)caller_pid);
     char *const helper_argv[] = { "localauth-helper", "--unprivileged-uid", uid_text,
-                                  "--config", LA_CONFIG_PATH, NULL };
+                                  "--config", LA_CONFIG_PATH, "--caller-pid", pid_text, NULL };
     closelog();
     execve(LA_HELPER_PATH, helper_argv, la_env);
     openlog("localauth-launcher", LOG_PID, LOG_AUTHPRIV);

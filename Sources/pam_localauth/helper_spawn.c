@@ -2,6 +2,7 @@
 #include "helper_spawn.h"
 
 #include "frame.h"
+#include "process_reset.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,10 +10,20 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef P_PIDFD
+#define LA_P_PIDFD 3 /* waitid on a pidfd (Linux 5.4); glibc 2.36 has no name for it */
+#else
+#define LA_P_PIDFD P_PIDFD
+#endif
+
+/* How long a killed helper may take to be gone before it is given up on. */
+enum { LA_KILL_WAIT_MS = 2000 };
 
 /* The helper's whole environment: nothing of the caller's (LD_*, locale, bus address, ...)
  * reaches a process that runs as root on behalf of an unprivileged user. */
@@ -111,7 +122,14 @@ static _Noreturn void la_child_exec(const char *path, int in, int out, int err, 
     la_child_reset_signals();
     /* Its own session: a Ctrl-C on the terminal reaches the module (which sends `C`), not
      * the helper, and the helper cannot open the caller's terminal. */
-    if (setsid() < 0 || !la_child_one_identity() || chdir("/") != 0)
+    if (setsid() < 0)
+        _exit(127);
+    /* While still root on the root path: the caller's nice value, scheduling class, CPU
+     * set, I/O priority and limits are not the helper's (through the launcher, the
+     * launcher does the same as root). */
+    la_reset_scheduling();
+    (void)la_reset_limits();
+    if (!la_child_one_identity() || chdir("/") != 0)
         _exit(127);
     umask(022);
     char *const argv[] = { (char *)path, NULL };
@@ -139,31 +157,6 @@ static int la_max_fd(void)
     return n > (1 << 20) ? (1 << 20) : (int)n;
 }
 
-/* A host that set SIGCHLD to SIG_IGN would have the kernel reap the helper for it and
- * make waitpid fail; a host handler could reap it first. Default while the helper lives.
- * A disposition that is already the default is left alone, so that nothing about it,
- * not even its flags, differs afterwards. */
-static void la_sigchld_default(struct la_helper *h)
-{
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    h->sigchld_changed = false;
-    if (sigaction(SIGCHLD, NULL, &h->old_sigchld) != 0)
-        return;
-    if (!(h->old_sigchld.sa_flags & SA_SIGINFO) && h->old_sigchld.sa_handler == SIG_DFL)
-        return;
-    h->sigchld_changed = sigaction(SIGCHLD, &dfl, NULL) == 0;
-}
-
-static void la_sigchld_restore(struct la_helper *h)
-{
-    if (h->sigchld_changed)
-        sigaction(SIGCHLD, &h->old_sigchld, NULL);
-    h->sigchld_changed = false;
-}
-
 static bool la_open_fds(int req[2], int resp[2], int *devnull)
 {
     if (pipe2(req, O_CLOEXEC) != 0)
@@ -182,6 +175,7 @@ bool la_helper_start(struct la_helper *h, const char *path, char *why, size_t ca
 {
     int req[2] = { -1, -1 }, resp[2] = { -1, -1 }, devnull = -1;
     h->pid = -1;
+    h->pidfd = -1;
     h->to_helper = h->from_helper = -1;
     h->gone = false;
 
@@ -190,16 +184,18 @@ bool la_helper_start(struct la_helper *h, const char *path, char *why, size_t ca
         goto fail;
     }
     int max_fd = la_max_fd();
-    la_sigchld_default(h);
     pid_t pid = fork();
     if (pid == 0)
         la_child_exec(path, req[0], resp[1], devnull, max_fd);
     if (pid < 0) {
         snprintf(why, cap, "could not start the helper: %s", strerror(errno));
-        la_sigchld_restore(h);
         goto fail;
     }
     h->pid = pid;
+    /* The helper is watched through a pidfd, not through SIGCHLD, which stays as the host
+     * set it: a host that lets the kernel reap its children (SIG_IGN) or reaps them in a
+     * handler keeps doing so, and the helper's pid can never be mistaken for a reused one. */
+    h->pidfd = pidfd_open(pid, 0);
     h->to_helper = req[1];
     h->from_helper = resp[0];
     la_close(&req[0]);
@@ -300,33 +296,88 @@ static pid_t la_waitpid(pid_t pid, int *status, int options)
     return r;
 }
 
-bool la_helper_reap(struct la_helper *h, int64_t grace_ms, int *status, bool *killed)
+/* Waits up to ms (-1: for ever) for the helper to exit; true when it has. */
+static bool la_pidfd_exited(int pidfd, int64_t ms)
 {
-    bool reaped = false;
-    *status = 0;
-    *killed = false;
-    if (h->pid <= 0)
-        return false;
+    int64_t deadline = la_clock_ms() + (ms > 0 ? ms : 0);
+    for (;;) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        int64_t left = ms < 0 ? -1 : deadline - la_clock_ms();
+        int r = poll(&p, 1, left < 0 ? (ms < 0 ? -1 : 0) : (int)left);
+        if (r > 0)
+            return true;
+        if (r == 0)
+            return false;
+        if (errno != EINTR)
+            return false;
+    }
+}
+
+/* Collects the exit of the helper behind the pidfd: its wait status, or LA_REAP_EXITED
+ * when the host's own SIGCHLD handling (SIG_IGN, a handler that waits) took it first. */
+static enum la_reap la_pidfd_collect(struct la_helper *h, int *status)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int r;
+    do
+        r = waitid((idtype_t)LA_P_PIDFD, (id_t)h->pidfd, &info, WEXITED);
+    while (r < 0 && errno == EINTR);
+    if (r != 0)
+        return LA_REAP_EXITED;
+    *status = info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0)
+                                         : W_EXITCODE(0, info.si_status);
+    return LA_REAP_STATUS;
+}
+
+static enum la_reap la_reap_pidfd(struct la_helper *h, int64_t grace_ms, int *status,
+                                  bool *killed)
+{
+    if (!la_pidfd_exited(h->pidfd, grace_ms)) {
+        /* EPERM on the launcher path (the helper runs as root): it ends at its own
+         * deadline, and this wait is then bounded by the next one. */
+        pidfd_send_signal(h->pidfd, SIGKILL, NULL, 0);
+        *killed = true;
+        if (!la_pidfd_exited(h->pidfd, LA_KILL_WAIT_MS))
+            return LA_REAP_LOST;
+    }
+    return la_pidfd_collect(h, status);
+}
+
+/* Without pidfds (kernels before 5.3): by pid, which is still ours while not reaped. */
+static enum la_reap la_reap_pid(struct la_helper *h, int64_t grace_ms, int *status,
+                                bool *killed)
+{
     int64_t deadline = la_clock_ms() + (grace_ms > 0 ? grace_ms : 0);
     const struct timespec tick = { .tv_sec = 0, .tv_nsec = 2 * 1000 * 1000 };
     for (;;) {
         pid_t r = la_waitpid(h->pid, status, WNOHANG);
-        if (r != 0) {
-            reaped = r == h->pid; /* -1: someone else reaped it; the status is unknown */
-            break;
-        }
+        if (r == h->pid)
+            return LA_REAP_STATUS;
+        if (r < 0)
+            return LA_REAP_EXITED; /* the host reaped it: the status is gone */
         if (la_clock_ms() >= deadline) {
-            /* Not yet reaped, so the pid is still ours and cannot have been reused. */
             kill(h->pid, SIGKILL);
             *killed = true;
-            reaped = la_waitpid(h->pid, status, 0) == h->pid;
-            break;
+            return la_waitpid(h->pid, status, 0) == h->pid ? LA_REAP_STATUS : LA_REAP_EXITED;
         }
         nanosleep(&tick, NULL);
     }
+}
+
+enum la_reap la_helper_reap(struct la_helper *h, int64_t grace_ms, int *status, bool *killed)
+{
+    *status = 0;
+    *killed = false;
+    if (h->pid <= 0)
+        return LA_REAP_LOST;
+    enum la_reap r = h->pidfd >= 0 ? la_reap_pidfd(h, grace_ms, status, killed)
+                                   : la_reap_pid(h, grace_ms, status, killed);
+    if (h->pidfd >= 0)
+        close(h->pidfd);
+    h->pidfd = -1;
     h->pid = -1;
-    la_sigchld_restore(h);
-    return reaped;
+    return r;
 }
 
 void la_helper_describe_status(int status, char *out, size_t cap)

@@ -1,7 +1,8 @@
 /*
  * Starting, talking to and ending the helper process, the way Linux-PAM starts unix_chkpwd:
  * absolute path checked before use, fork + execve with a fixed environment and only fds
- * 0-2, one uid, SIGCHLD at default while the child lives, always reaped.
+ * 0-2, one uid, the caller's scheduling and limits reset, watched through a pidfd (the
+ * host's SIGCHLD disposition is left alone), always reaped unless the host reaps it first.
  */
 #ifndef LA_HELPER_SPAWN_H
 #define LA_HELPER_SPAWN_H
@@ -14,11 +15,17 @@
 
 struct la_helper {
     pid_t pid;             /* -1 when not running or already reaped */
+    int pidfd;             /* the helper's pidfd; -1 where the kernel has none */
     int to_helper;         /* its fd 0; non-blocking on our side */
     int from_helper;       /* its fd 1 */
     bool gone;             /* a write met a closed pipe: the helper has ended */
-    struct sigaction old_sigchld;
-    bool sigchld_changed;  /* old_sigchld is to be put back */
+};
+
+/* How a helper ended, as far as the module could see. */
+enum la_reap {
+    LA_REAP_STATUS,        /* reaped: the wait status is known */
+    LA_REAP_EXITED,        /* it exited, but the host reaped it (its status is unknown) */
+    LA_REAP_LOST,          /* it could not be seen to end (killed in vain: not ours to kill) */
 };
 
 /* Milliseconds on the monotonic clock: all helper timing, never the wall clock. */
@@ -31,8 +38,7 @@ int64_t la_clock_ms(void);
 bool la_helper_path_trusted(const char *path, char *why, size_t cap);
 
 /*
- * Starts the helper. SIGCHLD is set to default until la_helper_reap restores it. On
- * failure returns false with a reason, and nothing is left running or changed.
+ * Starts the helper. On failure returns false with a reason, and nothing is left running.
  */
 bool la_helper_start(struct la_helper *h, const char *path, char *why, size_t cap);
 
@@ -51,11 +57,11 @@ void la_helper_close_input(struct la_helper *h);
 void la_helper_close_pipes(struct la_helper *h);
 
 /*
- * Waits up to grace_ms for the helper to exit, then kills it (SIGKILL) and waits for it.
- * Always reaps and restores SIGCHLD. Returns true with the wait status in *status, or
- * false when the status could not be had. *killed says whether the kill was needed.
+ * Waits up to grace_ms for the helper to exit, then kills it (SIGKILL) and waits a bounded
+ * time for it. *status is the wait status when LA_REAP_STATUS; *killed says whether the
+ * kill was needed.
  */
-bool la_helper_reap(struct la_helper *h, int64_t grace_ms, int *status, bool *killed);
+enum la_reap la_helper_reap(struct la_helper *h, int64_t grace_ms, int *status, bool *killed);
 
 /* Describes a wait status: "exit status 3", "killed by signal 11". */
 void la_helper_describe_status(int status, char *out, size_t cap);

@@ -264,17 +264,20 @@ static void la_finish(struct la_session *s)
     la_helper_close_pipes(&s->helper);
     int status;
     bool killed;
-    bool reaped = la_helper_reap(&s->helper, clean || s->helper_ended ? LA_GRACE_MS : 0,
-                                 &status, &killed);
+    enum la_reap reap = la_helper_reap(&s->helper, clean || s->helper_ended ? LA_GRACE_MS : 0,
+                                       &status, &killed);
+    bool known = reap == LA_REAP_STATUS;
     char how[64];
     la_helper_describe_status(status, how, sizeof how);
-    if (!reaped)
-        la_fail(s, "helper's exit status could not be read");
+    /* LA_REAP_EXITED: the host reaped it; after a result and end of file that is a clean
+     * end, since nothing more was expected from it but its exit. */
+    if (reap == LA_REAP_LOST)
+        la_fail(s, "helper did not end when it was killed");
     else if (killed && clean)
         la_fail(s, "helper did not exit after its result");
-    else if (clean && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+    else if (known && clean && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
         la_fail(s, "helper ended with %s after its result", how);
-    else if (s->helper_ended && !killed && !clean) {
+    else if (known && s->helper_ended && !killed && !clean) {
         size_t n = strlen(s->out->failure);
         snprintf(s->out->failure + n, sizeof s->out->failure - n, " (%s)", how);
     }

@@ -100,7 +100,18 @@ def process_facts():
         cwd=os.getcwd(),
         sigint=str(signal.getsignal(signal.SIGINT)),
         ppid=os.getppid(),
+        parent_ignores=parent_ignored_signals(),
     )
+
+
+def parent_ignored_signals():
+    """The signals the caller (our parent) ignores while we run, by name."""
+    try:
+        with open(f"/proc/{os.getppid()}/status") as f:
+            mask = next(int(l.split()[1], 16) for l in f if l.startswith("SigIgn:"))
+    except (OSError, StopIteration):
+        return None
+    return sorted(s.name for s in signal.Signals if s.value < 64 and mask & (1 << (s.value - 1)))
 
 
 # --- modes: each gets the peer, the recorder and the request; returns the exit status ---
