@@ -23,6 +23,8 @@ struct HelperRequest {
     /// prompt on it (a program run with `su user -c` from root's terminal shares root's).
     var terminalOwner: uid_t?
     var firstLine: Bool
+    /// authsucc mode: what proves the password (AuthSucc.Proof); nil when not named.
+    var proof: AuthSucc.Proof?
     var arguments: [String]
 
     struct Invalid: Error, CustomStringConvertible {
@@ -35,7 +37,7 @@ struct HelperRequest {
         let kv: KeyValues
         do { kv = try KeyValues.parse(frame.payload) } catch { throw Invalid("request is not key=value text: \(error)") }
         for key in ["version", "mode", "user", "service", "tty", "rhost", "silent", "locale", "pid",
-                    "first_line", "stdin_tty", "display"]
+                    "first_line", "stdin_tty", "display", "proof"]
         where kv.count(key) > 1 {
             throw Invalid("request repeats `\(key)`")
         }
@@ -48,7 +50,8 @@ struct HelperRequest {
             rhost: kv.value("rhost") ?? "", silent: kv.value("silent") == "1",
             stdinTTY: kv.value("stdin_tty") == "1", display: kv.value("display") == "1",
             locale: kv.value("locale") ?? "", callerPID: kv.value("pid").flatMap { Int32($0) },
-            terminalOwner: nil, firstLine: kv.value("first_line") == "1", arguments: kv.values("arg"))
+            terminalOwner: nil, firstLine: kv.value("first_line") == "1",
+            proof: kv.value("proof").flatMap(AuthSucc.Proof.init(rawValue:)), arguments: kv.values("arg"))
     }
 
     /// PAM_RHOST naming this machine (or unset) is a local login: empty, localhost, the

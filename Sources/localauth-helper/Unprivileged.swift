@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CCrypt
 import CLinux
 import LocalAuth
 import LocalAuthProtocol
@@ -11,7 +10,7 @@ import LocalAuthProtocol
 /// * `.root`: by pam_localauth.so in a caller that runs as root (sudo, su, login, polkit's
 ///   agent helper). argv is the path alone. The request comes from root's PAM stack.
 /// * `.unprivileged`: by the setuid `localauth-launcher`, for a caller that is not root (a
-///   screen locker): `--unprivileged-uid UID --config PATH`. The request may then be
+///   screen locker): `--unprivileged-uid UID --config PATH --caller-pid PID`. The request may then be
 ///   anything the user wrote, since the user can run the launcher with pipes of their own.
 ///   So the helper authenticates the launcher's user and nobody else, takes paths, the bus
 ///   and the policy numbers from root's configuration only, asks logind about its parent
@@ -35,7 +34,8 @@ enum Launch {
             self = .root
             return
         }
-        guard rest.count == 4, rest[0] == "--unprivileged-uid", rest[2] == "--config" else {
+        guard rest.count == 6, rest[0] == "--unprivileged-uid", rest[2] == "--config",
+              rest[4] == "--caller-pid" else {
             self = .refused("unexpected arguments; only localauth-launcher passes any")
             return
         }
@@ -59,7 +59,12 @@ enum Launch {
             self = .refused("uid \(uid) has no usable entry in the user database")
             return
         }
-        self = .unprivileged(UnprivilegedCaller(uid: uid, name: name, configPath: config))
+        guard let callerPID = Int32(rest[5]), callerPID > 1 else {
+            self = .refused("--caller-pid refused: `\(Presence.printable(rest[5]))` is not a process id")
+            return
+        }
+        self = .unprivileged(UnprivilegedCaller(uid: uid, name: name, configPath: config,
+                                                callerPID: callerPID))
     }
 
     /// A decimal uid as the launcher writes it: digits only, no sign, not root.
@@ -90,6 +95,9 @@ struct UnprivilegedCaller {
     let uid: uid_t
     let name: UserName
     let configPath: String
+    /// The program that called PAM, as the launcher saw it (its parent, which the kernel
+    /// names); never the pid the request claims.
+    let callerPID: Int32
 
     /// What a screen locker's service file may still choose on this path.
     static let argumentKeys: Set<String> = ["reason", "fallback_title", "prompt", "scan_timeout",
@@ -99,87 +107,15 @@ struct UnprivilegedCaller {
     /// the launcher with pipes of their own and never write: a root process must not wait for ever.
     static let requestTimeout: UInt32 = 30
 
-    /// Seconds a wrong password costs, as a guessing brake (the user can call the launcher in a loop).
-    static let failureDelay: UInt32 = 2
-
-    /// The request must be for the launcher's user; the caller's pid is our parent's (the
-    /// launcher was exec'd in the module's child, so the parent is the PAM application).
+    /// The request must be for the launcher's user; the caller's pid is the one the
+    /// launcher saw as its parent.
     func check(_ request: inout HelperRequest) -> String? {
         guard request.user == name else {
             return "request for user \(Presence.printable(request.user.value)) refused: the caller is uid \(uid) (\(name))"
         }
-        request.callerPID = getppid()
+        request.callerPID = callerPID
         request.terminalOwner = uid
         return nil
-    }
-
-    /// `mode=authsucc` through the launcher: the frame after the request carries the password
-    /// the stack's password module accepted (PAM_AUTHTOK). Only when it is this user's
-    /// password is the lockout cleared; a forged request without it changes nothing.
-    func authsucc(_ request: HelperRequest, options: Options, channel: FrameChannel, log: LogSink) -> Frame {
-        alarm(UnprivilegedCaller.requestTimeout)
-        let frame: Frame
-        do { frame = try channel.receive() } catch {
-            return refusal("authsucc without the password frame: nothing changed (\(error))")
-        }
-        alarm(0)
-        guard frame.kind == .answer else {
-            return refusal("authsucc without a password (no PAM_AUTHTOK): nothing changed")
-        }
-        var password = frame.payload
-        defer { password.withUnsafeMutableBytes { if let p = $0.baseAddress { explicit_bzero(p, $0.count) } } }
-        guard ShadowPassword().verify(user: name, password: password) else {
-            log.log(.notice, "authsucc for \(name) (uid \(uid)): the password does not match; nothing changed")
-            sleep(UnprivilegedCaller.failureDelay)
-            return refusal("authsucc with a password that does not match: nothing changed")
-        }
-        return AuthSucc.run(request, options: options, log: log)
-    }
-
-    private func refusal(_ cause: String) -> Frame {
-        HelperResult.frame(code: LAError.Code.invalidContext.rawValue, name: "invalidContext", cause: cause)
-    }
-}
-
-/// The account password checked as pam_unix checks it: crypt(3) of the typed text with the
-/// stored hash as the setting, compared in constant time. Needs root (the shadow file).
-/// Accounts without a local hash (a directory service) cannot be checked here: their
-/// lockout is cleared by the password under sudo, su or login instead.
-final class ShadowPassword: PasswordVerifier {
-    func verify(user: UserName, password: [UInt8]) -> Bool {
-        guard !password.isEmpty, !password.contains(0), let stored = storedHash(user) else { return false }
-        let data = UnsafeMutablePointer<crypt_data>.allocate(capacity: 1)
-        let size = MemoryLayout<crypt_data>.size
-        memset(data, 0, size)
-        defer {
-            explicit_bzero(data, size)
-            data.deallocate()
-        }
-        var phrase = password.map { CChar(bitPattern: $0) } + [0]
-        defer { phrase.withUnsafeMutableBytes { if let p = $0.baseAddress { explicit_bzero(p, $0.count) } } }
-        guard let out = crypt_r(phrase, stored, data) else { return false }
-        let computed = Array(String(cString: out).utf8)
-        return constantTimeEqual(computed, Array(stored.utf8))
-    }
-
-    /// The shadow entry's hash, else the passwd entry's; nil when there is no usable one
-    /// (empty, locked with `!`, `*`, or only the `x` placeholder).
-    private func storedHash(_ user: UserName) -> String? {
-        var hash: String?
-        if let sp = getspnam(user.value), let field = sp.pointee.sp_pwdp {
-            hash = String(cString: field)
-        } else if let pw = getpwnam(user.value), let field = pw.pointee.pw_passwd {
-            hash = String(cString: field)
-        }
-        guard let h = hash, !h.isEmpty, h != "x", !h.hasPrefix("!"), !h.hasPrefix("*") else { return nil }
-        return h
-    }
-
-    private func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var diff: UInt8 = 0
-        for i in 0..<a.count { diff |= a[i] ^ b[i] }
-        return diff == 0
     }
 }
 
@@ -199,12 +135,14 @@ extension Launch {
         }
     }
 
+    /// `mode=authsucc`; through the launcher the password frame's wait is bounded too.
     func authsucc(_ request: HelperRequest, options: Options, channel: FrameChannel, log: LogSink) -> Frame {
-        switch self {
-        case .unprivileged(let caller):
-            return caller.authsucc(request, options: options, channel: channel, log: log)
-        case .root, .refused:
-            return AuthSucc.run(request, options: options, log: log)
+        var caller = AuthSucc.Caller(unprivileged: false, uid: nil)
+        if case .unprivileged(let u) = self {
+            caller = AuthSucc.Caller(unprivileged: true, uid: u.uid)
+            alarm(UnprivilegedCaller.requestTimeout)
         }
+        defer { alarm(0) }
+        return AuthSucc.run(request, caller: caller, options: options, channel: channel, log: log)
     }
 }

@@ -23,7 +23,9 @@ struct la_args {
                               * caller is root; the setuid launcher when it is not */
     bool unprivileged;       /* the caller is not root: the launcher path (PROTOCOL.md) */
     bool pass_authtok;       /* send authtok as an `A` (`N`: none) right after the request */
-    const char *authtok;     /* PAM_AUTHTOK for the unprivileged authsucc line; a secret */
+    const char *authtok;     /* PAM_AUTHTOK for the lines after the password; a secret */
+    const char *proof;       /* authsucc mode: "authtok" (auth line) or "account" (account
+                              * phase); NULL in authenticate mode */
     long helper_timeout_ms;  /* `helper_timeout=SECONDS`: time waiting on the helper, in all */
     int argc;                /* every argument, for `arg=` request lines */
     const char **argv;

@@ -25,23 +25,29 @@ void la_log_clean(const char *in, char *out, size_t cap)
 /* Success is routine; a denial is worth a notice; a broken helper is an error. */
 static int la_log_priority(int pam_code, const char *result_name)
 {
-    if (pam_code == PAM_SUCCESS || pam_code == PAM_IGNORE)
+    if (pam_code == PAM_SUCCESS)
         return LOG_INFO;
     if (strcmp(result_name, LA_RESULT_HELPER_FAILURE) == 0)
         return LOG_ERR;
     return LOG_NOTICE;
 }
 
-void la_log_outcome(pam_handle_t *pamh, const char *user, const char *result_name,
-                    int pam_code, const char *cause)
+void la_log_outcome_at(pam_handle_t *pamh, int priority, const char *user,
+                       const char *result_name, int pam_code, const char *cause)
 {
     char u[128], s[128], c[512];
     la_log_clean(user ? user : "", u, sizeof u);
     la_log_clean(la_item_string(pamh, PAM_SERVICE), s, sizeof s);
     la_log_clean(cause ? cause : "", c, sizeof c);
-    pam_syslog(pamh, la_log_priority(pam_code, result_name),
-               "user=\"%s\" service=\"%s\" result=%s pam=%s cause=\"%s\"",
+    pam_syslog(pamh, priority, "user=\"%s\" service=\"%s\" result=%s pam=%s cause=\"%s\"",
                u, s, result_name, la_pam_code_name(pam_code), c);
+}
+
+void la_log_outcome(pam_handle_t *pamh, const char *user, const char *result_name,
+                    int pam_code, const char *cause)
+{
+    la_log_outcome_at(pamh, la_log_priority(pam_code, result_name), user, result_name,
+                      pam_code, cause);
 }
 
 void la_log_debug(pam_handle_t *pamh, const struct la_args *args, const char *fmt, ...)

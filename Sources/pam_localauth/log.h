@@ -23,6 +23,11 @@ struct la_args;
 void la_log_outcome(pam_handle_t *pamh, const char *user, const char *result_name,
                     int pam_code, const char *cause);
 
+/* The same line at a priority of the caller's choosing (the lines after the password,
+ * whose PAM code says nothing about how it went). */
+void la_log_outcome_at(pam_handle_t *pamh, int priority, const char *user,
+                       const char *result_name, int pam_code, const char *cause);
+
 /* A debug line, written only with the `debug` argument. */
 void la_log_debug(pam_handle_t *pamh, const struct la_args *args, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -164,37 +164,60 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
     return pam_code;
 }
 
-/* The line after the password module: the password worked, so the helper may clear the
- * lockout and record the password time. It can never turn into success or a denial. */
-static int la_authsucc(pam_handle_t *pamh, int flags, const struct la_args *args)
+/* Whether this handle's first line ran for `user` without a fingerprint success; logs
+ * why not. `line` names the caller for the log ("authsucc", "account"). */
+static bool la_first_line_ran(pam_handle_t *pamh, const char *user, const char *line)
 {
     const char *first_user = la_marker_get(pamh);
-    const char *user = la_user(pamh);
     if (first_user == NULL) {
-        pam_syslog(pamh, LOG_NOTICE, "authsucc without the first line in this handle: "
-                   "nothing changed");
-        return PAM_IGNORE;
+        pam_syslog(pamh, LOG_INFO, "%s: the first line did not run in this handle, or a "
+                   "finger matched there: nothing changed", line);
+        return false;
     }
     if (user == NULL || strcmp(user, first_user) != 0) {
-        pam_syslog(pamh, LOG_NOTICE, "authsucc for another user than the first line: "
-                   "nothing changed");
-        return PAM_IGNORE;
+        pam_syslog(pamh, LOG_NOTICE, "%s: another user than the first line's: nothing changed",
+                   line);
+        return false;
     }
-    struct la_outcome out;
-    /* Used up: a second authsucc line needs a new first line. */
-    pam_set_data(pamh, la_marker, NULL, NULL);
+    return true;
+}
+
+/*
+ * Asks the helper to clear the lockout and record the password, with the proof this line
+ * has: `authtok` (the auth line after the password module: PAM_AUTHTOK goes along and the
+ * helper checks it against the account, since `required` does not stop a stack and the
+ * line also runs after a wrong password) or `account` (the account phase, which libpam's
+ * callers reach only after the whole auth stack succeeded; through the launcher the
+ * helper still wants the password itself). True when the helper cleared it.
+ */
+static bool la_clear_after_password(pam_handle_t *pamh, int flags, const struct la_args *args,
+                                    const char *user, const char *proof, int pam_code)
+{
+    char buf[384];
     struct la_args a = *args;
-    if (a.unprivileged) {
-        /* Through the launcher the helper cannot tell this line from a forged request, so
-         * it clears nothing unless it checks the password itself: the one the password
-         * module before this line accepted. */
-        const void *tok = NULL;
-        a.pass_authtok = true;
-        a.authtok = pam_get_item(pamh, PAM_AUTHTOK, &tok) == PAM_SUCCESS ? tok : NULL;
-    }
+    const void *tok = NULL;
+    a.proof = proof;
+    a.pass_authtok = true;
+    a.authtok = pam_get_item(pamh, PAM_AUTHTOK, &tok) == PAM_SUCCESS ? tok : NULL;
+    struct la_outcome out;
     la_run_helper(pamh, flags, &a, "authsucc", user, &out);
-    la_log_run(pamh, user, &out, PAM_IGNORE);
-    return PAM_IGNORE;
+    bool cleared = out.have_result && out.result.code == LA_CODE_SUCCESS;
+    la_log_outcome_at(pamh, cleared ? LOG_INFO : LOG_NOTICE, user, la_outcome_name(&out),
+                      pam_code, la_outcome_cause(&out, buf, sizeof buf));
+    if (cleared)
+        pam_set_data(pamh, la_marker, NULL, NULL); /* used up: a new first line is needed */
+    return cleared;
+}
+
+/* The auth line after the password module. It authenticates nobody: whatever happened it
+ * answers PAM_AUTHINFO_UNAVAIL, which an `optional` line ignores (never PAM_SUCCESS, which
+ * a misplaced `sufficient` line would turn into a way in, and never PAM_IGNORE). */
+static int la_authsucc(pam_handle_t *pamh, int flags, const struct la_args *args)
+{
+    const char *user = la_user(pamh);
+    if (la_first_line_ran(pamh, user, "authsucc"))
+        la_clear_after_password(pamh, flags, args, user, "authtok", PAM_AUTHINFO_UNAVAIL);
+    return PAM_AUTHINFO_UNAVAIL;
 }
 
 LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv)
@@ -202,6 +225,22 @@ LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
     struct la_args args;
     la_args_parse(pamh, argc, argv, &args);
     return args.authsucc ? la_authsucc(pamh, flags, &args) : la_authenticate(pamh, flags, &args);
+}
+
+/*
+ * `account required pam_localauth.so`: where a lockout is cleared after the password in
+ * any stack. sudo, su, login and polkit call the account phase only after pam_authenticate
+ * succeeded, so a first line that ran here without a match means another module (the
+ * password) let the user in. It judges no account: PAM_SUCCESS, whatever happened.
+ */
+LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
+{
+    struct la_args args;
+    la_args_parse(pamh, argc, argv, &args);
+    const char *user = la_user(pamh);
+    if (la_first_line_ran(pamh, user, "account"))
+        la_clear_after_password(pamh, flags, &args, user, "account", PAM_SUCCESS);
+    return PAM_SUCCESS;
 }
 
 /* Nothing to set: the module holds no credentials. */

@@ -75,6 +75,7 @@ void la_request_gather(pam_handle_t *pamh, int flags, const struct la_args *args
         .ruser = la_item_string(pamh, PAM_RUSER),
         .silent = (flags & PAM_SILENT) != 0,
         .first_line = strcmp(mode, "authsucc") == 0,
+        .proof = args->proof,
         .caller_uid = (unsigned long)getuid(),
         .caller_pid = (long)getpid(),
         .stdin_tty = isatty(STDIN_FILENO) == 1,
@@ -107,6 +108,8 @@ bool la_request_encode(const struct la_request *req, char *buf, size_t cap, size
     la_kv_add(&w, "pid", pid);
     if (req->first_line)
         la_kv_add(&w, "first_line", "1");
+    if (req->proof != NULL)
+        la_kv_add(&w, "proof", req->proof);
     for (int i = 0; i < req->args->argc; i++)
         la_kv_add(&w, "arg", req->args->argv[i]);
     if (w.failed_key != NULL) {

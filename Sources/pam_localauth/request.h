@@ -22,6 +22,7 @@ struct la_request {
     char locale[64];     /* empty when unset or not a plain locale name */
     bool silent;
     bool first_line;
+    const char *proof;   /* authsucc mode: "authtok" or "account"; NULL otherwise */
     bool stdin_tty;      /* the application's stdin is a terminal (a person can type there) */
     bool display;        /* a graphical session is named (PAM_XDISPLAY, DISPLAY, WAYLAND_DISPLAY) */
     unsigned long caller_uid;

@@ -16,13 +16,15 @@ struct la_result_row {
 
 /* DESIGN.md §3. userCancel and appCancel deny this module's line but let the stack go on;
  * when the application's conversation itself broke, PAM_CONV_ERR says so. Everything that
- * only means "no fingerprint now" is PAM_AUTHINFO_UNAVAIL so the password module runs. */
+ * only means "no fingerprint now" is PAM_AUTHINFO_UNAVAIL so the password module runs.
+ * No row is PAM_IGNORE: at a `required` line followed by a module that succeeds
+ * (pam_permit, pam_env, ...), PAM_IGNORE would let the user in with nothing. */
 /* Both columns: unavailable whether or not the conversation failed. */
 #define LA_UNAVAIL PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL
 
 static const struct la_result_row la_result_table[] = {
     { LA_CODE_SUCCESS, "success", PAM_SUCCESS, PAM_SUCCESS },
-    { LA_CODE_NOT_OPTED_IN, "notOptedIn", PAM_IGNORE, PAM_IGNORE },
+    { LA_CODE_NOT_OPTED_IN, "notOptedIn", LA_UNAVAIL },
     { LA_CODE_AUTHENTICATION_FAILED, "authenticationFailed", PAM_AUTH_ERR, PAM_AUTH_ERR },
     { LA_CODE_USER_CANCEL, "userCancel", PAM_AUTH_ERR, PAM_CONV_ERR },
     { LA_CODE_USER_FALLBACK, "userFallback", LA_UNAVAIL },

@@ -109,6 +109,7 @@ class PamtesterResult:
 @dataclasses.dataclass
 class DriveResult:
     rv: str            # the PAM return code's name, e.g. "PAM_AUTHINFO_UNAVAIL"
+    acct_rv: str       # pam_acct_mgmt's code after a successful pam_authenticate (account=True)
     messages: list     # [style name, text] for every conversation message, in order
     dispositions: dict # {"before"|"after": {signal name: [handler, flags]}}
     children: list     # child processes (pid, state) still there after pam_end
@@ -232,14 +233,17 @@ class PamWorld:
 
     def pamtester(self, service, user, operation="authenticate", *, items=None, pam_env=None,
                   flags=None, env=None, prefix=(), timeout=20):
-        """Starts pamtester; items: {"rhost": ..., "tty": ...}; flags: e.g. "PAM_SILENT"."""
-        op = f"{operation}({flags})" if flags else operation
+        """Starts pamtester; items: {"rhost": ..., "tty": ...}; flags: e.g. "PAM_SILENT".
+        operation: one pamtester operation, or several in turn in the same handle
+        (("authenticate", "acct_mgmt"), as sudo and login call them)."""
+        ops = [operation] if isinstance(operation, str) else list(operation)
+        ops = [f"{op}({flags})" if flags else op for op in ops]
         args = ["pamtester"]
         for k, v in (items or {}).items():
             args += ["-I", f"{k}={v}"]
         for k, v in (pam_env or {}).items():
             args += ["-E", f"{k}={v}"]
-        args += [service, user, op]
+        args += [service, user, *ops]
         run = Pamtester(self.command(args, prefix, env), self._base_env(), timeout)
         self._pamtesters.append(run)
         return run
@@ -256,7 +260,8 @@ class PamWorld:
 
     def drive(self, service, user, *, answers=(), items=None, pam_env=None, flags=(),
               interrupt_on=None, interrupt_delay=0.3, answer_delay=0.0, ignore_signals=(),
-              inheritable_fd=False, real_uid=None, env=None, prefix=(), timeout=60):
+              inheritable_fd=False, real_uid=None, env=None, prefix=(), timeout=60,
+              account=False):
         """Runs pam_authenticate in a fresh process and returns a DriveResult.
 
         user None starts PAM without a user. answers are given to prompts in order (then
@@ -272,19 +277,21 @@ class PamWorld:
         libpam would read /etc/pam.d instead of this world.
         prefix: a command to run the driver under, e.g. setpriv with the same uid for
         real and effective.
+        account: after a successful pam_authenticate, call pam_acct_mgmt in the same handle,
+        as sudo, su and login do (its code is `acct_rv`; "" when not called).
         """
         spec = dict(service=service, user=user, answers=list(answers), items=items or {},
                     pam_env=pam_env or {}, flags=list(flags), interrupt_on=interrupt_on,
                     interrupt_delay=interrupt_delay, answer_delay=answer_delay,
                     ignore_signals=list(ignore_signals), inheritable_fd=inheritable_fd,
-                    real_uid=real_uid)
+                    real_uid=real_uid, account=account)
         argv = self.command([PYTHON, str(self._driver_script()), "--drive"], prefix, env)
         proc = subprocess.run(argv, input=json.dumps(spec), capture_output=True, text=True,
                               env=self._base_env(), timeout=timeout)
         if proc.returncode != 0:
             raise RuntimeError(f"driver failed ({proc.returncode}): {proc.stderr[-2000:]}")
         out = json.loads(proc.stdout.strip().splitlines()[-1])
-        return DriveResult(out["rv"], out["messages"], out["dispositions"], out["children"],
+        return DriveResult(out["rv"], out["acct_rv"], out["messages"], out["dispositions"], out["children"],
                            parse_logs(proc.stderr), proc.stderr)
 
 
@@ -392,9 +399,14 @@ def _drive_main():
     for f in spec["flags"]:
         flags |= consts[f]
     rv = pam.pam_authenticate(handle, flags)
-    pam.pam_end(handle, rv)
+    acct_rv = None
+    if spec["account"] and rv == consts["PAM_SUCCESS"]:
+        acct_rv = pam.pam_acct_mgmt(handle, flags)
+    pam.pam_end(handle, rv if acct_rv is None else acct_rv)
     after = _dispositions(libc)
-    print(json.dumps(dict(rv=names.get(rv, str(rv)), messages=messages,
+    print(json.dumps(dict(rv=names.get(rv, str(rv)),
+                          acct_rv="" if acct_rv is None else names.get(acct_rv, str(acct_rv)),
+                          messages=messages,
                           dispositions={"before": before, "after": after},
                           children=_children())))
 

@@ -83,9 +83,10 @@ class Machine(contextlib.ExitStack):
     as a PAM service for sudo (with a sudoers drop-in) and as su's overlay. Everything is
     removed on exit, whatever happened."""
 
-    def __init__(self, inst=None, bed=None, scan_timeout=10):
+    def __init__(self, inst=None, bed=None, scan_timeout=10, stack=None):
         super().__init__()
         self.inst, self.bed, self.scan_timeout = inst, bed, scan_timeout
+        self.stack = stack or Machine.requisite_stack
         self.made = []          # names and paths of what this machine created
 
     def __enter__(self):
@@ -110,14 +111,18 @@ class Machine(contextlib.ExitStack):
         args = " ".join([f"dbus_address={self.bed.address}", f"state_dir={self.state}",
                          f"fprint_dir={self.bed.state_dir}", f"config={self.inst.config}",
                          f"scan_timeout={self.scan_timeout}"])
-        self.lines = [f"auth sufficient {self.inst.module} {args}",
-                      "auth requisite pam_unix.so nodelay",
-                      f"auth optional {self.inst.module} authsucc {args}",
-                      "account required pam_unix.so",
-                      "session required pam_unix.so"]
+        self.lines = self.stack(self.inst.module, args)
         self.service = self.enter_context(system.PamService("la-e2e-sudo-", self.lines))
         self.sudoers = self.enter_context(system.SudoersDropIn(self.user, self.service.name))
         self.made += [self.service.path, self.sudoers.path]
+
+    @staticmethod
+    def requisite_stack(module, args):
+        return [f"auth sufficient {module} {args}",
+                "auth requisite pam_unix.so nodelay",
+                f"auth optional {module} authsucc {args}",
+                "account required pam_unix.so",
+                "session required pam_unix.so"]
 
     def left_behind(self):
         """What this machine made (users, groups, files) that still exists."""

@@ -144,10 +144,12 @@ class Real:
         lines = [f"auth sufficient {MODULE} {args}", f"auth required {self.world.matrix}"]
         if authsucc:
             lines.append(f"auth optional {MODULE} authsucc {args}")
+            lines.append(f"account required {MODULE} {args}")
         return self.world.service(name, lines)
 
     def attempt(self, fault, service, user=USER, **kw):
         kw.setdefault("env", PRESENT)
+        kw.setdefault("account", True)   # the account phase after success, as sudo runs it
         return attempt(fault, self.world, service, user, **kw)
 
     def in_background(self, fault, service, **kw):
@@ -430,8 +432,8 @@ def test_damaged_state_file(real, kind):
     check(r, "biometryLockout", "PAM_AUTHINFO_UNAVAIL", cause)
     assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
     assert "PAM_ERROR_MSG" in [style for style, _ in r.messages]  # the user is told
-    # The authsucc line after the password rewrote it: a plain root file again.
-    assert outcomes(r.logs)[1]["result"] == "success"
+    # The account line after the password rewrote it: a plain root file again.
+    assert outcomes(r.logs)[-1]["result"] == "success"
     st = path.lstat()
     assert path.is_file() and not path.is_symlink() and st.st_uid == 0
     assert elsewhere.read_bytes() == good

@@ -136,7 +136,7 @@ def test_exports_only_pam_entry_points(release_module):
     out = subprocess.run(["nm", "-D", "--defined-only", str(release_module)], check=True,
                          capture_output=True, text=True).stdout
     names = {l.split()[-1] for l in out.splitlines() if l.strip()}
-    assert names == {"pam_sm_authenticate", "pam_sm_setcred"}
+    assert names == {"pam_sm_authenticate", "pam_sm_setcred", "pam_sm_acct_mgmt"}
 
 
 def test_default_helper_path_is_compiled_in(release_module):
@@ -183,11 +183,32 @@ def test_silent_is_passed_to_the_helper_which_filters_its_own_lines(bed):
     assert bed.events("start")[0]["request"]["silent"] == "1"
 
 
-def test_not_opted_in_is_ignore(bed):
+def test_not_opted_in_is_unavailable_and_the_password_follows(bed):
     r = bed.drive(bed.stack("notoptedin"))
     assert_password_fallback(r)
     o = only_outcome(r)
-    assert (o["result"], o["pam"]) == ("notOptedIn", "PAM_IGNORE")
+    assert (o["result"], o["pam"]) == ("notOptedIn", "PAM_AUTHINFO_UNAVAIL")
+
+
+@pytest.mark.parametrize("after", ["pam_permit.so", "pam_env.so", "pam_shells.so",
+                                   "pam_succeed_if.so uid >= 0"])
+def test_required_line_then_a_module_that_succeeds_denies_a_user_not_opted_in(bed, after):
+    """The gdm-fingerprint shape with a module that always succeeds after the line: a
+    user who never turned fingerprint login on must not get in with nothing (PAM_IGNORE
+    here was pam-u2f's CVE-2025-23013)."""
+    svc = bed.world.service("la-req", [bed.line("notoptedin", "required"),
+                                       f"auth optional {after}"])
+    r = bed.drive(svc, answers=[])
+    assert r.rv == "PAM_AUTHINFO_UNAVAIL", r.stderr[-1500:]
+    assert prompts(r) == []
+
+
+@pytest.mark.parametrize("code", [1, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -13, -1004, -77])
+def test_required_line_then_pam_permit_denies_every_result_but_success(bed, code):
+    svc = bed.world.service("la-req2", [bed.line("code", "required", f"fake_code={code}"),
+                                        "auth optional pam_permit.so"])
+    r = bed.drive(svc, answers=[])
+    assert r.rv not in ("PAM_SUCCESS", "PAM_IGNORE"), code
 
 
 # DESIGN.md §3, code by code; the solo stack returns the module's own code.
@@ -251,14 +272,27 @@ def test_helper_failure_falls_back_to_password(bed, mode, extra, cause):
 
 
 @pytest.mark.parametrize("mode", ["crash", "exit_nonzero"])
-def test_exit_status_read_even_when_app_ignores_sigchld(bed, mode):
-    r = bed.drive(bed.stack(mode), ignore_signals=["SIGCHLD"])
+def test_exit_status_read_when_the_app_leaves_sigchld_alone(bed, mode):
+    r = bed.drive(bed.stack(mode))
     assert_password_fallback(r)
     cause = only_outcome(r)["cause"]
-    assert "could not be read" not in cause
     assert ("signal 11" if mode == "crash" else "exit status 3") in cause
+
+
+@pytest.mark.parametrize("mode,result", [("crash", "helperFailure"), ("hang", "helperFailure"),
+                                         ("match", "success")])
+def test_an_app_that_ignores_sigchld_keeps_it_ignored_throughout(bed, mode, result):
+    """The host lets the kernel reap its children (SIGCHLD ignored): the module leaves that
+    as it is for the whole run (the host's own children must not turn into zombies), and
+    watches the helper through a pidfd instead; nothing is left behind."""
+    r = bed.drive(bed.stack(mode, "helper_timeout=2"), ignore_signals=["SIGCHLD"])
     assert r.dispositions["before"] == r.dispositions["after"]
     assert r.dispositions["after"]["SIGCHLD"][0] == 1  # still SIG_IGN
+    assert only_outcome(r)["result"] == result
+    assert r.children == []
+    assert "SIGCHLD" in bed.events("start")[0]["parent_ignores"]   # also while it ran
+    if result != "success":
+        assert_password_fallback(r)
 
 
 def test_helper_gone_before_answer_does_not_kill_app(bed):
@@ -453,7 +487,7 @@ def test_authsucc_without_first_line_changes_nothing(bed):
     r = bed.drive(svc)
     assert r.rv == "PAM_SUCCESS"
     assert bed.events() == []
-    assert any("authsucc without the first line in this handle: nothing changed" in l.message
+    assert any("authsucc: the first line did not run in this handle, or a finger matched there: nothing changed" in l.message
                for l in r.logs)
 
 
@@ -467,8 +501,9 @@ def test_authsucc_after_first_line_runs_helper(bed):
     assert first["request"]["mode"] == "authenticate"
     assert second["request"]["mode"] == "authsucc"
     assert second["request"]["first_line"] == "1"
+    assert second["request"]["proof"] == "authtok"
     assert "authsucc" in second["request"]["arg"]
-    assert [o["pam"] for o in outcomes(r.logs)] == ["PAM_AUTH_ERR", "PAM_IGNORE"]
+    assert [o["pam"] for o in outcomes(r.logs)] == ["PAM_AUTH_ERR", "PAM_AUTHINFO_UNAVAIL"]
 
 
 def test_authsucc_after_a_fingerprint_success_changes_nothing(bed):
@@ -481,18 +516,68 @@ def test_authsucc_after_a_fingerprint_success_changes_nothing(bed):
     r = bed.drive(svc)
     assert r.rv == "PAM_SUCCESS"
     assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate"]
-    assert any("authsucc without the first line in this handle: nothing changed" in l.message
+    assert any("authsucc: the first line did not run in this handle, or a finger matched there: nothing changed" in l.message
                for l in r.logs)
 
 
 def test_authsucc_cannot_produce_success(bed):
-    """Even a helper answering success in authsucc mode only yields PAM_IGNORE."""
+    """Even a helper answering success in authsucc mode only yields PAM_AUTHINFO_UNAVAIL:
+    the line authenticates nobody (never PAM_SUCCESS, never PAM_IGNORE)."""
     svc = bed.world.service("la-as3", [bed.line("nomatch", "optional"),
-                                       authsucc_line(bed, "match", "required")])
+                                       authsucc_line(bed, "match", "required"),
+                                       "auth optional pam_permit.so"])
     r = bed.drive(svc)
-    assert r.rv != "PAM_SUCCESS"
+    assert r.rv == "PAM_AUTHINFO_UNAVAIL"
     last = outcomes(r.logs)[-1]
-    assert (last["result"], last["pam"]) == ("success", "PAM_IGNORE")
+    assert (last["result"], last["pam"]) == ("success", "PAM_AUTHINFO_UNAVAIL")
+
+
+SET_ITEMS = Path(pamenv.PAM_MATRIX).parent / "pam_set_items.so"
+
+
+def test_authsucc_sends_the_password_the_stack_accepted(bed):
+    """PAM_AUTHTOK (set here by pam_wrapper's pam_set_items, as pam_unix sets it) follows
+    the request as an `A` frame."""
+    svc = bed.world.service("la-as6", [bed.line("nomatch", "sufficient"),
+                                       f"auth required {bed.world.matrix}",
+                                       f"auth optional {SET_ITEMS}",
+                                       bed.line("prompt", "optional", "authsucc")])
+    r = bed.drive(svc, answers=[PASSWORD, "1234"], env={"PAM_AUTHTOK": PASSWORD})
+    assert r.rv == "PAM_SUCCESS"
+    # fake mode `prompt` reads the first frame after the request as the prompt's reply.
+    reply = bed.events("reply")[0]
+    assert (reply["type"], reply["payload"]) == ("A", PASSWORD)
+
+
+def test_account_phase_runs_the_helper_after_a_password_success(bed):
+    svc = bed.world.service("la-acct", [bed.line("nomatch", "sufficient"),
+                                        f"auth required {bed.world.matrix}",
+                                        f"account required {MODULE} helper={bed.helper} "
+                                        f"fake_mode=match fake_dir={bed.records}"])
+    r = bed.drive(svc, account=True)
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
+    first, second = bed.events("start")
+    assert (second["request"]["mode"], second["request"]["proof"]) == ("authsucc", "account")
+    assert second["request"]["first_line"] == "1"
+
+
+def test_account_phase_after_a_fingerprint_success_changes_nothing(bed):
+    svc = bed.world.service("la-acct2", [bed.line("match", "sufficient"),
+                                         f"auth required {bed.world.matrix}",
+                                         f"account required {MODULE} helper={bed.helper} "
+                                         f"fake_mode=match fake_dir={bed.records}"])
+    r = bed.drive(svc, account=True)
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
+    assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate"]
+
+
+def test_account_phase_without_the_first_line_changes_nothing(bed):
+    svc = bed.world.service("la-acct3", [f"auth required {bed.world.matrix}",
+                                         f"account required {MODULE} helper={bed.helper} "
+                                         f"fake_mode=match fake_dir={bed.records}"])
+    r = bed.drive(svc, account=True)
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
+    assert bed.events("start") == []
 
 
 def test_authsucc_needs_a_new_first_line_each_time(bed):
@@ -675,7 +760,11 @@ def test_result_table_uses_header_values(pure):
     for code, name, pam in CODE_TABLE:
         assert pure.la_result_to_pam(code, False) == c[pam], name
     assert pure.la_result_to_pam(0, False) == c["PAM_SUCCESS"]
-    assert pure.la_result_to_pam(1, False) == c["PAM_IGNORE"]
+    assert pure.la_result_to_pam(1, False) == c["PAM_AUTHINFO_UNAVAIL"]
+    # No result, known or not, conversation failed or not, is ever PAM_IGNORE.
+    for code in range(-1100, 10):
+        for conv_failed in (False, True):
+            assert pure.la_result_to_pam(code, conv_failed) != c["PAM_IGNORE"], code
     assert pure.la_result_to_pam(-2, True) == c["PAM_CONV_ERR"]
     assert pure.la_result_to_pam(-9, True) == c["PAM_CONV_ERR"]
     assert pure.la_result_to_pam(-1, True) == c["PAM_AUTH_ERR"]
@@ -688,7 +777,7 @@ REAL_HELPER = pamenv.REPO / "build" / "libexec" / "localauth" / "localauth-helpe
 
 
 @pytest.mark.skipif(not REAL_HELPER.is_file(), reason="localauth-helper not built")
-def test_real_helper_without_reader_then_authsucc_records_password(bed):
+def test_real_helper_without_reader_then_the_account_phase_records_password(bed):
     """No bus, no reader: the password works, and the authsucc line records it."""
     state = bed.world.root / "state"
     state.mkdir(mode=0o700)
@@ -698,14 +787,27 @@ def test_real_helper_without_reader_then_authsucc_records_password(bed):
     svc = bed.world.service("la-real", [f"auth sufficient {MODULE} {args}",
                                         f"auth required {bed.world.matrix}",
                                         f"auth optional {MODULE} authsucc {args}"])
+    svc_account = bed.world.service("la-real-acct", [
+        f"auth sufficient {MODULE} {args}", f"auth required {bed.world.matrix}",
+        f"account required {MODULE} {args}"])
+    # pam_matrix's made-up user has no local password hash: the auth line cannot prove the
+    # password, so nothing is recorded there ...
+    r = bed.drive(svc)
+    assert_password_fallback(r)
+    first, second = outcomes(r.logs)
+    assert (second["result"], second["pam"]) == ("invalidContext", "PAM_AUTHINFO_UNAVAIL"), second
+    assert "cannot be checked here" in second["cause"], second
+    assert not (state / f"{USER}.state").exists()
+    # ... the account phase, reached only after the stack succeeded, records it.
     for attempt in range(2):
         started = time.monotonic()
-        r = bed.drive(svc)
+        r = bed.drive(svc_account, account=True)
         assert_password_fallback(r)
+        assert r.acct_rv == "PAM_SUCCESS"
         assert time.monotonic() - started < 5
         first, second = outcomes(r.logs)
         assert first["pam"] == "PAM_AUTHINFO_UNAVAIL", first
-        assert (second["result"], second["pam"]) == ("success", "PAM_IGNORE"), second
+        assert (second["result"], second["pam"]) == ("success", "PAM_SUCCESS"), second
         assert (state / f"{USER}.state").is_file()
     # After the password was recorded once, the reader itself is what is missing.
     assert first["result"] == "biometryNotAvailable", first

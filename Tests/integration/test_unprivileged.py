@@ -329,7 +329,7 @@ def test_five_failures_lock_out_and_only_the_password_clears_it(locker):
     assert fourth.ok and fourth.scans == []
     first_line, authsucc = fourth.module_outcomes
     assert first_line["result"] == "biometryLockout"
-    assert (authsucc["result"], authsucc["pam"]) == ("success", "PAM_IGNORE"), authsucc
+    assert (authsucc["result"], authsucc["pam"]) == ("success", "PAM_AUTHINFO_UNAVAIL"), authsucc
     assert locker.state_values()["failures"] == "0"
     # And the finger works again.
     assert locker.run(fingers=[ENROLLED]).ok
@@ -560,27 +560,61 @@ def lock_out(locker):
     assert out.status != 0 and locker.state_values()["failures"] == "1"
 
 
+# Every password check through the launcher takes this long, whatever its outcome.
+CHECK_SECONDS = 1.0
+
+
+def forged_authsucc(locker, extra: bytes) -> tuple:
+    """A forged authsucc request with ``extra`` after it: (result, seconds it took)."""
+    started = time.monotonic()
+    r = direct(locker, request(locker.user, mode="authsucc", first_line=True, proof="authtok")
+               + extra)
+    return r, time.monotonic() - started
+
+
 def test_forged_authsucc_without_the_password_clears_nothing(locker):
     lock_out(locker)
-    before = locker.state_file.read_bytes()
-    # (what follows the request, whether it is a wrong guess that must cost time)
-    cases = [(frame("N"), False), (frame("A", b"not-the-password"), True), (b"", False)]
-    for extra, guess in cases:
-        started = time.monotonic()
-        r = direct(locker, request(locker.user, mode="authsucc", first_line=True) + extra)
+    # What follows the request: no password, a wrong one, nothing at all.
+    for n, extra in enumerate([frame("N"), frame("A", b"not-the-password"), b""]):
+        r, took = forged_authsucc(locker, extra)
         assert r["name"] == "invalidContext", (extra, r)
         assert "nothing changed" in r["cause"]
-        assert locker.state_file.read_bytes() == before, extra
-        if guess:
-            assert time.monotonic() - started >= 1.9
-    assert any("the password does not match; nothing changed" in m
-               for m in locker.syslog.since(0, "localauth-helper"))
-    # The same request with the user's real password does clear it: the check above could
-    # have failed.
-    r = direct(locker, request(locker.user, mode="authsucc", first_line=True)
-               + frame("A", locker.user.password.encode()))
+        assert locker.state_values()["failures"] == "1", extra
+        # Every outcome takes the same time: answering at all says nothing.
+        assert took >= CHECK_SECONDS * 0.95, (extra, took)
+    # Only the wrong password was a guess: logged and counted.
+    assert locker.state_values()["password_failures"] == "1"
+    assert any("wrong password for" in m for m in locker.syslog.since(0, "localauth-helper"))
+    # The same request with the user's real password does clear it (the checks above could
+    # have failed), and takes just as long.
+    r, took = forged_authsucc(locker, frame("A", locker.user.password.encode()))
     assert r["name"] == "success", r
-    assert locker.state_values()["failures"] == "0"
+    assert took >= CHECK_SECONDS * 0.95, took
+    values = locker.state_values()
+    assert values["failures"] == "0" and "password_failures" not in values
+
+
+def test_password_guesses_through_the_launcher_run_one_at_a_time(locker):
+    """Guesses started together are checked one after the other: the right password is
+    told from a wrong one no faster than one check a second, in parallel or not."""
+    lock_out(locker)
+    guesses = 4
+    runs = [Direct(locker) for _ in range(guesses)]
+    started = time.monotonic()
+    try:
+        for n, d in enumerate(runs):
+            d.send(request(locker.user, mode="authsucc", first_line=True, proof="authtok")
+                   + frame("A", f"guess-{n}".encode()))
+            d.proc.stdin.close()
+        results = [d.finish() for d in runs]
+    finally:
+        for d in runs:
+            d.kill()
+    took = time.monotonic() - started
+    assert all(r["name"] == "invalidContext" for r in results), results
+    assert took >= guesses * CHECK_SECONDS * 0.95, took
+    assert locker.state_values()["password_failures"] == str(guesses)
+    assert locker.state_values()["failures"] == "1"
 
 
 def test_authsucc_without_the_first_line_does_not_reach_the_launcher(locker):
@@ -592,7 +626,7 @@ def test_authsucc_without_the_first_line_does_not_reach_the_launcher(locker):
     out = locker.run(service=svc, password=locker.user.password)
     assert out.ok
     assert locker.state_file.read_bytes() == before
-    assert any("authsucc without the first line" in m for i, m in out.logs)
+    assert any("authsucc: the first line did not run in this handle" in m for i, m in out.logs)
     assert out.messages("localauth-launcher") == [] and out.messages("localauth-helper") == []
 
 
@@ -724,19 +758,27 @@ def test_hard_file_size_limit_is_restored_or_refused(locker):
 
 def test_helper_run_directly_by_the_user_refuses_the_flag(locker):
     argv = [str(locker.inst.helper), "--unprivileged-uid", str(locker.user.uid), "--config",
-            str(locker.inst.config)]
+            str(locker.inst.config), "--caller-pid", str(os.getpid())]
     r = direct(locker, request(locker.user), argv=argv)
     assert r["code"] == "-6" and "not running as root" in r["cause"], r
     assert not locker.state_file.exists()
 
 
 @pytest.mark.parametrize("argv,why", [
-    (["--unprivileged-uid", "0", "--config", "/etc/x"], "is not a user id"),
-    (["--unprivileged-uid", "-1", "--config", "/etc/x"], "is not a user id"),
-    (["--unprivileged-uid", "1x", "--config", "/etc/x"], "is not a user id"),
-    (["--unprivileged-uid", "99999999999", "--config", "/etc/x"], "is not a user id"),
-    (["--unprivileged-uid", "1000", "--config", "etc/x"], "not an absolute path"),
-    (["--unprivileged-uid", "1000", "--config", "/etc/../x"], "not an absolute path"),
+    (["--unprivileged-uid", "0", "--config", "/etc/x", "--caller-pid", "2"], "is not a user id"),
+    (["--unprivileged-uid", "-1", "--config", "/etc/x", "--caller-pid", "2"], "is not a user id"),
+    (["--unprivileged-uid", "1x", "--config", "/etc/x", "--caller-pid", "2"], "is not a user id"),
+    (["--unprivileged-uid", "99999999999", "--config", "/etc/x", "--caller-pid", "2"],
+     "is not a user id"),
+    (["--unprivileged-uid", "1000", "--config", "etc/x", "--caller-pid", "2"],
+     "not an absolute path"),
+    (["--unprivileged-uid", "1000", "--config", "/etc/../x", "--caller-pid", "2"],
+     "not an absolute path"),
+    (["--unprivileged-uid", "1000", "--config", "/etc/x", "--caller-pid", "x"],
+     "is not a process id"),
+    (["--unprivileged-uid", "1000", "--config", "/etc/x", "--caller-pid", "1"],
+     "is not a process id"),
+    (["--unprivileged-uid", "1000", "--config", "/etc/x"], "unexpected arguments"),
     (["--unprivileged-uid", "1000"], "unexpected arguments"),
     (["--state-dir", "/tmp"], "unexpected arguments"),
 ])

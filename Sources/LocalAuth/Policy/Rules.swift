@@ -66,9 +66,17 @@ public struct Rules: Equatable, Sendable {
                               domainState: String?) -> UserState {
         var next = s
         next.consecutiveFailures = 0
+        next.passwordFailures = 0
         next.lastPasswordAt = now
         next.bootID = bootID
         if !optInRequired, let domainState { next.trustedDomainState = domainState }
+        return next
+    }
+
+    /// A wrong password the helper checked itself: counted for the record only.
+    public func afterWrongPassword(_ s: UserState) -> UserState {
+        var next = s
+        next.passwordFailures = s.passwordFailures &+ 1
         return next
     }
 
@@ -147,6 +155,7 @@ public struct Rules: Equatable, Sendable {
 /// Why no fingerprint may be tried.
 public enum Refusal: Equatable, Sendable {
     case error(LAError)
-    /// The switch is required and off: the module steps aside (PAM_IGNORE).
+    /// The switch is required and off: no fingerprint for this user (the module answers
+    /// PAM_AUTHINFO_UNAVAIL, so the stack's password module decides).
     case notOptedIn
 }

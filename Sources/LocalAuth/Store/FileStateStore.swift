@@ -54,6 +54,17 @@ public final class FileStateStore: StateStore {
         return fresh
     }
 
+    /// Runs `body` holding the lock file `<dir>/<name>` (created 0600): for work that must
+    /// happen one at a time beside the state itself. `name` starts with `.`, so it can never
+    /// be a user's file (user names cannot start with a dot).
+    public func withLock<T>(named name: String, _ body: () -> T) throws(StoreError) -> T {
+        precondition(name.hasPrefix(".") && !name.contains("/"), "lock names are hidden files")
+        try checkDirectory()
+        let lock = try openLock(directory + "/" + name)
+        defer { close(lock) }
+        return body()
+    }
+
     // MARK: - Paths and the directory
 
     func path(_ user: UserName, _ suffix: String) -> String {

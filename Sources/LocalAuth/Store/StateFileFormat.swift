@@ -20,6 +20,8 @@ enum StateFileFormat {
         add("boot_id", s.bootID)
         lines.append("opted_in=\(s.optedIn ? 1 : 0)")
         add("trusted_domain_state", s.trustedDomainState)
+        // Only when there is something to say: files written before it existed stay valid.
+        if s.passwordFailures > 0 { lines.append("password_failures=\(s.passwordFailures)") }
         let body = Array((lines.joined(separator: "\n") + "\n").utf8)
         return body + Array("sha256=\(Crypto.hex(Crypto.sha256(body)))\n".utf8)
     }
@@ -80,6 +82,9 @@ enum StateFileFormat {
             guard value == "0" || value == "1" else { return false }
             s.optedIn = value == "1"
         case "trusted_domain_state": s.trustedDomainState = value
+        case "password_failures":
+            guard let n = Int(value), n >= 0 else { return false }
+            s.passwordFailures = n
         default: return false
         }
         return true

@@ -14,6 +14,9 @@ public struct UserState: Equatable, Sendable {
     /// The enrolled set's domain state that fingerprints are trusted for (recorded when the
     /// switch is turned on, or when the password is entered if no switch is required).
     public var trustedDomainState: String?
+    /// Wrong passwords the helper checked itself (through the launcher) since the last right
+    /// one: kept for the log and `status`, never a reason to refuse the password.
+    public var passwordFailures = 0
 
     public init() {}
 
