@@ -101,7 +101,21 @@ def process_facts():
         sigint=str(signal.getsignal(signal.SIGINT)),
         ppid=os.getppid(),
         parent_ignores=parent_ignored_signals(),
+        scheduling=scheduling(),
     )
+
+
+def scheduling():
+    """What a caller could hand down: nice, class, CPUs, I/O priority, limits."""
+    import ctypes
+    import resource
+    libc = ctypes.CDLL(None, use_errno=True)
+    ioprio = libc.syscall(252, 1, 0)   # ioprio_get(IOPRIO_WHO_PROCESS, self) on x86_64
+    return dict(nice=os.getpriority(os.PRIO_PROCESS, 0), policy=os.sched_getscheduler(0),
+                cpus=sorted(os.sched_getaffinity(0)), ioprio_class=ioprio >> 13,
+                fsize=resource.getrlimit(resource.RLIMIT_FSIZE)[0],
+                nofile=resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+                core=resource.getrlimit(resource.RLIMIT_CORE)[0])
 
 
 def parent_ignored_signals():

@@ -397,6 +397,26 @@ def test_helper_process_is_clean(bed):
     assert start["sigint"] == "<built-in function default_int_handler>"  # defaults
 
 
+# The caller at the lowest priority it can give itself, on one CPU, idle I/O, with small
+# limits: none of it may reach the helper, which then never runs in time. (Hard limits a
+# caller lowered stay lowered where root lacks CAP_SYS_RESOURCE: then a state write that
+# fails counts the try as failed all the same, see test_faults.)
+STARVED = ["chrt", "--idle", "0", "nice", "-n", "19", "taskset", "-c", "0", "ionice", "-c", "3",
+           "prlimit", "--fsize=4096:unlimited", "--nofile=16:1024", "--core=1000000:unlimited",
+           "--"]
+
+
+def test_helper_does_not_inherit_the_callers_scheduling_or_limits(bed):
+    import resource
+    r = bed.drive(bed.stack("match"), prefix=STARVED)
+    assert r.rv == "PAM_SUCCESS"
+    (start,) = bed.events("start")
+    s = start["scheduling"]
+    assert (s["nice"], s["policy"], s["ioprio_class"]) == (0, os.SCHED_OTHER, 0), s
+    assert s["cpus"] == sorted(os.sched_getaffinity(0)), s
+    assert (s["fsize"], s["nofile"], s["core"]) == (resource.RLIM_INFINITY, 1024, 0), s
+
+
 def test_one_identity_when_ruid_differs(bed):
     """Like setuid sudo: ruid is the user, euid root; the helper gets only root."""
     r = bed.drive(bed.stack("match"), real_uid=65534)

@@ -735,6 +735,67 @@ def test_file_size_limit_cannot_stop_a_failure_being_counted(locker):
     assert locker.state_values()["failures"] == "3"
 
 
+def helper_under(pid, exe):
+    """The helper among ``pid`` and its children (the launcher execs it in place, or forks
+    once when it cannot start a session of its own)."""
+    for candidate in [pid] + [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/stat")
+                              if p.read_text().rsplit(")", 1)[1].split()[1] == str(pid)]:
+        try:
+            if os.readlink(f"/proc/{candidate}/exe") == str(exe):
+                return candidate
+        except OSError:
+            continue
+    return None
+
+
+def proc_stat(pid):
+    """Fields of /proc/PID/stat after the command name: [state, ppid, pgrp, session, ...]."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def test_helper_does_not_inherit_the_callers_scheduling(locker):
+    """nice 19, SCHED_IDLE, one CPU, idle I/O from the caller: the launcher resets them."""
+    d = Direct(locker, pre=["chrt", "--idle", "0", "nice", "-n", "19", "taskset", "-c", "0",
+                            "ionice", "-c", "3", "--"])
+    try:
+        d.send(request(locker.user))
+        assert locker.bed.wait_finger_needed(10)
+        pid = helper_under(d.proc.pid, locker.inst.helper)
+        fields = proc_stat(pid)
+        nice, policy = int(fields[16]), int(fields[38])
+        cpus = os.sched_getaffinity(pid)
+        ioprio = subprocess.run(["ionice", "-p", str(pid)], capture_output=True, text=True).stdout
+        locker.bed.scan(ENROLLED)
+        r = d.finish()
+    finally:
+        d.kill()
+    assert r["name"] == "success", r
+    assert (nice, policy) == (0, os.SCHED_OTHER)
+    assert cpus == os.sched_getaffinity(0)
+    assert "idle" not in ioprio, ioprio
+
+
+def test_launcher_leaves_the_session_of_a_caller_that_leads_a_process_group(locker):
+    """A shell job is a process group leader, so setsid() fails for it: the launcher then
+    forks, and the helper still runs in a session of its own, away from the caller's
+    terminal and job control."""
+    d = Direct(locker, preexec=os.setpgrp)
+    try:
+        assert proc_stat(d.proc.pid)[2] == str(d.proc.pid)   # it leads its process group
+        d.send(request(locker.user))
+        assert locker.bed.wait_finger_needed(10)
+        pid = helper_under(d.proc.pid, locker.inst.helper)
+        assert pid is not None and pid != d.proc.pid
+        fields = proc_stat(pid)
+        assert fields[3] == str(pid) and fields[4] == "0", fields   # own session, no terminal
+        assert Path(f"/proc/{pid}/cwd").resolve() == Path("/")
+        locker.bed.scan(ENROLLED)
+        r = d.finish()
+    finally:
+        d.kill()
+    assert r["name"] == "success", r
+
+
 def test_hard_file_size_limit_is_restored_or_refused(locker):
     """With the hard limit lowered too, root restores it where it may (CAP_SYS_RESOURCE);
     where it may not, the launcher refuses: never a scan whose failure cannot be written."""
