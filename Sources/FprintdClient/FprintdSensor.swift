@@ -102,16 +102,26 @@ public final class FprintdSensor: FingerprintSensor {
         }
     }
 
-    /// Before the stop, and again after its reply, everything fprintd already sent is
-    /// dispatched: fprintd handles calls in order, so a status it sent before it saw
-    /// VerifyStop is in our queue by the time the reply is (the caller may have been killed
-    /// just as a failed match was reported, and that match must still count).
-    @discardableResult
-    public func stopVerify() -> SensorEvent? {
+    /// Only what arrives *before* VerifyStop counts: fprintd answers a VerifyStop in the
+    /// middle of a verification with a `verify-no-match` of its own, which is no verdict.
+    /// Whatever was already received is dispatched, and a status still on its way (the
+    /// broadcast that told someone watching the bus, who then killed their sudo) gets
+    /// `lateVerdictMillis` to arrive.
+    public func collectVerdict() -> SensorEvent? {
         guard session != nil else { return nil }
-        defer { session = nil }
-        if let verdict = queuedVerdict() { return verdict }
-        guard let claimed = liveClaim() else { return nil }
+        let deadline = MonotonicClock.millis() + FprintdSensor.lateVerdictMillis
+        _ = pump(until: deadline, wakeOn: []) { session?.verdict != nil }
+        return session?.verdict
+    }
+
+    /// How long an interruption waits for a verdict already sent (a broadcast reaches every
+    /// subscriber in the same pass of the bus daemon: this covers a busy machine).
+    static let lateVerdictMillis: Int64 = 20
+
+    public func stopVerify() {
+        guard session != nil else { return }
+        session = nil
+        guard let claimed = liveClaim() else { return }
         do {
             _ = try run("VerifyStop") { bus throws(BusError) in
                 do throws(BusError) {
@@ -123,13 +133,6 @@ public final class FprintdSensor: FingerprintSensor {
         } catch {
             log.log(.notice, "VerifyStop: \(error)")
         }
-        return queuedVerdict()
-    }
-
-    /// Dispatches what is already received (never waits) and returns the session's verdict.
-    private func queuedVerdict() -> SensorEvent? {
-        if let bus, bus.isOpen { try? bus.dispatch() }
-        return session?.verdict
     }
 
     public func release() {

@@ -10,6 +10,7 @@ public struct Frame: Equatable, Sendable {
         case cancel = 0x43    // C
         case typed = 0x54     // T: a password was typed at a scan prompt (it stays in PAM)
         // Helper → module
+        case started = 0x53       // S: the helper runs and has the request (sent first)
         case info = 0x49          // I
         case error = 0x45         // E
         case promptEchoOff = 0x50 // P

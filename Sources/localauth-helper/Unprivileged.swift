@@ -122,12 +122,12 @@ struct UnprivilegedCaller {
 extension Launch {
     /// Bounds the wait for the request on the unprivileged path (see `requestTimeout`).
     func boundRequestWait() {
-        if case .unprivileged = self { alarm(UnprivilegedCaller.requestTimeout) }
+        if case .unprivileged = self { HardDeadline.bound(UnprivilegedCaller.requestTimeout) }
     }
 
     /// Nil when the request may go on; otherwise why it is refused (nothing else happens).
     func admit(_ request: inout HelperRequest) -> String? {
-        alarm(0)
+        HardDeadline.rearm()
         switch self {
         case .root: return nil
         case .refused(let why): return why
@@ -140,9 +140,9 @@ extension Launch {
         var caller = AuthSucc.Caller(unprivileged: false, uid: nil)
         if case .unprivileged(let u) = self {
             caller = AuthSucc.Caller(unprivileged: true, uid: u.uid)
-            alarm(UnprivilegedCaller.requestTimeout)
+            HardDeadline.bound(UnprivilegedCaller.requestTimeout)
         }
-        defer { alarm(0) }
+        defer { HardDeadline.rearm() }
         return AuthSucc.run(request, caller: caller, options: options, channel: channel, log: log)
     }
 }

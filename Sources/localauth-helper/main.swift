@@ -18,6 +18,8 @@ signal(SIGPIPE, SIG_IGN)
 // between a failed match and its record.
 signal(SIGHUP, SIG_IGN)
 
+HardDeadline.set(seconds: HardDeadline.startSeconds)
+
 let channel = FrameChannel(input: 0, output: 1)
 let bootLog = SyslogSink(ident: "localauth-helper")
 
@@ -45,9 +47,14 @@ if let refusal = launch.admit(&request) {
                               cause: "refused: \(refusal)"), log: bootLog)
 }
 
+// The module waits only a few seconds for the first frame (a helper that hangs in its
+// start-up must not hold sudo): say at once that the request arrived.
+channel.send(Frame(.started))
+
 let options = Options.load(configPath: launch.configPath, arguments: request.arguments,
                            allowingArgument: launch.allowsArgument, log: bootLog)
 let log: LogSink = options.debug ? SyslogSink(ident: "localauth-helper", minimum: .debug) : bootLog
+HardDeadline.set(seconds: HardDeadline.seconds(for: options))
 
 switch request.mode {
 case .authenticate:

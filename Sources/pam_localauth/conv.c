@@ -32,7 +32,9 @@ static char *la_conv_ask(struct la_relay *r, const struct la_frame *f)
     char text[LA_FRAME_MAX];
     char *answer = NULL;
     la_conv_text(f, text);
-    int style = f->type == 'P' || f->type == 'W' ? PAM_PROMPT_ECHO_OFF : PAM_PROMPT_ECHO_ON;
+    /* Both prompts shown while the reader waits are echo-off: a sudo user's habit is to
+     * type the password at whatever prompt comes, and it must not show on the screen. */
+    int style = f->type == 'p' ? PAM_PROMPT_ECHO_ON : PAM_PROMPT_ECHO_OFF;
     if (pam_prompt(r->pamh, style, &answer, "%s", text) != PAM_SUCCESS || answer == NULL) {
         free(answer);
         return NULL;
@@ -75,8 +77,9 @@ bool la_conv_scan_prompt(struct la_relay *r, const struct la_frame *f, char *why
     if (answer == NULL) {
         r->conv_failed = true;
         sent = la_helper_send(r->helper, 'N', NULL, 0, r->budget_ms, why, cap);
-    } else if (f->type == 'W' && answer[0] != '\0') {
-        /* The password module after this one takes it (try_first_pass/use_first_pass). */
+    } else if (answer[0] != '\0') {
+        /* Typed at either scan prompt, it is the password: the password module after this
+         * one takes it (try_first_pass/use_first_pass), so it is typed once. */
         if (pam_set_item(r->pamh, PAM_AUTHTOK, answer) != PAM_SUCCESS)
             pam_syslog(r->pamh, LOG_WARNING, "could not hand the typed password on");
         sent = la_helper_send(r->helper, 'T', NULL, 0, r->budget_ms, why, cap);

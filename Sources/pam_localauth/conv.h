@@ -35,13 +35,12 @@ void la_conv_show(struct la_relay *r, const struct la_frame *f);
 bool la_conv_prompt(struct la_relay *r, const struct la_frame *f, char *why, size_t cap);
 
 /*
- * The prompts shown while the reader waits (issue: never wait for the finger to give up):
- * `W` asks for the password or a finger at once (echo off): a typed password becomes
- * PAM_AUTHTOK for the password module after this one and the helper gets only `T` (the
- * password never crosses the pipe); an empty line is `A` with nothing. `K` asks for Enter
- * to skip to the password (echo on): whatever was typed is dropped, `A` with nothing.
- * When the finger matches, the helper ends the prompt by putting a newline into the
- * terminal's input. A failed conversation is `N`.
+ * The prompts shown while the reader waits: `W` asks for the password or a finger, `K` for
+ * Enter to skip to the password. Both are echo-off, and whatever is typed at either is the
+ * password: it becomes PAM_AUTHTOK for the password module after this one and the helper
+ * gets only `T` (the password never crosses the pipe, and is typed once). An empty line is
+ * `A` with nothing. When the finger matches, the helper ends the prompt by putting a
+ * newline into the terminal's input. A failed conversation is `N`.
  */
 bool la_conv_scan_prompt(struct la_relay *r, const struct la_frame *f, char *why, size_t cap);
 

@@ -5,12 +5,12 @@
 
 /* Every type of the protocol, both directions; which direction may send which is the
  * reader's business (session.c), the decoder only rejects bytes that are no type at all. */
-static const char la_frame_types[] = "QANCTIEPpWKR";
+static const char la_frame_types[] = "QANCTSIEPpWKR";
 
 /* Types whose payload must be empty: a byte there means the peer is confused. */
 static bool la_frame_type_is_empty(uint8_t type)
 {
-    return type == 'N' || type == 'C' || type == 'T';
+    return type == 'N' || type == 'C' || type == 'T' || type == 'S';
 }
 
 static bool la_frame_type_known(uint8_t type)

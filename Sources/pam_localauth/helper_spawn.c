@@ -334,11 +334,11 @@ static enum la_reap la_reap_pidfd(struct la_helper *h, int64_t grace_ms, int *st
                                   bool *killed)
 {
     if (!la_pidfd_exited(h->pidfd, grace_ms)) {
-        /* EPERM on the launcher path (the helper runs as root): it ends at its own
-         * deadline, and this wait is then bounded by the next one. */
-        pidfd_send_signal(h->pidfd, SIGKILL, NULL, 0);
+        /* EPERM on the launcher path (the helper runs as root): our pipes are closed, so it
+         * stops at its next read or write, or at its own hard deadline. */
         *killed = true;
-        if (!la_pidfd_exited(h->pidfd, LA_KILL_WAIT_MS))
+        if (pidfd_send_signal(h->pidfd, SIGKILL, NULL, 0) != 0
+            || !la_pidfd_exited(h->pidfd, LA_KILL_WAIT_MS))
             return LA_REAP_LOST;
     }
     return la_pidfd_collect(h, status);

@@ -18,6 +18,11 @@
 /* How long the helper gets to answer a `C`, and to exit after its `R`. */
 enum { LA_GRACE_MS = 2000 };
 
+/* How long a helper may take to send its first frame. A healthy one sends `S` within tens
+ * of milliseconds; one that hangs in its start-up (a frozen library call) must not hold
+ * the application for the whole helper_timeout. */
+enum { LA_START_TIMEOUT_MS = 3000 };
+
 struct la_session {
     const struct la_args *args;
     struct la_helper helper;
@@ -25,6 +30,8 @@ struct la_session {
     struct la_relay relay;
     int64_t budget_ms;       /* what is left of helper_timeout */
     int64_t cancel_deadline; /* monotonic ms by which a cancelled helper must answer; 0: none */
+    int64_t start_deadline;  /* monotonic ms by which the first frame must come */
+    bool started;            /* a frame came: the helper is alive and has the request */
     bool helper_ended;       /* end of file or a broken pipe: it is gone or going */
     uint8_t in[LA_FRAME_WIRE_MAX];
     size_t in_len;
@@ -53,21 +60,24 @@ static bool la_send(struct la_session *s, uint8_t type, const void *payload, siz
     return false;
 }
 
-/* How long the next wait may last: the budget, or less while a `C` is pending. */
+/* How long the next wait may last: the budget, or less while a `C` is pending or the first
+ * frame has not come. */
 static int64_t la_wait_limit(const struct la_session *s)
 {
     int64_t limit = s->budget_ms;
-    if (s->cancel_deadline != 0) {
-        int64_t left = s->cancel_deadline - la_clock_ms();
-        if (left < limit)
-            limit = left;
-    }
+    int64_t now = la_clock_ms();
+    if (s->cancel_deadline != 0 && s->cancel_deadline - now < limit)
+        limit = s->cancel_deadline - now;
+    if (!s->started && s->start_deadline - now < limit)
+        limit = s->start_deadline - now;
     return limit;
 }
 
 static void la_fail_timeout(struct la_session *s)
 {
-    if (s->out->have_result)
+    if (!s->started && s->budget_ms > 0)
+        la_fail(s, "helper sent nothing within %d ms of its start", LA_START_TIMEOUT_MS);
+    else if (s->out->have_result)
         la_fail(s, "helper did not end within %d ms after its result", LA_GRACE_MS);
     else if (s->cancel_deadline != 0 && s->budget_ms > 0)
         la_fail(s, "helper did not answer the cancel within %d ms", LA_GRACE_MS);
@@ -75,11 +85,16 @@ static void la_fail_timeout(struct la_session *s)
         la_fail(s, "helper timed out after %ld s", s->args->helper_timeout_ms / 1000);
 }
 
-/* Ctrl-C: ask the helper to stop scanning, once, and give it a short grace to answer. */
+/* Ctrl-C: ask the helper to stop scanning, once, and give it a short grace to answer. A
+ * helper that has not said a word yet gets none: Ctrl-C means the password, now. */
 static bool la_on_interrupt(struct la_session *s)
 {
     if (s->cancel_deadline != 0 || s->out->have_result)
         return true;
+    if (!s->started) {
+        la_fail(s, "interrupted before the helper's first frame");
+        return false;
+    }
     la_log_debug(s->relay.pamh, s->args, "interrupted: sending cancel to the helper");
     s->cancel_deadline = la_clock_ms() + LA_GRACE_MS;
     return la_send(s, 'C', NULL, 0);
@@ -192,7 +207,10 @@ static bool la_dispatch(struct la_session *s, const struct la_frame *f, bool *do
     char why[192];
     la_log_debug(s->relay.pamh, s->args, "helper frame '%c', %zu bytes", f->type,
                  f->payload_len);
+    s->started = true;
     switch (f->type) {
+    case 'S':
+        return true;
     case 'I':
     case 'E':
         la_conv_show(&s->relay, f);
@@ -293,6 +311,7 @@ static void la_session_init(struct la_session *s, pam_handle_t *pamh,
     s->args = args;
     s->out = out;
     s->budget_ms = args->helper_timeout_ms;
+    s->start_deadline = la_clock_ms() + LA_START_TIMEOUT_MS;
     s->helper.pid = -1;
     s->helper.to_helper = s->helper.from_helper = -1;
     s->relay = (struct la_relay){

@@ -183,6 +183,12 @@ def mode_hang(peer, rec, req):
     time.sleep(3600)
 
 
+def mode_hang_after_start(peer, rec, req):
+    """Says it started, as the real helper does at once, then hangs."""
+    peer.frame("S")
+    time.sleep(3600)
+
+
 def mode_crash(peer, rec, req):
     os.kill(os.getpid(), signal.SIGSEGV)
     time.sleep(10)

@@ -249,7 +249,9 @@ FAILURES = [
     ("truncated", [], "end of file in the middle of a frame"),
     ("unknown_type", [], "unknown frame type 0x5a"),
     ("wrong_direction", [], "unexpected frame type 'Q'"),
+    ("hang", [], "helper sent nothing within 3000 ms of its start"),
     ("hang", ["helper_timeout=1"], "helper timed out after 1 s"),
+    ("hang_after_start", ["helper_timeout=4"], "helper timed out after 4 s"),
     ("crash", [], "helper ended without a result (killed by signal 11)"),
     ("exit_without_result", [], "helper ended without a result (exit status 0)"),
     ("exit_nonzero", [], "helper ended with exit status 3 after its result"),
@@ -257,6 +259,31 @@ FAILURES = [
     ("frame_after_result", [], "frame after the result"),
     ("linger_after_result", [], "helper did not end within 2000 ms after its result"),
 ]
+
+
+def test_a_silent_helper_hands_over_to_the_password_within_seconds(bed):
+    """A helper that starts and never writes (a hang in its start-up) holds the caller for
+    the first-frame bound, not for helper_timeout (120 s by default)."""
+    started = time.monotonic()
+    r = bed.drive(bed.stack("hang"))
+    took = time.monotonic() - started
+    assert_password_fallback(r)
+    assert "helper sent nothing" in only_outcome(r)["cause"]
+    assert took < 5, took
+
+
+def test_ctrl_c_ends_the_wait_for_a_silent_helper_at_once(bed):
+    run = bed.world.pamtester(bed.stack("hang"), USER, items={"tty": "/dev/pts/0"})
+    time.sleep(0.8)
+    asked = time.monotonic()
+    run.interrupt()
+    run.expect("Password: ", timeout=5)
+    waited = time.monotonic() - asked
+    run.sendline(PASSWORD)
+    res = run.finish()
+    assert res.status == 0, res.output
+    assert waited < 1, waited
+    assert "interrupted before the helper's first frame" in res.output
 
 
 @pytest.mark.parametrize("mode,extra,cause", FAILURES)

@@ -138,6 +138,37 @@ def test_enter_skips_to_the_password_at_once_and_stops_the_scan():
         assert len(s.scans_started(mark)) == 1
 
 
+def test_a_password_typed_at_the_enter_prompt_is_not_shown_and_is_taken_once():
+    """Every sudo user's habit: the password typed at whatever prompt comes. It must not
+    show on the screen (scrollback, screen shares), and it is the password: no second
+    prompt."""
+    with Stack() as s:
+        run = s.sudo()
+        run.expect(SKIP_PROMPT)
+        s.bed.wait_finger_needed()
+        run.sendline(s.user.password)
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert "root" in lines(result.output)
+        assert s.user.password not in result.output      # not echoed
+        assert "password for" not in result.output      # pam_unix took PAM_AUTHTOK
+        assert s.reader_free() and s.failures() == 0
+
+
+def test_a_wrong_password_typed_at_the_enter_prompt_gets_sudos_own_retry():
+    with Stack() as s:
+        run = s.sudo()
+        run.expect(SKIP_PROMPT)
+        s.bed.wait_finger_needed()
+        run.sendline("not-the-password")
+        run.expect(SUDO_PROMPT)
+        run.sendline(s.user.password)
+        result = run.finish()
+        assert result.status == 0, result.output
+        assert "not-the-password" not in result.output
+        assert "Sorry, try again." in result.output
+
+
 def test_a_wrong_finger_is_said_and_the_prompt_comes_back():
     with Stack() as s:
         run = s.sudo()

@@ -128,13 +128,12 @@ final class EvaluationRunner {
         }
     }
 
-    /// The wait was interrupted (Ctrl-C, Enter, the caller gone). The scan is stopped first
-    /// and whatever the reader had already reported is collected: a verdict that raced the
+    /// The wait was interrupted (Ctrl-C, Enter, the caller gone). Whatever the reader had
+    /// already reported is collected before the scan is stopped: a verdict that raced the
     /// interruption still counts (a user who kills their own sudo the moment a finger is
     /// rejected must not get that try back).
     private func interrupted(_ error: LAError) -> EvaluationMachine.Event {
-        let verdict = env.sensor.stopVerify()
-        scanning = false
+        let verdict = env.sensor.collectVerdict()
         if let verdict {
             env.log.log(.info, "the reader's \(verdict) arrived with the interruption (\(error.code.name)); it counts")
             return .interruptedAfter(error, verdict: verdict)

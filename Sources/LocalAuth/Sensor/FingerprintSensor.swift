@@ -21,12 +21,15 @@ public protocol FingerprintSensor: AnyObject {
     /// readable, whichever comes first.
     func nextEvent(deadline: Int64, wakeOn: [Int32]) -> SensorEvent
 
-    /// Stops the verification in progress, if any, and returns the verdict the reader had
-    /// already given (`.match` or `.noMatch`) that was not yet taken with `nextEvent`: a
-    /// result reported before the stop took effect still counts, so a cancel can never
-    /// take back a failed match. Never throws: failures are logged.
-    @discardableResult
-    func stopVerify() -> SensorEvent?
+    /// The verdict (`.match` or `.noMatch`) the reader already gave for the verification in
+    /// progress and `nextEvent` has not returned yet, waiting a few milliseconds for one
+    /// already on its way. Asked when the wait was interrupted (Ctrl-C, Enter, the caller
+    /// gone), before `stopVerify`: a verdict given before the interruption still counts, so
+    /// a cancel can never take back a failed match.
+    func collectVerdict() -> SensorEvent?
+
+    /// Stops the verification in progress, if any. Never throws: failures are logged.
+    func stopVerify()
 
     /// Releases the reader, if claimed. Never throws: failures are logged.
     func release()

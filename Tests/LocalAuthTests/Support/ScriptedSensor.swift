@@ -41,14 +41,15 @@ final class ScriptedSensor: FingerprintSensor {
         return next
     }
 
-    /// What `stopVerify` reports as already received (a verdict racing a cancel).
+    /// What `collectVerdict` reports as already received (a verdict racing a cancel).
     var verdictAtStop: SensorEvent?
 
-    func stopVerify() -> SensorEvent? {
-        calls.append("stopVerify")
+    func collectVerdict() -> SensorEvent? {
         defer { verdictAtStop = nil }
         return verdictAtStop
     }
+
+    func stopVerify() { calls.append("stopVerify") }
     func release() { calls.append("release") }
 
     private func blockUntilWoken(_ fds: [Int32]) -> SensorEvent {

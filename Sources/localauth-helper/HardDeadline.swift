@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+
+/// The helper's own end: SIGALRM (default action: the process ends) once it has run longer
+/// than any evaluation can take. The module kills a helper that outlives its
+/// `helper_timeout`, but through the launcher the helper runs as root and the module cannot
+/// (EPERM): this is what ends it there. A try counted before the scan stays counted when
+/// the helper ends this way (EvaluationMachine), so ending it never gives anything back.
+///
+/// Shorter waits (the request and the password frame from a caller that may never write)
+/// are bounded with the same timer, and the hard deadline is put back after them.
+enum HardDeadline {
+    /// Monotonic milliseconds at which the helper ends.
+    private nonisolated(unsafe) static var end = Int64.max
+
+    /// Until the options are known: enough for the request and the start-up.
+    static let startSeconds: Int64 = 60
+
+    /// Every try's scan, the bus calls around them, and a margin for the prompts.
+    static func seconds(for options: Options) -> Int64 {
+        let scans = Double(options.maxTries) * options.scanTimeout
+        let bus = Double(options.maxTries + 4) * options.busTimeout
+        return min(3600, Int64(scans + bus) + 60)
+    }
+
+    static func set(seconds: Int64) {
+        end = MonotonicClock.millis() + seconds * 1000
+        rearm()
+    }
+
+    /// The next wait ends after `seconds` at most (and the helper with it).
+    static func bound(_ seconds: UInt32) {
+        alarm(min(seconds, remainingSeconds))
+    }
+
+    /// Back to the hard deadline after a shorter bound.
+    static func rearm() {
+        alarm(remainingSeconds)
+    }
+
+    private static var remainingSeconds: UInt32 {
+        guard end != .max else { return 0 }
+        let left = end - MonotonicClock.millis()
+        // alarm(0) would cancel the timer: a deadline already past ends at the next second.
+        return UInt32(clamping: max(1, (left + 999) / 1000))
+    }
+}
