@@ -1,2 +1,8 @@
 /* glibc headers that Swift's Glibc module does not bring in. */
 #include <shadow.h>
+#include <sys/syscall.h>
+
+/* System call numbers, for reading /proc/PID/syscall (Swift does not import the macros). */
+static const long la_sys_read = SYS_read;
+static const long la_sys_readv = SYS_readv;
+static const long la_sys_pread64 = SYS_pread64;

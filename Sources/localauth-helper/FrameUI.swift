@@ -55,10 +55,14 @@ final class FrameUI: AuthenticationUI {
             return
         }
         switch style {
-        case .enterToSkip:
+        case .enterToSkip(let terminal) where terminal.callerIsReading():
             closePrompt()
             send(message, error: error)
             if case .retry = message { openPrompt() }  // the same verification goes on
+        case .enterToSkip:
+            // The caller is not reading its prompt now (suspended, in the background): the
+            // line waits until the prompt is answered.
+            if message.endsTheScan { deferred.append((message, error)) }
         case .concurrent, .messages:
             // Per-try lines would only pile up behind the password prompt.
             if message.endsTheScan { deferred.append((message, error)) }
@@ -115,32 +119,35 @@ final class FrameUI: AuthenticationUI {
         promptOpen = channel.send(frame)
     }
 
-    /// Presses Enter for the user and reads the answer that produces. A conversation that
-    /// was only just starting its prompt may flush the terminal's input (Linux-PAM's text
-    /// conversation and sudo both do) and with it our newline: when no answer came and the
-    /// newline is no longer waiting to be read, it is pressed again.
+    /// Presses Enter for the user, once, and reads the answer that produces. Only while the
+    /// caller is blocked reading its terminal in the foreground: by then the conversation
+    /// has flushed the input it flushes before a prompt, so the one newline is what it
+    /// reads. Until then (the user suspended it, or it runs in the background) nothing is
+    /// pressed; it is looked at again every `lookInterval` ms, and the user may answer the
+    /// prompt themselves meanwhile. The reader is already released at this point (the
+    /// evaluation is over), so nothing is held while it waits.
     @discardableResult
     private func closePrompt() -> Frame.Kind? {
         guard let terminal = style.terminal else { return awaitAnswer() }
-        if terminal.pressEnter() {
-            for _ in 0..<FrameUI.maxPresses where !channel.waitReadable(milliseconds: FrameUI.pressInterval) {
-                // Still unread: the application has not reached its prompt yet; gone with no
-                // answer: flushed (or read, with the answer on its way: the extra newline is
-                // then dropped below).
-                if terminal.unreadInput() == 0 && !terminal.pressEnter() { break }
+        var logged = false
+        while !channel.waitReadable(milliseconds: 0) {
+            if terminal.callerIsReading() {
+                if !terminal.pressEnter() { log.log(.warning, "could not end the prompt on the terminal") }
+                break
             }
-        } else {
-            log.log(.warning, "could not end the prompt on the terminal")
+            if !logged {
+                log.log(.info, "the caller is not reading its terminal (suspended or in the background): waiting to end its prompt")
+                logged = true
+            }
+            _ = channel.waitReadable(milliseconds: FrameUI.lookInterval)
         }
         let answer = awaitAnswer()
         terminal.dropUnread()
         return answer
     }
 
-    /// How long a pressed Enter may take to come back as the prompt's answer, and how often
-    /// it is pressed again when it was flushed away.
-    static let pressInterval: Int32 = 300
-    static let maxPresses = 10
+    /// How often a caller that is not reading its terminal is looked at again.
+    static let lookInterval: Int32 = 100
 
     /// Blocks until the module relays the prompt's answer (the user typed or pressed Enter).
     private func awaitAnswer() -> Frame.Kind? {

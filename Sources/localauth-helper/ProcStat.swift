@@ -3,12 +3,26 @@ import Glibc
 #endif
 
 /// The fields of /proc/PID/stat the helper needs: the controlling terminal and the start
-/// time, which together with the session id tell one login session from a later one.
+/// time, which together with the session id tell one login session from a later one, and
+/// the job-control state that says whether the process is the terminal's foreground job.
 struct ProcStat {
+    /// Field 3: R, S, D, T (stopped), t (traced), Z, ...
+    let state: Character
+    /// Field 5: the process group.
+    let processGroup: Int32
     /// Field 7: the controlling terminal's device number (0: none).
     let terminal: UInt64
+    /// Field 8: the terminal's foreground process group (-1: none).
+    let foregroundGroup: Int32
     /// Field 22: when the process started, in clock ticks since boot.
     let startTime: UInt64
+
+    /// In the terminal's foreground job and not stopped (Ctrl-Z, `&` and a read from the
+    /// terminal, a debugger).
+    var runsInForeground: Bool {
+        terminal != 0 && processGroup > 0 && processGroup == foregroundGroup
+            && state != "T" && state != "t"
+    }
 
     init?(pid: Int32) {
         let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
@@ -22,8 +36,13 @@ struct ProcStat {
         // ')'; the first field after it is field 3.
         guard let close = text.lastIndex(of: ")") else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 19, let tty = Int64(fields[4]), let start = UInt64(fields[19]) else { return nil }
+        guard fields.count > 19, let state = fields[0].first, let group = Int32(fields[2]),
+              let tty = Int64(fields[4]), let foreground = Int32(fields[5]),
+              let start = UInt64(fields[19]) else { return nil }
+        self.state = state
+        processGroup = group
         terminal = UInt64(truncatingIfNeeded: tty)
+        foregroundGroup = foreground
         startTime = start
     }
 }

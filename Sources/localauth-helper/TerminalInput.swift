@@ -1,14 +1,21 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import CPathOpen
 
 /// Ends a prompt the application is showing on its terminal by putting a newline into the
 /// terminal's input (TIOCSTI), as if the user pressed Enter: that is how a finger touched
 /// during a prompt ends the prompt. Only the controlling terminal of the calling process
-/// is ever written to, and only a newline.
+/// is ever written to, only a newline, and only while the caller itself is waiting to read
+/// that terminal (`callerIsReading`): a newline put in while anything else reads it (the
+/// shell, when sudo was suspended or started in the background) would run whatever the
+/// user had half-typed there.
 final class TerminalInput {
     private let fd: Int32
+    private let callerPID: Int32
+    /// The terminal's device number.
+    private let device: UInt64
     private(set) var injected = 0
 
     /// nil unless `path` is a terminal and the controlling terminal of `pid` (and, when
@@ -19,6 +26,8 @@ final class TerminalInput {
               let fd = TerminalInput.openVerified(path, controlling: controlling, owner: owner)
         else { return nil }
         self.fd = fd
+        self.callerPID = pid
+        self.device = controlling
     }
 
     /// Opens `path` only once it is known to be the terminal: the path may come from a
@@ -46,6 +55,56 @@ final class TerminalInput {
     }
 
     deinit { close(fd) }
+
+    /// The caller is the terminal's foreground job, not stopped, and one of its threads is
+    /// blocked in a read of this terminal: the prompt is really being read (its input
+    /// already flushed, as sudo and Linux-PAM do before reading), so one newline ends it.
+    func callerIsReading() -> Bool {
+        guard let stat = ProcStat(pid: callerPID), stat.runsInForeground,
+              stat.terminal == device else { return false }
+        return TerminalInput.threads(of: callerPID).contains { readsDevice(pid: callerPID, thread: $0) }
+    }
+
+    /// Whether the thread is in read(2), readv(2) or pread(2) on a descriptor of this
+    /// terminal (/proc/PID/task/TID/syscall: the call's number, then its arguments).
+    private func readsDevice(pid: Int32, thread: String) -> Bool {
+        guard let line = TerminalInput.firstLine("/proc/\(pid)/task/\(thread)/syscall") else { return false }
+        let words = line.split(separator: " ")
+        guard words.count > 1, let call = Int(words[0]), TerminalInput.readCalls.contains(call),
+              let descriptor = Int(words[1].dropFirst(2), radix: 16) else { return false }
+        var st = stat()
+        guard stat("/proc/\(pid)/fd/\(descriptor)", &st) == 0, (st.st_mode & S_IFMT) == S_IFCHR else { return false }
+        // sudo reads /dev/tty, which is the caller's controlling terminal: `device`.
+        return UInt64(st.st_rdev) == device || UInt64(st.st_rdev) == TerminalInput.controllingTerminalAlias
+    }
+
+    /// /dev/tty (5, 0): whichever terminal controls the process that opened it.
+    private static let controllingTerminalAlias = UInt64(5) << 8
+
+    private static let readCalls: Set<Int> = [Int(la_sys_read), Int(la_sys_readv), Int(la_sys_pread64)]
+
+    private static func threads(of pid: Int32) -> [String] {
+        guard let dir = opendir("/proc/\(pid)/task") else { return [] }
+        defer { closedir(dir) }
+        var found: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name.first?.isNumber == true { found.append(name) }
+        }
+        return found
+    }
+
+    private static func firstLine(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n").first.map(String.init)
+    }
 
     /// Presses Enter on the user's behalf.
     func pressEnter() -> Bool {

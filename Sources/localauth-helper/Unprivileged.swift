@@ -100,7 +100,9 @@ struct UnprivilegedCaller {
     let callerPID: Int32
 
     /// What a screen locker's service file may still choose on this path.
-    static let argumentKeys: Set<String> = ["reason", "fallback_title", "prompt", "scan_timeout",
+    /// Not `scan_timeout`: a user could hold the reader (and every other user's sudo) for
+    /// ten minutes with it.
+    static let argumentKeys: Set<String> = ["reason", "fallback_title", "prompt",
                                             "debug", "helper_timeout"]
 
     /// Seconds the helper waits for the request and the password frame. The user can start

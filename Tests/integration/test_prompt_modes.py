@@ -369,3 +369,65 @@ def test_a_finger_is_reused_only_in_the_same_terminal_session():
         assert again.status == 0, again.output
         assert lines(again.output)[0] == first_tty
         assert len(s.scans_started(mark)) == 1
+
+
+# --- a sudo that is not reading its terminal ----------------------------------------------
+
+SHELL_PROMPT = "la-shell> "
+
+
+class Shell:
+    """An interactive bash of the throwaway user on its own terminal (job control on), and
+    a marker file that only a command run by that shell could create."""
+
+    def __init__(self, stack, tmp_path):
+        self.marker = tmp_path / "ran"
+        tmp_path.chmod(0o777)
+        env = system.default_env(PS1=SHELL_PROMPT, HOME=str(tmp_path))
+        self.pt = system.run_on_pty(["bash", "--norc", "--noprofile", "-i"], user=stack.user,
+                                    env=env)
+        self.pt.expect(SHELL_PROMPT)
+
+    def half_type(self):
+        """A command typed but not entered: only an Enter from someone else would run it."""
+        self.pt.child.send(f"touch {self.marker}")
+
+    def clear_line_and(self, command):
+        self.pt.child.send("\x15")     # Ctrl-U: the half-typed line is gone
+        self.pt.sendline(command)
+
+
+def enter_never_reached_the_shell(stack, shell):
+    """The finger matches while sudo is not reading its terminal; the shell must get no
+    Enter. Then `fg`. (sudo itself gives up a password prompt it was suspended at: on
+    `fg` it says "a password is required", with or without this module; what matters here
+    is that nothing ran in the shell and the reader was not held.)"""
+    shell.half_type()
+    assert stack.bed.scan(ENROLLED) == "verify-match"
+    time.sleep(2)                       # the old helper pressed Enter 10 times in 3 s
+    assert not shell.marker.exists()
+    assert stack.reader_free()          # released before waiting for the prompt's end
+    shell.clear_line_and("fg")
+    shell.pt.expect(SHELL_PROMPT, timeout=15)
+    time.sleep(0.5)
+    assert not shell.marker.exists()
+
+
+def test_a_suspended_sudo_gets_no_enter_in_the_shell(tmp_path):
+    with Stack() as s:
+        shell = Shell(s, tmp_path)
+        shell.pt.sendline("sudo -k id -un")
+        shell.pt.expect(SKIP_PROMPT)
+        s.bed.wait_finger_needed()
+        shell.pt.child.sendcontrol("z")  # Ctrl-Z: sudo stops, the shell reads the terminal
+        shell.pt.expect(SHELL_PROMPT)
+        enter_never_reached_the_shell(s, shell)
+
+
+def test_a_background_sudo_gets_no_enter_in_the_shell(tmp_path):
+    with Stack() as s:
+        shell = Shell(s, tmp_path)
+        shell.pt.sendline("sudo -k id -un &")
+        s.bed.wait_finger_needed()
+        shell.pt.expect(SHELL_PROMPT)
+        enter_never_reached_the_shell(s, shell)

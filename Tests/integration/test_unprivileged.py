@@ -436,6 +436,25 @@ def test_forged_frames_cannot_move_paths(locker, open_tmp):
         assert any(f"option `{key}` {IGNORED}" in m for m in lines), (key, lines)
 
 
+def test_scan_timeout_from_the_request_is_ignored(locker):
+    """Root's scan_timeout holds through the launcher: a user cannot keep the reader (and
+    everyone's sudo) waiting for ten minutes."""
+    locker.configure(scan_timeout="2", require_presence="no")
+    d = Direct(locker)
+    try:
+        started = time.monotonic()
+        d.send(request(locker.user, args=["scan_timeout=600"]))
+        assert locker.bed.wait_finger_needed(10)
+        r = d.finish(timeout=20)
+        took = time.monotonic() - started
+    finally:
+        d.kill()
+    assert r["name"] == "systemCancel" and "scan timeout" in r["cause"], r
+    assert took < 10, took
+    assert any("scan_timeout" in m and "ignored" in m
+               for m in locker.syslog.since(0, "localauth-helper"))
+
+
 def test_policy_numbers_from_the_request_are_ignored(locker):
     """A forged request cannot raise the lockout threshold above root's."""
     locker.configure(lockout_threshold="1", max_tries="3")
