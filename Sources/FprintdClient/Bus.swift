@@ -58,8 +58,9 @@ func errnoName(_ e: Int32) -> String {
 /// Never reads the environment: the address is always given.
 final class Bus {
     private var handle: OpaquePointer?
-    /// The bound for each call and for the connection's own setup, in µs.
-    let timeoutUsec: UInt64
+    /// The bound for the next call (and for the connection's own setup), in µs: the caller
+    /// shortens it as a shared deadline draws near (`bound(toSeconds:)`).
+    private(set) var timeoutUsec: UInt64
     /// Match handlers, kept alive for as long as their slots.
     private var matches: [(slot: OpaquePointer?, box: Unmanaged<MatchBox>)] = []
 
@@ -85,6 +86,12 @@ final class Bus {
     }
 
     deinit { close() }
+
+    /// Bounds the calls from now on, those sd-bus makes itself (AddMatch) included.
+    func bound(toSeconds seconds: Double) {
+        timeoutUsec = UInt64(max(seconds, 0.001) * 1_000_000)
+        if let handle { sd_bus_set_method_call_timeout(handle, timeoutUsec) }
+    }
 
     /// Drives the handshake that sd_bus_start began until the connection is ready.
     private func awaitReady(deadline: Int64) throws(BusError) {

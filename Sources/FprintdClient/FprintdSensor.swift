@@ -3,7 +3,10 @@ import LocalAuth
 /// The fingerprint sensor as fprintd offers it on the system bus.
 ///
 /// One bus connection, opened on first use at the given address (the environment is never
-/// read). Every call is bounded by `busTimeout`. When fprintd leaves the bus, the
+/// read). The calls made one after another without waiting for the reader — the start-up
+/// (connect, GetDevices, ListEnrolledFingers, Claim, VerifyStart), the stop (VerifyStop,
+/// Release) — share one bound, `busTimeout`, from the first of them: a frozen fprintd costs
+/// that once, however many calls were still to come. When fprintd leaves the bus, the
 /// connection drops, or a call times out, the connection is dropped: fprintd releases the
 /// claim of a client that vanished, and later calls on a frozen fprintd would only time out
 /// again. The next use connects afresh.
@@ -22,6 +25,13 @@ public final class FprintdSensor: FingerprintSensor {
     var scanTypes: [String: ScanType] = [:]
     /// Device paths whose signals are already subscribed on this connection.
     var subscribed: Set<String> = []
+    /// When the calls of the current burst must be done (monotonic ms); nil between bursts.
+    /// A burst ends when the sensor starts waiting for the reader, or when no call follows
+    /// the last one within `burstGapMillis` (the caller went on to something else: a
+    /// password prompt, say).
+    var burstDeadline: Int64?
+    var lastCallEnded: Int64?
+    static let burstGapMillis: Int64 = 1000
 
     public init(address: String, busTimeout: Double, fprintDir: String, log: LogSink) {
         self.address = address
@@ -91,6 +101,7 @@ public final class FprintdSensor: FingerprintSensor {
     }
 
     public func nextEvent(deadline: Int64, wakeOn: [Int32]) -> SensorEvent {
+        burstDeadline = nil  // waiting for the reader: the calls after it get a bound of their own
         guard session != nil else {
             return .failed(LAError(.biometryNotAvailable, cause: "no verification in progress"))
         }
@@ -150,12 +161,29 @@ public final class FprintdSensor: FingerprintSensor {
 // MARK: - Connection and calls
 
 extension FprintdSensor {
+    /// The seconds left to the current burst of calls, starting one if none is running.
+    func burstSecondsLeft() throws(LAError) -> Double {
+        let now = MonotonicClock.millis()
+        if let last = lastCallEnded, now - last > FprintdSensor.burstGapMillis { burstDeadline = nil }
+        let deadline = burstDeadline ?? now + Int64(busTimeout * 1000)
+        burstDeadline = deadline
+        guard deadline > now else {
+            throw LAError(.biometryNotAvailable,
+                          cause: "fprintd did not answer within the bus timeout (\(busTimeout) s)")
+        }
+        return Double(deadline - now) / 1000
+    }
+
     /// The open connection, connecting first if needed (and watching fprintd's name).
     private func connection() throws(LAError) -> Bus {
-        if let bus, bus.isOpen { return bus }
+        let seconds = try burstSecondsLeft()
+        if let bus, bus.isOpen {
+            bus.bound(toSeconds: seconds)
+            return bus
+        }
         dropConnection()
         do {
-            let bus = try Bus(address: address, timeoutSeconds: busTimeout)
+            let bus = try Bus(address: address, timeoutSeconds: seconds)
             try bus.addMatch(nameOwnerRule) { [weak self] in self?.nameOwnerChanged($0) }
             self.bus = bus
             return bus
@@ -169,6 +197,7 @@ extension FprintdSensor {
     /// so that nothing else waits on it; other errors leave it usable.
     func run<T>(_ call: String, mapping: ((BusError, LogSink) -> LAError)? = nil,
                 _ body: (Bus) throws(BusError) -> T) throws(LAError) -> T {
+        defer { lastCallEnded = MonotonicClock.millis() }
         let bus = try connection()
         do {
             return try body(bus)

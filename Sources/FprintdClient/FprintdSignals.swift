@@ -86,7 +86,7 @@ extension FprintdSensor {
     /// normally already on its way; waiting for it (bounded by the bus timeout) lets the
     /// prompt name the finger. A status arriving first also ends the wait.
     func awaitFingerSelection() {
-        let deadline = MonotonicClock.millis() + Int64(busTimeout * 1000)
+        let deadline = burstDeadline ?? MonotonicClock.millis() + Int64(busTimeout * 1000)
         let result = pump(until: deadline, wakeOn: []) {
             session?.finger != nil || session?.events.isEmpty == false
         }

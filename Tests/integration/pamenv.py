@@ -111,6 +111,8 @@ class DriveResult:
     rv: str            # the PAM return code's name, e.g. "PAM_AUTHINFO_UNAVAIL"
     acct_rv: str       # pam_acct_mgmt's code after a successful pam_authenticate (account=True)
     messages: list     # [style name, text] for every conversation message, in order
+    times: dict        # monotonic seconds: "start" (pam_authenticate called), "messages"
+                       # (one per message), "interrupt" (SIGINT sent, if it was)
     dispositions: dict # {"before"|"after": {signal name: [handler, flags]}}
     children: list     # child processes (pid, state) still there after pam_end
     logs: list         # LogLine
@@ -291,7 +293,8 @@ class PamWorld:
         if proc.returncode != 0:
             raise RuntimeError(f"driver failed ({proc.returncode}): {proc.stderr[-2000:]}")
         out = json.loads(proc.stdout.strip().splitlines()[-1])
-        return DriveResult(out["rv"], out["acct_rv"], out["messages"], out["dispositions"], out["children"],
+        return DriveResult(out["rv"], out["acct_rv"], out["messages"], out["times"],
+                           out["dispositions"], out["children"],
                            parse_logs(proc.stderr), proc.stderr)
 
 
@@ -364,6 +367,11 @@ def _drive_main():
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     before = _dispositions(libc)
     messages, answers = [], list(spec["answers"])
+    times = {"messages": []}
+
+    def interrupt():
+        times["interrupt"] = time.monotonic()
+        os.kill(os.getpid(), signal.SIGINT)
 
     def conv(n, msgs, resp, _appdata):
         replies = libc.calloc(n, ctypes.sizeof(_PamResponse))
@@ -372,9 +380,9 @@ def _drive_main():
             style = msgs[i].contents.msg_style
             text = msgs[i].contents.msg.decode(errors="replace")
             messages.append([styles.get(style, str(style)), text])
+            times["messages"].append(time.monotonic())
             if spec["interrupt_on"] and spec["interrupt_on"] in text:
-                threading.Timer(spec["interrupt_delay"], os.kill,
-                                (os.getpid(), signal.SIGINT)).start()
+                threading.Timer(spec["interrupt_delay"], interrupt).start()
             if style in (consts["PAM_PROMPT_ECHO_OFF"], consts["PAM_PROMPT_ECHO_ON"]):
                 if not answers:
                     libc.free(ctypes.c_void_p(replies))
@@ -398,6 +406,7 @@ def _drive_main():
     flags = 0
     for f in spec["flags"]:
         flags |= consts[f]
+    times["start"] = time.monotonic()
     rv = pam.pam_authenticate(handle, flags)
     acct_rv = None
     if spec["account"] and rv == consts["PAM_SUCCESS"]:
@@ -406,7 +415,7 @@ def _drive_main():
     after = _dispositions(libc)
     print(json.dumps(dict(rv=names.get(rv, str(rv)),
                           acct_rv="" if acct_rv is None else names.get(acct_rv, str(acct_rv)),
-                          messages=messages,
+                          messages=messages, times=times,
                           dispositions={"before": before, "after": after},
                           children=_children())))
 

@@ -225,6 +225,83 @@ def test_fprintd_frozen(real):
     real.match_works(real.stack())
 
 
+def password_prompt_at(r):
+    """When the password prompt came (the driver's clock)."""
+    for (style, text), at in zip(reversed(r.messages), reversed(r.times["messages"])):
+        if style == "PAM_PROMPT_ECHO_OFF" and text == "Password: ":
+            return at
+    raise AssertionError(f"no password prompt: {r.messages}")
+
+
+@needs_helper
+@pytest.mark.parametrize("bus_timeout", [0.5, 1.5])
+def test_fprintd_frozen_costs_the_bus_timeout_once(real, bus_timeout):
+    real.bed.freeze_fprintd()
+    try:
+        r = real.attempt("fprintd frozen (timed)", real.stack(f"bus_timeout={bus_timeout}"))
+    finally:
+        real.bed.thaw_fprintd()
+    check(r, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", "")
+    assert password_prompt_at(r) - r.times["start"] <= bus_timeout + 0.5
+
+
+class Stutter:
+    """fprintd stopped for `stopped` seconds, let run for 10 ms, over and over: every call
+    is answered, each one slowly, the way a daemon in trouble answers."""
+
+    def __init__(self, bed, stopped):
+        self.pid, self.stopped = bed._fprintd().pid, stopped
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.done.is_set():
+            os.kill(self.pid, signal.SIGSTOP)
+            self.done.wait(self.stopped)
+            os.kill(self.pid, signal.SIGCONT)
+            time.sleep(0.01)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+        os.kill(self.pid, signal.SIGCONT)
+
+
+@needs_helper
+def test_a_slow_fprintd_costs_the_bus_timeout_once_for_the_whole_start_up(real):
+    """Each of the start-up's calls (GetDevices, ListEnrolledFingers, name, scan-type,
+    Claim, VerifyStart) would be answered within bus_timeout; together they are not: the
+    bound is for the whole start-up, not per call."""
+    with Stutter(real.bed, 0.7):
+        r = real.attempt("fprintd slow", real.stack("bus_timeout=1"))
+    check(r, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", "")
+    assert password_prompt_at(r) - r.times["start"] <= 1.5
+    real.match_works(real.stack())
+
+
+@needs_helper
+def test_fprintd_frozen_mid_scan_costs_the_bus_timeout_once_after_ctrl_c(real):
+    """The reader waits; fprintd freezes; Ctrl-C: VerifyStop and Release are pending and
+    together cost at most bus_timeout."""
+    def freeze_when_waiting():
+        if real.bed.wait_finger_needed(15):
+            real.bed.freeze_fprintd()
+    freezer = threading.Thread(target=freeze_when_waiting)
+    freezer.start()
+    try:
+        r = real.attempt("fprintd frozen mid-scan, Ctrl-C", real.stack("bus_timeout=1"),
+                         interrupt_on="Swipe", interrupt_delay=0.5)
+    finally:
+        freezer.join()
+        real.bed.thaw_fprintd()
+    check(r, "userFallback", "PAM_AUTHINFO_UNAVAIL", "Ctrl-C")
+    assert password_prompt_at(r) - r.times["interrupt"] <= 1.5
+
+
 @needs_helper
 def test_fprintd_killed_mid_scan(real):
     run = real.in_background("fprintd killed mid-scan", real.stack())
