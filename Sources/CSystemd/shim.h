@@ -2,3 +2,4 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-login.h>
 #include <systemd/sd-id128.h>
+#include <systemd/sd-daemon.h>

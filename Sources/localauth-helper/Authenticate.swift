@@ -7,7 +7,7 @@ import LocalAuthProtocol
 enum Authenticate {
     static func run(_ request: HelperRequest, options: Options, channel: FrameChannel,
                     log: LogSink) -> EvaluationMachine.Outcome {
-        if let refusal = Presence.refusal(request, options: options) { return .failure(refusal) }
+        if let refusal = Presence.refusal(request, options: options, log: log) { return .failure(refusal) }
         let ui = FrameUI(channel: channel, language: request.language,
                          style: promptStyle(request, options), silent: request.silent, log: log)
         if !options.reason.isEmpty { ui.show(.reason(options.reason), error: false) }

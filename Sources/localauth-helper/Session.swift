@@ -8,12 +8,14 @@ import LocalAuth
 /// password without a message (only the log says why): scripts, cron, `sudo -S`, SSH and a
 /// closed laptop must never wait for a finger nobody can give.
 enum Presence {
-    static func refusal(_ request: HelperRequest, options: Options) -> LAError? {
+    static func refusal(_ request: HelperRequest, options: Options, log: LogSink) -> LAError? {
         if request.isRemote {
             return LAError(.notInteractive, reason: .remoteSession, cause: "remote host \(printable(request.rhost))")
         }
-        if isRemoteLogindSession(request.callerPID) {
-            return LAError(.notInteractive, reason: .remoteSession, cause: "remote logind session")
+        let session = LoginSession.facts(of: request.callerPID)
+        if let refusal = LoginSessionRule.refusal(session) { return refusal }
+        if session == .logindAbsent {
+            log.log(.info, "logind is not running: whether someone is at the reader is judged from the terminal and PAM_RHOST only")
         }
         if options.requirePresence, let why = nobodyThere(request) {
             return LAError(.notInteractive, reason: .noTerminal, cause: why)
@@ -46,17 +48,43 @@ enum Presence {
         return String(decoding: buffer[0..<n], as: UTF8.self).contains("closed")
     }
 
-    /// logind's view of the caller's session; no logind (or no session) means not remote.
-    static func isRemoteLogindSession(_ pid: Int32?) -> Bool {
-        guard let pid, pid > 0 else { return false }
-        var session: UnsafeMutablePointer<CChar>?
-        guard sd_pid_get_session(pid, &session) >= 0, let session else { return false }
-        defer { free(session) }
-        return sd_session_is_remote(session) > 0
-    }
-
     static func printable(_ s: String) -> String {
         String(String.UnicodeScalarView(s.unicodeScalars.prefix(64).map { $0.value < 0x20 ? "?" : $0 }))
+    }
+}
+
+/// What logind says about a process's login session (LoginSessionRule decides from it).
+enum LoginSession {
+    static func facts(of pid: Int32?) -> LoginSessionFacts {
+        guard sd_booted() > 0 else { return .logindAbsent }
+        guard let pid, pid > 0 else { return .unknown("no caller process") }
+        var name: UnsafeMutablePointer<CChar>?
+        let r = sd_pid_get_session(pid, &name)
+        if r == -ENODATA || r == -ENXIO { return .noSession }
+        guard r >= 0, let name else { return .unknown(String(cString: strerror(-r))) }
+        defer { free(name) }
+        return .session(id: String(cString: name), remote: flag(sd_session_is_remote(name)),
+                        seat: text { sd_session_get_seat(name, &$0) },
+                        active: flag(sd_session_is_active(name)))
+    }
+
+    /// The session's type (`x11`, `wayland`, `tty`, ...), nil without logind or a session.
+    static func type(of pid: Int32) -> String? {
+        guard sd_booted() > 0 else { return nil }
+        var name: UnsafeMutablePointer<CChar>?
+        guard sd_pid_get_session(pid, &name) >= 0, let name else { return nil }
+        defer { free(name) }
+        return text { sd_session_get_type(name, &$0) }
+    }
+
+    /// sd-login's yes (> 0), no (0) or don't know (< 0).
+    private static func flag(_ r: Int32) -> Bool? { r < 0 ? nil : r > 0 }
+
+    private static func text(_ get: (inout UnsafeMutablePointer<CChar>?) -> Int32) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard get(&value) >= 0, let value else { return nil }
+        defer { free(value) }
+        return String(cString: value)
     }
 }
 

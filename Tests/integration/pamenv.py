@@ -263,7 +263,7 @@ class PamWorld:
     def drive(self, service, user, *, answers=(), items=None, pam_env=None, flags=(),
               interrupt_on=None, interrupt_delay=0.3, answer_delay=0.0, ignore_signals=(),
               inheritable_fd=False, real_uid=None, env=None, prefix=(), timeout=60,
-              account=False):
+              account=False, cgroup=None):
         """Runs pam_authenticate in a fresh process and returns a DriveResult.
 
         user None starts PAM without a user. answers are given to prompts in order (then
@@ -281,12 +281,14 @@ class PamWorld:
         real and effective.
         account: after a successful pam_authenticate, call pam_acct_mgmt in the same handle,
         as sudo, su and login do (its code is `acct_rv`; "" when not called).
+        cgroup: a cgroup directory the driver moves itself into first (where logind would
+        put a login session's processes).
         """
         spec = dict(service=service, user=user, answers=list(answers), items=items or {},
                     pam_env=pam_env or {}, flags=list(flags), interrupt_on=interrupt_on,
                     interrupt_delay=interrupt_delay, answer_delay=answer_delay,
                     ignore_signals=list(ignore_signals), inheritable_fd=inheritable_fd,
-                    real_uid=real_uid, account=account)
+                    real_uid=real_uid, account=account, cgroup=cgroup)
         argv = self.command([PYTHON, str(self._driver_script()), "--drive"], prefix, env)
         proc = subprocess.run(argv, input=json.dumps(spec), capture_output=True, text=True,
                               env=self._base_env(), timeout=timeout)
@@ -359,6 +361,8 @@ def _drive_main():
     libc.strdup.restype = ctypes.c_void_p
     libc.strdup.argtypes = [ctypes.c_char_p]
 
+    if spec["cgroup"]:
+        Path(spec["cgroup"], "cgroup.procs").write_text(f"{os.getpid()}\n")
     if spec["inheritable_fd"]:
         os.set_inheritable(os.open("/dev/null", os.O_RDONLY), True)
     if spec["real_uid"] is not None:

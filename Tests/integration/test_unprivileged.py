@@ -188,6 +188,12 @@ def locker(inst, bed, syslog, alice, open_tmp):
 
 # --- talking to the launcher directly, as a user could -------------------------------------
 
+def no_terminal_needed(locker):
+    """For tests of something else than presence: a direct call has pipes, no terminal, so
+    the helper (which looks at the caller, not at the request's claims) would not scan."""
+    locker.configure(require_presence="no")
+
+
 def frame(kind: str, payload: bytes = b"") -> bytes:
     return struct.pack(">I", len(payload) + 1) + kind.encode() + payload
 
@@ -419,6 +425,7 @@ def test_service_arguments_cannot_move_paths(locker, open_tmp):
 
 
 def test_forged_frames_cannot_move_paths(locker, open_tmp):
+    no_terminal_needed(locker)
     evil = open_tmp / "evil"
     evil.mkdir(mode=0o777)
     d = Direct(locker)
@@ -434,6 +441,16 @@ def test_forged_frames_cannot_move_paths(locker, open_tmp):
     lines = locker.syslog.since(0, "localauth-helper")
     for key in PRIVILEGED + ("lockout_threshold",):
         assert any(f"option `{key}` {IGNORED}" in m for m in lines), (key, lines)
+
+
+def test_presence_comes_from_the_caller_not_from_the_request(locker):
+    """The request claims a terminal and a display; the caller has pipes and no display:
+    no scan, straight to the password."""
+    mark = locker.bed.mark()
+    r = direct(locker, request(locker.user, stdin_tty="1", display="1"))
+    assert (r["code"], r["name"]) == ("-1004", "notInteractive"), r
+    assert "no terminal and no graphical session" in r["cause"], r
+    assert not [e for e in locker.bed.events(mark) if e.name == "VerifyFingerSelected"]
 
 
 def test_scan_timeout_from_the_request_is_ignored(locker):
@@ -457,7 +474,7 @@ def test_scan_timeout_from_the_request_is_ignored(locker):
 
 def test_policy_numbers_from_the_request_are_ignored(locker):
     """A forged request cannot raise the lockout threshold above root's."""
-    locker.configure(lockout_threshold="1", max_tries="3")
+    locker.configure(lockout_threshold="1", max_tries="3", require_presence="no")
     d = Direct(locker)
     try:
         d.send(request(locker.user, args=["lockout_threshold=100", "max_tries=10"]))
@@ -528,6 +545,7 @@ def test_environment_gives_nothing_through_the_module(locker, open_tmp):
 
 
 def test_environment_gives_nothing_to_a_direct_call(locker, open_tmp):
+    no_terminal_needed(locker)
     tmp_path = open_tmp / "env"
     tmp_path.mkdir(mode=0o755)
     d = Direct(locker, pre=hostile_env(tmp_path))
@@ -727,6 +745,7 @@ def test_launcher_without_setuid_refuses(locker):
 
 
 def test_launcher_with_closed_descriptors_still_serves_only_the_caller(locker):
+    no_terminal_needed(locker)
     def close_stderr():
         os.close(2)
     d = Direct(locker, preexec=close_stderr)
@@ -742,6 +761,7 @@ def test_launcher_with_closed_descriptors_still_serves_only_the_caller(locker):
 def test_file_size_limit_cannot_stop_a_failure_being_counted(locker):
     """RLIMIT_FSIZE 0 from the caller would make every state write fail; the launcher
     restores the limit, so the failed matches are recorded as under sudo."""
+    no_terminal_needed(locker)
     d = Direct(locker, pre=["prlimit", "--fsize=0:unlimited", "--"])
     try:
         d.send(request(locker.user))
@@ -774,6 +794,7 @@ def proc_stat(pid):
 
 def test_helper_does_not_inherit_the_callers_scheduling(locker):
     """nice 19, SCHED_IDLE, one CPU, idle I/O from the caller: the launcher resets them."""
+    no_terminal_needed(locker)
     d = Direct(locker, pre=["chrt", "--idle", "0", "nice", "-n", "19", "taskset", "-c", "0",
                             "ionice", "-c", "3", "--"])
     try:
@@ -798,6 +819,7 @@ def test_launcher_leaves_the_session_of_a_caller_that_leads_a_process_group(lock
     """A shell job is a process group leader, so setsid() fails for it: the launcher then
     forks, and the helper still runs in a session of its own, away from the caller's
     terminal and job control."""
+    no_terminal_needed(locker)
     d = Direct(locker, preexec=os.setpgrp)
     try:
         assert proc_stat(d.proc.pid)[2] == str(d.proc.pid)   # it leads its process group
