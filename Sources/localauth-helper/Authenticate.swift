@@ -9,7 +9,8 @@ enum Authenticate {
                     log: LogSink) -> EvaluationMachine.Outcome {
         if let refusal = Presence.refusal(request, options: options, log: log) { return .failure(refusal) }
         let ui = FrameUI(channel: channel, language: request.language,
-                         style: promptStyle(request, options), silent: request.silent, log: log)
+                         style: promptStyle(request, options), silent: request.silent,
+                         toOwner: request.callerIsTheUser, log: log)
         if !options.reason.isEmpty { ui.show(.reason(options.reason), error: false) }
         let env = LAEnvironment(
             user: request.user, terminal: ReuseScope.of(request),

@@ -33,19 +33,25 @@ final class FrameUI: AuthenticationUI {
     private let log: LogSink
     /// PAM_SILENT: only what the user must act on is shown (PAM_SILENT never stops prompts).
     private let silent: Bool
+    /// False where the person at the terminal may not be the account's owner (login, su):
+    /// the account's state (locked out, password required, enrollment changed) is not told.
+    private let toOwner: Bool
     /// A prompt frame was sent and its answer has not been read yet.
     private(set) var promptOpen = false
     private var deferred: [(UserMessage, Bool)] = []
 
-    init(channel: FrameChannel, language: Language, style: PromptStyle, silent: Bool, log: LogSink) {
+    init(channel: FrameChannel, language: Language, style: PromptStyle, silent: Bool,
+         toOwner: Bool = true, log: LogSink) {
         self.silent = silent
+        self.toOwner = toOwner
         self.channel = channel
         self.language = language
         self.style = style
         self.log = log
     }
 
-    func show(_ message: UserMessage, error: Bool) {
+    func show(_ original: UserMessage, error: Bool) {
+        let message = toOwner || !original.tellsAccountState ? original : .fingerprintUnavailable
         if silent && message.isChatter { return }
         // With a prompt, the prompt itself says how to skip; without one, Ctrl-C does.
         if case .fallbackHint = message, style.terminal != nil || isConcurrent { return }
@@ -167,6 +173,15 @@ final class FrameUI: AuthenticationUI {
 }
 
 extension UserMessage {
+    /// Lines that tell the state of the account being authenticated: how many failures it
+    /// has, which rule wants its password, whether its enrolled fingers changed.
+    var tellsAccountState: Bool {
+        switch self {
+        case .lockedOut, .passwordRequired, .enrollmentChanged: return true
+        default: return false
+        }
+    }
+
     /// Lines that only comment (PAM_SILENT drops them); all others tell the user what to do.
     var isChatter: Bool {
         switch self {

@@ -19,6 +19,8 @@ struct HelperRequest {
     var display: Bool
     var locale: String
     var callerPID: Int32?
+    /// The real uid of the program that called PAM (the module's getuid()).
+    var callerUID: uid_t?
     /// On the unprivileged path, the only owner a terminal may have for the helper to end a
     /// prompt on it (a program run with `su user -c` from root's terminal shares root's).
     var terminalOwner: uid_t?
@@ -37,7 +39,7 @@ struct HelperRequest {
         let kv: KeyValues
         do { kv = try KeyValues.parse(frame.payload) } catch { throw Invalid("request is not key=value text: \(error)") }
         for key in ["version", "mode", "user", "service", "tty", "rhost", "silent", "locale", "pid",
-                    "first_line", "stdin_tty", "display", "proof"]
+                    "first_line", "stdin_tty", "display", "proof", "caller_uid"]
         where kv.count(key) > 1 {
             throw Invalid("request repeats `\(key)`")
         }
@@ -50,6 +52,7 @@ struct HelperRequest {
             rhost: kv.value("rhost") ?? "", silent: kv.value("silent") == "1",
             stdinTTY: kv.value("stdin_tty") == "1", display: kv.value("display") == "1",
             locale: kv.value("locale") ?? "", callerPID: kv.value("pid").flatMap { Int32($0) },
+            callerUID: kv.value("caller_uid").flatMap { uid_t($0) },
             terminalOwner: nil, firstLine: kv.value("first_line") == "1",
             proof: kv.value("proof").flatMap(AuthSucc.Proof.init(rawValue:)), arguments: kv.values("arg"))
     }
@@ -71,6 +74,14 @@ struct HelperRequest {
     }
 
     var language: Language { Language(localeIdentifier: locale) }
+
+    /// Whether the program asking is run by the account's owner (sudo, a screen locker,
+    /// polkit for oneself), as opposed to login (run by root for whoever sits down) or su
+    /// (run by one user for another): only the owner is told the account's state.
+    var callerIsTheUser: Bool {
+        guard let callerUID, let entry = getpwnam(user.value) else { return false }
+        return entry.pointee.pw_uid == callerUID
+    }
 
     /// PAM_TTY names a terminal device (`/dev/pts/3`, `pts/3`, `tty1`), not an X display.
     var ttyDevicePath: String? {

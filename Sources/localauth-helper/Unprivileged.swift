@@ -116,6 +116,7 @@ struct UnprivilegedCaller {
             return "request for user \(Presence.printable(request.user.value)) refused: the caller is uid \(uid) (\(name))"
         }
         request.callerPID = callerPID
+        request.callerUID = uid
         request.terminalOwner = uid
         // Whether someone can be at the reader: from the caller process itself, not from
         // what the request claims.

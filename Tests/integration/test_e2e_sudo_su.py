@@ -39,6 +39,9 @@ ENROLLED, OTHER = "f1", "f9"
 SWIPE = "Swipe your right index finger across the fingerprint reader"
 FIRST_USE = "Your password is required before fingerprints can be used"
 LOCKED = "Fingerprint locked after 5 failed attempts — enter your password to unlock"
+# su and login: the person at the terminal may not be the account's owner, so every refusal
+# before a scan is this one line, which tells nothing about the account.
+UNAVAILABLE = "Fingerprint sign-in is not available — use the password"
 # "Fingerprint recognized" comments, it tells the user nothing to do: under PAM_SILENT (which
 # sudo always passes) the helper may leave it out, so the screens below do not count on it.
 MATCHED = ("Fingerprint recognized", "指纹已识别")
@@ -315,7 +318,7 @@ def test_su_target_finger_runs_command(su_setup, machine):
     su, target, runner = su_setup
     r = su(answers=[target.password])                 # the target was never seen
     assert r.status == 0
-    assert r.screen == [FIRST_USE, "Password:", target.name], r.screen
+    assert r.screen == [UNAVAILABLE, "Password:", target.name], r.screen
     assert r.scans_started == []
     r = su([ENROLLED])
     assert r.status == 0
@@ -344,11 +347,29 @@ def test_su_five_failures_lock_out(su_setup, machine):
     assert r.status != 0
     r = su([OTHER] * 2, answers=[target.password])
     assert r.status == 0
-    assert r.screen == [SWIPE, "Fingerprint not recognized — 1 try left", SWIPE, LOCKED,
+    assert r.screen == [SWIPE, "Fingerprint not recognized — 1 try left", SWIPE, UNAVAILABLE,
                         "Password:", target.name], r.screen
     assert machine.state_file()["failures"] == "0"
     r = su([ENROLLED])
     assert r.status == 0 and r.screen[-1] == target.name
+
+
+def test_su_tells_another_users_terminal_nothing_of_the_account(su_setup, machine):
+    """A user at someone else's unlocked terminal runs `su - target`: whether the target is
+    locked out or must enter the password first, they see the same line; the target's own
+    sudo says which rule applies."""
+    su, target, runner = su_setup
+    first = su(answers=["wrong"])                      # never seen: the password first
+    assert first.screen[0] == UNAVAILABLE, first.screen
+    su(answers=[target.password])
+    su([OTHER] * 3, answers=["wrong"])
+    su([OTHER] * 2, answers=["wrong"])                 # five: locked out
+    assert machine.state_file()["failures"] == "5"
+    locked = su(answers=["wrong"])
+    assert locked.screen[0] == UNAVAILABLE, locked.screen
+    assert not [l for l in first.screen + locked.screen if l in (FIRST_USE, LOCKED)]
+    own = machine.sudo(answers=[target.password])      # the owner, at their own sudo
+    assert own.screen[0] == LOCKED, own.screen
 
 
 # --- nothing is left behind ------------------------------------------------------------

@@ -20,6 +20,9 @@ public enum UserMessage: Equatable, Sendable {
     case passwordRequired(LAError.Reason)
     /// The enrolled set changed since fingerprint login was turned on.
     case enrollmentChanged(optInRequired: Bool)
+    /// Every refusal before a scan, worded alike, where the person at the terminal may not
+    /// be the account's owner (login, su): it says nothing about the account's state.
+    case fingerprintUnavailable
     case readerBusy
     case readerDisconnected
     case noFingerDetected
@@ -70,6 +73,7 @@ extension UserMessage {
             return optIn
                 ? "Your enrolled fingerprints changed — enter your password, then run `localauthctl enable`"
                 : "Your enrolled fingerprints changed — enter your password to use them again"
+        case .fingerprintUnavailable: return "Fingerprint sign-in is not available — use the password"
         case .readerBusy: return "The fingerprint reader is in use by another session — use your password"
         case .readerDisconnected: return "The fingerprint reader was disconnected — use your password"
         case .noFingerDetected: return "No finger detected — use your password"
@@ -104,6 +108,7 @@ extension UserMessage {
         case .enrollmentChanged(let optIn):
             return optIn ? "已录入的指纹发生变化——请输入密码，然后运行 `localauthctl enable`"
                          : "已录入的指纹发生变化——请输入密码后再使用指纹"
+        case .fingerprintUnavailable: return "指纹登录不可用——请使用密码"
         case .readerBusy: return "指纹读取器正被其他会话使用——请使用密码"
         case .readerDisconnected: return "指纹读取器已断开——请使用密码"
         case .noFingerDetected: return "未检测到手指——请使用密码"
@@ -138,6 +143,7 @@ extension UserMessage {
         case .enrollmentChanged(let optIn):
             return optIn ? "已登錄的指紋發生變化——請輸入密碼，然後執行 `localauthctl enable`"
                          : "已登錄的指紋發生變化——請輸入密碼後再使用指紋"
+        case .fingerprintUnavailable: return "指紋登入無法使用——請使用密碼"
         case .readerBusy: return "指紋讀取器正被其他工作階段使用——請使用密碼"
         case .readerDisconnected: return "指紋讀取器已中斷連線——請使用密碼"
         case .noFingerDetected: return "未偵測到手指——請使用密碼"
