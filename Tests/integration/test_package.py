@@ -216,9 +216,10 @@ class PamService:
             self.path.unlink()
 
 
-def pamtester(service: str, user: str, bed, feed=None, timeout: float = 30):
+def pamtester(service: str, user: str, bed, feed=None, timeout: float = 30,
+              operations=("authenticate",)):
     """pamtester on a pseudo-terminal (a person at the reader); returns (status, transcript)."""
-    child = pexpect.spawn("pamtester", [service, user, "authenticate"], encoding="utf-8",
+    child = pexpect.spawn("pamtester", [service, user, *operations], encoding="utf-8",
                           timeout=timeout, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
     try:
         injection = bed.inject_async(feed) if feed else None
@@ -271,19 +272,22 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
 
         with ThrowawayAccount("la-pkg-") as account:
             bed.enroll(account.name, "right-index-finger", "f1")
-            # pam_permit stands in for the password: it records the password for the user,
-            # as the first sign-in after installing would.
+            # pam_permit stands in for the password: the account line records the password for
+            # the user once the stack succeeded, as the first sign-in after installing would.
             with PamService("la-pkg-pw-", [f"auth sufficient pam_localauth.so {args}",
                                            "auth requisite pam_permit.so",
-                                           f"auth optional pam_localauth.so authsucc {args}",
-                                           "account required pam_permit.so"]) as setup, \
+                                           "account required pam_permit.so",
+                                           f"account required pam_localauth.so {args}"]) as setup, \
                  PamService("la-pkg-fp-", [f"auth sufficient pam_localauth.so {args}",
                                            "auth requisite pam_deny.so",
                                            f"auth optional pam_localauth.so authsucc {args}",
                                            "account required pam_permit.so"]) as finger:
-                status, out = pamtester(setup.name, account.name, bed)
+                status, out = pamtester(setup.name, account.name, bed,
+                                        operations=("authenticate", "acct_mgmt"))
                 assert status == 0, out
-                assert "Your password is required before fingerprints can be used" in out, out
+                # pamtester as root for another account, like login: one line for every
+                # refusal.
+                assert "Fingerprint sign-in is not available — use the password" in out, out
                 recorded = read_state(state, account.name)
                 assert recorded["failures"] == 0 and "last_password" in recorded, recorded
 
