@@ -380,13 +380,19 @@ class Shell:
     """An interactive bash of the throwaway user on its own terminal (job control on), and
     a marker file that only a command run by that shell could create."""
 
-    def __init__(self, stack, tmp_path):
-        self.marker = tmp_path / "ran"
-        tmp_path.chmod(0o777)
-        env = system.default_env(PS1=SHELL_PROMPT, HOME=str(tmp_path))
+    def __init__(self, stack):
+        # Where the user can write (pytest's own tmp_path is root's alone).
+        self.dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="la-shell-")))
+        self.dir.chmod(0o777)
+        self.marker = self.dir / "ran"
+        env = system.default_env(PS1=SHELL_PROMPT, HOME=str(self.dir))
         self.pt = system.run_on_pty(["bash", "--norc", "--noprofile", "-i"], user=stack.user,
                                     env=env)
         self.pt.expect(SHELL_PROMPT)
+        # The marker is a command the shell can run: entered, it does leave the file.
+        self.pt.sendline(f"touch {self.dir}/can-write")
+        self.pt.expect(SHELL_PROMPT)
+        assert (self.dir / "can-write").exists()
 
     def half_type(self):
         """A command typed but not entered: only an Enter from someone else would run it."""
@@ -413,9 +419,9 @@ def enter_never_reached_the_shell(stack, shell):
     assert not shell.marker.exists()
 
 
-def test_a_suspended_sudo_gets_no_enter_in_the_shell(tmp_path):
+def test_a_suspended_sudo_gets_no_enter_in_the_shell():
     with Stack() as s:
-        shell = Shell(s, tmp_path)
+        shell = Shell(s)
         shell.pt.sendline("sudo -k id -un")
         shell.pt.expect(SKIP_PROMPT)
         s.bed.wait_finger_needed()
@@ -424,9 +430,9 @@ def test_a_suspended_sudo_gets_no_enter_in_the_shell(tmp_path):
         enter_never_reached_the_shell(s, shell)
 
 
-def test_a_background_sudo_gets_no_enter_in_the_shell(tmp_path):
+def test_a_background_sudo_gets_no_enter_in_the_shell():
     with Stack() as s:
-        shell = Shell(s, tmp_path)
+        shell = Shell(s)
         shell.pt.sendline("sudo -k id -un &")
         s.bed.wait_finger_needed()
         shell.pt.expect(SHELL_PROMPT)
