@@ -4,17 +4,21 @@
  * PAM_USER first (la_request_encode). scripts/fuzz builds and runs it:
  *
  *   clang -std=c11 -D_GNU_SOURCE -g -fsanitize=fuzzer,address,undefined \
- *       -I Sources/pam_localauth Sources/pam_localauth/fuzz/args_fuzz.c \
- *       Sources/pam_localauth/[a-z]*.c -lpam -o build/fuzz/args_fuzz
+ *       -I Sources/pam_localauth -I Sources/process-reset \
+ *       Sources/pam_localauth/fuzz/args_fuzz.c Sources/pam_localauth/[a-z]*.c \
+ *       Sources/process-reset/*.c -lpam -o build/fuzz/args_fuzz
  *
- * Input: one byte picks the caller's effective uid (root or not), then NUL-separated
- * fields: user, service, tty, rhost, ruser, then one module argument per field.
+ * Input: one byte picks the caller's effective uid (root or not, bit 0) and the line
+ * (bits 1-2: the first line, the authsucc line with proof=authtok, the account phase with
+ * proof=account), then NUL-separated fields: user, service, tty, rhost, ruser, then one
+ * module argument per field.
  *
  * Checked: the parsed timeout is within its bounds; a helper path taken from an argument
  * is one of the arguments, absolute, without `..` or control characters, and only for
  * root; an encoded request has exactly one line per key, each value the field as given
- * (no field can add a line, such as `mode=authsucc`); a request is refused only when a
- * field is not one line of UTF-8 or it does not fit in a frame.
+ * (no field can add a line, such as `mode=authsucc`, `first_line=1` or `proof=account`:
+ * those appear once, and only in the requests of the lines after the password); a request
+ * is refused only when a field is not one line of UTF-8 or it does not fit in a frame.
  */
 #include "args.h"
 #include "frame.h"
@@ -83,7 +87,7 @@ static void check_request(const char *buf, size_t len, const struct la_request *
 {
     static const char *const keys[] = { "user", "service", "tty", "rhost", "ruser" };
     const char *values[] = { req->user, req->service, req->tty, req->rhost, req->ruser };
-    int seen[5] = { 0 }, modes = 0, args_seen = 0;
+    int seen[5] = { 0 }, modes = 0, args_seen = 0, first_lines = 0, proofs = 0;
     const char *line = buf, *end = buf + len;
     check(memchr(buf, '\0', len) == NULL);
     while (line < end) {
@@ -103,6 +107,15 @@ static void check_request(const char *buf, size_t len, const struct la_request *
             check(vlen == strlen(req->mode) && memcmp(value, req->mode, vlen) == 0);
             modes++;
         }
+        if (klen == 10 && memcmp(line, "first_line", 10) == 0) {
+            check(vlen == 1 && value[0] == '1');
+            first_lines++;
+        }
+        if (klen == 5 && memcmp(line, "proof", 5) == 0) {
+            check(req->proof != NULL && vlen == strlen(req->proof)
+                  && memcmp(value, req->proof, vlen) == 0);
+            proofs++;
+        }
         if (klen == 3 && memcmp(line, "arg", 3) == 0) {
             check(args_seen < argc);
             check(strlen(argv[args_seen]) == vlen && memcmp(value, argv[args_seen], vlen) == 0);
@@ -114,6 +127,9 @@ static void check_request(const char *buf, size_t len, const struct la_request *
     for (int k = 0; k < 5; k++)
         check(seen[k] == 1);
     check(modes == 1 && args_seen == argc);
+    /* Only the lines after the password say the first line ran, and name their proof. */
+    check(first_lines == (req->first_line ? 1 : 0));
+    check(proofs == (req->proof != NULL ? 1 : 0));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -121,6 +137,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1 || size > 16384)
         return 0;
     fuzz_euid = (data[0] & 1) ? 1000 : 0;
+    /* Bits 1-2: the first line, or the authsucc line's or the account phase's request. */
+    static const char *const proofs[] = { NULL, "authtok", "account", NULL };
+    const char *proof = proofs[(data[0] >> 1) & 3];
     char *copy = malloc(size); /* data[1..] plus a terminating NUL */
     if (copy == NULL)
         return 0;
@@ -152,7 +171,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     struct la_request req = {
-        .mode = "authenticate",
+        .mode = proof ? "authsucc" : "authenticate",
+        .first_line = proof != NULL,
+        .proof = proof,
         .user = fields[0],
         .service = fields[1],
         .tty = fields[2],
