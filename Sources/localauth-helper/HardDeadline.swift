@@ -18,12 +18,15 @@ enum HardDeadline {
     /// Until the options are known: enough for the request and the start-up.
     static let startSeconds: Int64 = 60
 
-    /// Every try's scan, the bus calls around them, and a margin for the prompts.
+    /// Every try's scan, the bus calls around them, and a margin for the prompts (the
+    /// user finishing what they type at the prompt once the scans are over).
     static func seconds(for options: Options) -> Int64 {
         let scans = Double(options.maxTries) * options.scanTimeout
         let bus = Double(options.maxTries + 4) * options.busTimeout
-        return min(3600, Int64(scans + bus) + 60)
+        return min(3600, Int64(scans + bus) + promptMarginSeconds)
     }
+
+    static let promptMarginSeconds: Int64 = 30
 
     static func set(seconds: Int64) {
         end = MonotonicClock.millis() + seconds * 1000

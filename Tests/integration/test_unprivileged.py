@@ -472,6 +472,26 @@ def test_scan_timeout_from_the_request_is_ignored(locker):
                for m in locker.syslog.since(0, "localauth-helper"))
 
 
+def test_the_helper_ends_by_itself_where_the_module_cannot_kill_it(locker):
+    """Through the launcher the helper runs as root and its caller cannot kill it. A caller
+    that never answers the prompt: the helper ends at its own deadline (every try's scan
+    and bus calls, plus 30 s for the prompt), not never."""
+    locker.configure(scan_timeout="1", max_tries="1", bus_timeout="0.2", require_presence="no")
+    d = Direct(locker)
+    try:
+        started = time.monotonic()
+        d.send(request(locker.user, args=["prompt=concurrent"]))
+        frames = read_frames(d.proc.stdout)      # up to the end of its output: no result
+        d.proc.wait(60)
+        took = time.monotonic() - started
+    finally:
+        d.kill()
+    assert any(t == "W" for t, _ in frames), frames     # the prompt it waits on
+    assert not any(t == "R" for t, _ in frames), frames
+    assert 30 <= took <= 40, took
+    assert locker.state_values()["failures"] == "0"   # the timed-out try was given back
+
+
 def test_policy_numbers_from_the_request_are_ignored(locker):
     """A forged request cannot raise the lockout threshold above root's."""
     locker.configure(lockout_threshold="1", max_tries="3", require_presence="no")
