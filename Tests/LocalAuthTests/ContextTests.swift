@@ -39,19 +39,24 @@ import Testing
         #expect(error?.code == .invalidContext)
     }
 
-    /// invalidate() (like Ctrl-C or the caller going away) arriving together with a failed
-    /// match the reader already reported: the try is not given back.
+    /// invalidate() (like Ctrl-C or the caller going away) arriving while the reader waits,
+    /// with `verdict` already reported by the reader (or none).
+    private func cancelledWhileScanning(_ h: Harness, verdict: SensorEvent?)
+        -> Result<EvaluationMachine.Outcome.Method, LAError> {
+        h.sensor.events = [.woken(-1)]
+        h.sensor.verdictAtStop = verdict
+        let c = h.context()
+        let before = h.sensor.calls.filter { $0 == "nextEvent" }.count
+        let waiter = BackgroundEvaluation(c)
+        while h.sensor.calls.filter({ $0 == "nextEvent" }).count == before { usleep(1000) }
+        c.invalidate()
+        return waiter.value()
+    }
+
     @Test func aFailedMatchThatRacedTheCancelStillCounts() {
         let h = Harness()
         h.passwordEntered()
-        h.sensor.events = [.woken(-1)]
-        h.sensor.verdictAtStop = .noMatch
-        let c = h.context()
-        let waiter = BackgroundEvaluation(c)
-        while !h.sensor.calls.contains("nextEvent") { usleep(1000) }
-        c.invalidate()
-        let r = waiter.value()
-        #expect(r.error?.code == .appCancel)
+        #expect(cancelledWhileScanning(h, verdict: .noMatch).error?.code == .appCancel)
         #expect(h.state.consecutiveFailures == 1)
     }
 
@@ -60,15 +65,7 @@ import Testing
         h.passwordEntered()
         for _ in 0..<4 { _ = h.evaluate(events: [.noMatch]) }
         #expect(h.state.consecutiveFailures == 4)
-        h.sensor.events = [.woken(-1)]
-        h.sensor.verdictAtStop = .noMatch
-        let c = h.context()
-        let before = h.sensor.calls.filter({ $0 == "nextEvent" }).count
-        let waiter = BackgroundEvaluation(c)
-        while h.sensor.calls.filter({ $0 == "nextEvent" }).count == before { usleep(1000) }
-        c.invalidate()
-        let r = waiter.value()
-        #expect(r.error?.code == .biometryLockout)
+        #expect(cancelledWhileScanning(h, verdict: .noMatch).error?.code == .biometryLockout)
         #expect(h.state.consecutiveFailures == 5)
     }
 
@@ -77,27 +74,14 @@ import Testing
         h.passwordEntered()
         _ = h.evaluate(events: [.noMatch, .timeout])
         #expect(h.state.consecutiveFailures == 1)
-        h.sensor.events = [.woken(-1)]
-        h.sensor.verdictAtStop = .match
-        let c = h.context()
-        let before = h.sensor.calls.filter({ $0 == "nextEvent" }).count
-        let waiter = BackgroundEvaluation(c)
-        while h.sensor.calls.filter({ $0 == "nextEvent" }).count == before { usleep(1000) }
-        c.invalidate()
-        let r = waiter.value()
-        #expect(r.error == nil)
+        #expect(cancelledWhileScanning(h, verdict: .match).error == nil)
         #expect(h.state.consecutiveFailures == 0)
     }
 
     @Test func aCancelWithNoVerdictGivesTheTryBack() {
         let h = Harness()
         h.passwordEntered()
-        h.sensor.events = [.woken(-1)]
-        let c = h.context()
-        let waiter = BackgroundEvaluation(c)
-        while !h.sensor.calls.contains("nextEvent") { usleep(1000) }
-        c.invalidate()
-        _ = waiter.value()
+        #expect(cancelledWhileScanning(h, verdict: nil).error?.code == .appCancel)
         #expect(h.state.consecutiveFailures == 0)
     }
 

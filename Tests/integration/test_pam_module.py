@@ -596,12 +596,15 @@ def test_authsucc_sends_the_password_the_stack_accepted(bed):
     assert (reply["type"], reply["payload"]) == ("A", PASSWORD)
 
 
+def account_stack(bed, name, first_mode):
+    return bed.world.service(name, [bed.line(first_mode, "sufficient"),
+                                    f"auth required {bed.world.matrix}",
+                                    f"account required {MODULE} helper={bed.helper} "
+                                    f"fake_mode=match fake_dir={bed.records}"])
+
+
 def test_account_phase_runs_the_helper_after_a_password_success(bed):
-    svc = bed.world.service("la-acct", [bed.line("nomatch", "sufficient"),
-                                        f"auth required {bed.world.matrix}",
-                                        f"account required {MODULE} helper={bed.helper} "
-                                        f"fake_mode=match fake_dir={bed.records}"])
-    r = bed.drive(svc, account=True)
+    r = bed.drive(account_stack(bed, "la-acct", "nomatch"), account=True)
     assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
     first, second = bed.events("start")
     assert (second["request"]["mode"], second["request"]["proof"]) == ("authsucc", "account")
@@ -609,11 +612,7 @@ def test_account_phase_runs_the_helper_after_a_password_success(bed):
 
 
 def test_account_phase_after_a_fingerprint_success_changes_nothing(bed):
-    svc = bed.world.service("la-acct2", [bed.line("match", "sufficient"),
-                                         f"auth required {bed.world.matrix}",
-                                         f"account required {MODULE} helper={bed.helper} "
-                                         f"fake_mode=match fake_dir={bed.records}"])
-    r = bed.drive(svc, account=True)
+    r = bed.drive(account_stack(bed, "la-acct2", "match"), account=True)
     assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
     assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate"]
 
