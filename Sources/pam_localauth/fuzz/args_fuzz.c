@@ -6,7 +6,7 @@
  *   clang -std=c11 -D_GNU_SOURCE -g -fsanitize=fuzzer,address,undefined \
  *       -I Sources/pam_localauth -I Sources/process-reset \
  *       Sources/pam_localauth/fuzz/args_fuzz.c Sources/pam_localauth/[a-z]*.c \
- *       Sources/process-reset/*.c -lpam -o build/fuzz/args_fuzz
+ *       Sources/process-reset/process_reset.c -lpam -o build/fuzz/args_fuzz
  *
  * Input: one byte picks the caller's effective uid (root or not, bit 0) and the line
  * (bits 1-2: the first line, the authsucc line with proof=authtok, the account phase with
