@@ -10,7 +10,7 @@ enum Authenticate {
         if let refusal = Presence.refusal(request, options: options, log: log) { return .failure(refusal) }
         let ui = FrameUI(channel: channel, language: request.language,
                          style: promptStyle(request, options), silent: request.silent,
-                         toOwner: request.callerIsTheUser, log: log)
+                         isOwner: { request.callerIsTheUser }, log: log)
         if !options.reason.isEmpty { ui.show(.reason(options.reason), error: false) }
         let env = LAEnvironment(
             user: request.user, terminal: ReuseScope.of(request),

@@ -35,15 +35,17 @@ final class FrameUI: AuthenticationUI {
     private let silent: Bool
     /// False where the person at the terminal may not be the account's owner (login, su):
     /// the account's state (locked out, password required, enrollment changed) is not told.
-    private let toOwner: Bool
+    /// Asked only when such a line is to be shown (it looks the user up).
+    private lazy var toOwner: Bool = isOwner()
+    private let isOwner: () -> Bool
     /// A prompt frame was sent and its answer has not been read yet.
     private(set) var promptOpen = false
     private var deferred: [(UserMessage, Bool)] = []
 
     init(channel: FrameChannel, language: Language, style: PromptStyle, silent: Bool,
-         toOwner: Bool = true, log: LogSink) {
+         isOwner: @escaping () -> Bool = { true }, log: LogSink) {
         self.silent = silent
-        self.toOwner = toOwner
+        self.isOwner = isOwner
         self.channel = channel
         self.language = language
         self.style = style
@@ -51,7 +53,7 @@ final class FrameUI: AuthenticationUI {
     }
 
     func show(_ original: UserMessage, error: Bool) {
-        let message = toOwner || !original.tellsAccountState ? original : .fingerprintUnavailable
+        let message = !original.tellsAccountState || toOwner ? original : .fingerprintUnavailable
         if silent && message.isChatter { return }
         // With a prompt, the prompt itself says how to skip; without one, Ctrl-C does.
         if case .fallbackHint = message, style.terminal != nil || isConcurrent { return }
