@@ -9,24 +9,28 @@ import LocalAuth
 enum DoctorCommand {
     static let pamDir = Flag("--pam-dir", .value("DIR"), "the PAM service files to read (default /etc/pam.d)")
     static let helper = Flag("--helper", .value("PATH"),
-                             "the helper to check (default: ../libexec/localauth/localauth-helper "
-                             + "beside this program)")
+                             "the helper to check (default: beside this program); the launcher "
+                             + "is looked for in its directory")
+    static let module = Flag("--module", .value("PATH"), "the PAM module to check (default: where libpam finds it)")
 
     static let spec = CommandSpec(
         name: "doctor", synopsis: "doctor [USER]",
         summary: "check fprintd, the reader, prints, helper, state, config and PAM lines",
         help: """
         Checks, and for each problem prints the line to fix: fprintd answers and has a
-        reader; USER (default: you) has enrolled prints; the helper is a root-owned file
-        nobody else can write, executable, in directories only root can write; the state
-        directory exists, is root's and 0700 (and USER is not locked out); the config file
-        is root's and every line parses (file:line for each issue); and every PAM service
-        file that uses pam_localauth.so (following @include) has the module line before the
-        password module (pam_unix.so) and the `authsucc` line after it, reached only after
-        the password succeeded. Exit 0 when nothing is a problem (warnings allowed), 1 when
-        something is.
+        reader; USER (default: you) has enrolled prints; the module, the helper and the
+        setuid launcher are root's and nobody else can write them; the state directory is
+        root's and 0700 (and USER is not locked out); the config file is root's and every
+        line parses (file:line for each issue); /etc/pam.d/localauthctl checks the password
+        only; sudo and sudo -i both ask for the finger; and every PAM service that uses
+        pam_localauth.so, run as libpam runs it (@include, include, substack, jumps): the
+        module line before the password modules (pam_unix, pam_sss, pam_krb5, pam_winbind,
+        pam_ldap, pam_systemd_home), no pam_fprintd beside it, and the `authsucc` line
+        reached after every password that lets a user in and after no refused one. A fix
+        is printed only when it keeps every user getting in as before. Exit 0 when nothing
+        is a problem (warnings allowed), 1 when something is.
         """,
-        flags: Flag.common + [pamDir, helper], run: run)
+        flags: Flag.common + [pamDir, helper, module], run: run)
 
     enum Severity: String { case ok, warning, problem }
 
@@ -50,11 +54,14 @@ enum DoctorCommand {
         case .failure(let e): return fail(spec, e)
         }
         var findings: [Finding] = []
+        let helperPath = inv.value(helper) ?? defaultHelperPath()
         findings += fprintd(account, options)
-        findings += helperFile(inv.value(helper) ?? defaultHelperPath())
+        findings += helperFile(helperPath)
         findings += stateDirectory(options.stateDir, account, options)
         findings += configFile(configPath)
-        findings += pamServices(inv.value(pamDir) ?? "/etc/pam.d")
+        findings += DoctorInstall(prefix: installPrefix(), moduleOverride: inv.value(module),
+                                  helper: helperPath).check()
+        findings += DoctorPam(directory: inv.value(pamDir) ?? "/etc/pam.d").check()
 
         for f in findings {
             say(f.severity.rawValue.padding(9) + f.message)
@@ -77,6 +84,11 @@ enum DoctorCommand {
                     Finding(severity: .ok, message: "prints of \(user): \(set.fingers.joined(separator: ", "))")]
         } catch {
             switch error.code {
+            case .biometryNotEnrolled where account.uid == 0:
+                // Root signs in with its password; the users are the ones to check.
+                return [Finding(severity: .ok, message: "fprintd answers; a reader is present"),
+                        Finding(severity: .ok, message: "no fingerprints enrolled for root (name a user to "
+                                    + "check theirs: localauthctl doctor USER)")]
             case .biometryNotEnrolled:
                 return [Finding(severity: .ok, message: "fprintd answers; a reader is present"),
                         Finding(severity: .problem, message: "no fingerprints enrolled for \(user)",
@@ -98,12 +110,16 @@ enum DoctorCommand {
 
     /// Beside this program: PREFIX/bin/localauthctl → PREFIX/libexec/localauth/localauth-helper.
     static func defaultHelperPath() -> String {
+        installPrefix() + "/libexec/localauth/localauth-helper"
+    }
+
+    /// PREFIX of PREFIX/bin/localauthctl ("/usr" when it cannot be told).
+    static func installPrefix() -> String {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard n > 0 else { return "/usr/libexec/localauth/localauth-helper" }
+        guard n > 0 else { return "/usr" }
         let exe = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let prefix = exe.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/")
-        return (prefix.isEmpty ? "" : prefix) + "/libexec/localauth/localauth-helper"
+        return exe.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/")
     }
 
     static func helperFile(_ path: String) -> [Finding] {
@@ -246,33 +262,6 @@ enum DoctorCommand {
 
     // MARK: - PAM service files
 
-    static let passwordModules: Set<String> = ["pam_unix.so"]
-
-    static func pamServices(_ dir: String) -> [Finding] {
-        guard let names = directoryEntries(dir) else {
-            return [Finding(severity: .problem, message: "PAM directory \(dir): \(String(cString: strerror(errno)))",
-                            fix: nil)]
-        }
-        var out: [Finding] = []
-        var reader = PamStackReader(directory: dir)
-        var users = 0
-        for name in names {
-            guard let rules = reader.authStack(name), rules.contains(where: { $0.isLocalauth }) else { continue }
-            users += 1
-            out += checkService(dir + "/" + name, rules)
-        }
-        for (location, name) in reader.missing {
-            out.append(Finding(severity: .warning, message: "\(location): included file \(name) not found", fix: nil))
-        }
-        if users == 0 {
-            out.append(Finding(severity: .warning, message: "no service in \(dir) uses pam_localauth.so",
-                               fix: "add `auth sufficient pam_localauth.so` before `@include common-auth` and "
-                                   + "`auth optional pam_localauth.so authsucc` after it (pam_localauth(8)), or "
-                                   + "pam-auth-update --enable localauth localauth-authsucc"))
-        }
-        return out
-    }
-
     /// The service files of `dir`, sorted; backups and package leftovers skipped.
     static func directoryEntries(_ dir: String) -> [String]? {
         guard let handle = opendir(dir) else { return nil }
@@ -288,95 +277,6 @@ enum DoctorCommand {
             names.append(name)
         }
         return names.sorted()
-    }
-
-    /// The order of the module line, the password module and the `authsucc` line in one
-    /// service's auth stack, and where the `authsucc` line is reached. Lines of the service
-    /// file are named `line N`; lines of included files by their path, with the line of the
-    /// service that includes them.
-    static func checkService(_ service: String, _ rules: [PamRule]) -> [Finding] {
-        var out: [Finding] = []
-        let firsts = rules.indices.filter { rules[$0].isFirstLine }
-        let succs = rules.indices.filter { rules[$0].isAuthsucc }
-        let password = rules.indices.first { passwordModules.contains(rules[$0].moduleName) }
-        func show(_ i: Int) -> String {
-            let r = rules[i]
-            if r.file == service { return "line \(r.line) `\(r.text)`" }
-            return "\(r.location) `\(r.text)` (via line \(r.top.line) `\(r.top.text)`)"
-        }
-        /// The service's own line to edit for rule `i`.
-        func top(_ i: Int) -> String { "line \(rules[i].top.line)" }
-        func problem(_ message: String, fix: String?) {
-            out.append(Finding(severity: .problem, message: "\(service): \(message)", fix: fix))
-        }
-
-        guard let first = firsts.first else {
-            problem("\(show(succs[0])) without the module line: it never acts",
-                    fix: "add `auth sufficient pam_localauth.so` to \(service)"
-                        + (password.map { " above \(top($0))" } ?? " before the password module"))
-            return out
-        }
-        if firsts.count > 1 {
-            out.append(Finding(severity: .warning,
-                               message: "\(service): pam_localauth.so runs twice: \(show(firsts[0])) and \(show(firsts[1]))",
-                               fix: "keep one of them (the service's own lines or the pam-auth-update profile)"))
-        }
-        // The module line: a failure must go on to the password, a match should end the stack.
-        let control = rules[first].control
-        if [control.action(for: "authinfo_unavail"), control.action(for: "auth_err")]
-            .contains(where: { $0 == .bad || $0 == .die }) {
-            problem("\(show(first)) is `\(control.text)`: a fingerprint that fails or is unavailable "
-                    + "denies the login, the password cannot follow",
-                    fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))")
-        } else if control.action(for: "success") == .ok || control.action(for: "success") == .ignore {
-            out.append(Finding(severity: .warning,
-                               message: "\(service): \(show(first)) is `\(control.text)`: a matched finger does "
-                                   + "not end the stack, the password is asked anyway",
-                               fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))"))
-        }
-        guard let password else {
-            out.append(Finding(severity: .warning,
-                               message: "\(service): no password module (pam_unix.so) in the auth stack", fix: nil))
-            return out
-        }
-        if first > password {
-            problem("\(show(first)) comes after the password module, \(show(password)): "
-                    + "the password is asked before the finger",
-                    fix: "in \(service), move \(top(first)) above \(top(password))")
-        }
-        guard let succ = succs.first(where: { $0 > password }) ?? succs.first else {
-            problem("no `authsucc` line after the password module, \(show(password)): "
-                    + "the password never clears a fingerprint lockout",
-                    fix: "add `auth optional pam_localauth.so authsucc` to \(service) after \(top(password))")
-            return out
-        }
-        if succ < password {
-            problem("\(show(succ)) comes before the password module, \(show(password))",
-                    fix: "in \(service), move \(top(succ)) below \(top(password))")
-            return out
-        }
-        let passwordControl = "`\(rules[password].control.text)`"
-        let succeeded = PamWalk.from(password, result: "success", in: rules)
-        if !succeeded.reached.contains(succ) {
-            let end = succeeded.endedAt.map { " (the stack ends at \(show($0)))" } ?? ""
-            problem("\(show(succ)) is not reached after a successful password\(end)",
-                    fix: "let the stack go on after a good password: make \(rules[password].location) "
-                        + "`requisite` instead of \(passwordControl), as the authsucc line must follow it")
-        }
-        let failed = PamWalk.from(password, result: "auth_err", in: rules)
-        if failed.reached.contains(succ) {
-            problem("\(show(succ)) is reached even when the password failed (the password module is "
-                    + "\(passwordControl)): it would clear a lockout without the password",
-                    fix: "make \(rules[password].location) `requisite`, or follow it with "
-                        + "`auth requisite pam_deny.so` as common-auth does")
-        }
-        if out.isEmpty {
-            out.append(Finding(severity: .ok,
-                               message: "\(service): module line \(rules[first].location), password "
-                                   + "\(rules[password].location), authsucc \(rules[succ].location), "
-                                   + "reached only after the password succeeded"))
-        }
-        return out
     }
 
     static func octal(_ mode: mode_t) -> String {

@@ -32,6 +32,8 @@ struct PamControl: Equatable {
         actions[result] ?? actions["default"] ?? .ignore
     }
 
+    static let requisite = PamControl.parse("requisite")!
+
     static func parse(_ text: String) -> PamControl? {
         switch text {
         case "required":
@@ -59,28 +61,44 @@ struct PamControl: Equatable {
     }
 }
 
-/// One `auth` line of a service, after includes were followed.
+/// One line of a service's stack of one type (`auth`, `account`), after includes were
+/// followed.
 struct PamRule {
     let file: String
     let line: Int
-    let control: PamControl
+    var control: PamControl
     let module: String
     let arguments: [String]
     let text: String
     /// The line of the service file itself that brought this one in (an `@include` or an
     /// `include`/`substack` line), or this line when it is in the service file.
     let top: (file: String, line: Int, text: String)
+    /// How many `substack` lines deep this line is: `done` and `die` end only its substack,
+    /// and a jump over a substack counts it as one line (libpam's stack levels).
+    let level: Int
 
     var moduleName: String { String(module.split(separator: "/").last ?? Substring(module)) }
     var location: String { "\(file):\(line)" }
-    var topLocation: String { "\(top.file):\(top.line)" }
     var isLocalauth: Bool { moduleName == "pam_localauth.so" }
     var isAuthsucc: Bool { isLocalauth && arguments.contains("authsucc") }
     var isFirstLine: Bool { isLocalauth && !arguments.contains("authsucc") }
+    var isPasswordModule: Bool { PamRule.passwordModules.contains(moduleName) }
+    /// A password module that takes the password an earlier module asked for and never asks
+    /// itself.
+    var neverPrompts: Bool { arguments.contains("use_first_pass") || arguments.contains("use_authtok") }
+
+    /// Modules that check an account password: local files, SSSD, Kerberos, Samba/winbind,
+    /// LDAP (nss-pam-ldapd and libpam-ldap), systemd-homed. A user of any of them may be the
+    /// one at the reader, so each must be able to clear a lockout and none may be made
+    /// `requisite` in front of another.
+    static let passwordModules: Set<String> = [
+        "pam_unix.so", "pam_sss.so", "pam_krb5.so", "pam_winbind.so", "pam_ldap.so",
+        "pam_systemd_home.so",
+    ]
 }
 
 /// Reads service files like libpam: `#` comments, `\` continuations, `@include NAME`, and
-/// `auth include|substack NAME`, names relative to the service directory.
+/// `TYPE include|substack NAME`, names relative to the service directory.
 struct PamStackReader {
     let directory: String
     /// Includes that could not be read: (where, what).
@@ -88,15 +106,18 @@ struct PamStackReader {
 
     init(directory: String) { self.directory = directory }
 
-    mutating func authStack(_ name: String) -> [PamRule]? {
-        stack(path(name), top: nil, depth: 0)
+    mutating func authStack(_ name: String) -> [PamRule]? { stack(name, type: "auth") }
+
+    mutating func stack(_ name: String, type: String) -> [PamRule]? {
+        stack(path(name), type: type, top: nil, depth: 0, level: 0)
     }
 
     private func path(_ name: String) -> String {
         name.hasPrefix("/") ? name : directory + "/" + name
     }
 
-    private mutating func stack(_ path: String, top: (String, Int, String)?, depth: Int) -> [PamRule]? {
+    private mutating func stack(_ path: String, type wanted: String, top: (String, Int, String)?,
+                                depth: Int, level: Int) -> [PamRule]? {
         guard depth < 16, let lines = PamStackReader.logicalLines(path) else { return nil }
         var rules: [PamRule] = []
         for (number, raw) in lines {
@@ -106,7 +127,8 @@ struct PamStackReader {
             let here = top ?? (path, number, text)
             if first == "@include" {
                 guard tokens.count >= 2 else { continue }
-                if let included = stack(self.path(tokens[1]), top: here, depth: depth + 1) {
+                if let included = stack(self.path(tokens[1]), type: wanted, top: here, depth: depth + 1,
+                                        level: level) {
                     rules += included
                 } else {
                     missing.append(("\(path):\(number)", tokens[1]))
@@ -114,9 +136,11 @@ struct PamStackReader {
                 continue
             }
             let type = first.hasPrefix("-") ? String(first.dropFirst()) : first
-            guard type == "auth", tokens.count >= 3 else { continue }
+            guard type == wanted, tokens.count >= 3 else { continue }
             if tokens[1] == "include" || tokens[1] == "substack" {
-                if let included = stack(self.path(tokens[2]), top: here, depth: depth + 1) {
+                let inner = tokens[1] == "substack" ? level + 1 : level
+                if let included = stack(self.path(tokens[2]), type: wanted, top: here, depth: depth + 1,
+                                        level: inner) {
                     rules += included
                 } else {
                     missing.append(("\(path):\(number)", tokens[2]))
@@ -125,7 +149,7 @@ struct PamStackReader {
             }
             guard let control = PamControl.parse(tokens[1]) else { continue }
             rules.append(PamRule(file: path, line: number, control: control, module: tokens[2],
-                                 arguments: Array(tokens.dropFirst(3)), text: text, top: here))
+                                 arguments: Array(tokens.dropFirst(3)), text: text, top: here, level: level))
         }
         return rules
     }
@@ -186,46 +210,141 @@ struct PamStackReader {
     }
 }
 
-/// Follows an auth stack from one line, as libpam would, with a guess at what each later
-/// module returns: pam_deny fails, pam_permit succeeds, pam_faillock `authfail` fails,
-/// an `authsucc` line of ours is ignored, anything else succeeds. A substack is treated as
-/// inline (its `done`/`die` end the walk): an approximation on the safe side for our checks.
+/// Runs a stack as libpam's dispatcher does (pam.conf(5)): each line's return value picks
+/// an action; `ok`/`done` on success make the stack succeed unless something failed,
+/// `bad`/`die` make it fail, `done`/`die` end it (or only their substack), `jump` skips lines
+/// without changing the result (a substack counts as one line), `reset` forgets both.
 enum PamWalk {
-    struct Path {
-        /// Indices of the lines that run after the start line, in order.
-        var reached: [Int] = []
-        /// The line whose action ended the stack, or nil when it ran off the end.
+    struct Run {
+        /// Indices of the lines that ran, in order.
+        var ran: [Int] = []
+        /// The stack's result.
+        var succeeded = false
+        /// The line whose `done` or `die` ended the whole stack; nil when it ran off the end.
         var endedAt: Int?
     }
 
-    static func from(_ start: Int, result: String, in rules: [PamRule]) -> Path {
-        var path = Path()
-        var i = start
-        var r = result
-        for _ in 0..<(rules.count + 1) {
-            let next: Int
+    static func run(_ rules: [PamRule], result: (Int) -> String) -> Run {
+        var run = Run()
+        var positive = false
+        var failed = false
+        var i = 0
+        while i < rules.count {
+            run.ran.append(i)
+            let r = result(i)
+            let level = rules[i].level
             switch rules[i].control.action(for: r) {
-            case .die, .done:
-                path.endedAt = i
-                return path
-            case .jump(let n): next = i + n + 1
-            case .ignore, .bad, .ok, .reset: next = i + 1
+            case .ignore:
+                i += 1
+            case .ok:
+                if r == "success" { positive = true } else { failed = true }
+                i += 1
+            case .bad:
+                failed = true
+                i += 1
+            case .reset:
+                positive = false
+                failed = false
+                i += 1
+            case .done, .die:
+                let done = rules[i].control.action(for: r) == .done
+                if done && r == "success" { positive = true } else if !done { failed = true }
+                guard level > 0 else {
+                    run.endedAt = i
+                    run.succeeded = positive && !failed
+                    return run
+                }
+                i += 1
+                while i < rules.count && rules[i].level >= level { i += 1 }
+            case .jump(let n):
+                i = jumpTarget(from: i, over: n, in: rules)
             }
-            guard next < rules.count else { return path }
-            i = next
-            path.reached.append(i)
-            r = guess(rules[i])
         }
-        return path
+        run.succeeded = positive && !failed
+        return run
     }
 
+    /// The line after skipping `n` lines of `from`'s level (a deeper run is one line).
+    static func jumpTarget(from start: Int, over n: Int, in rules: [PamRule]) -> Int {
+        let level = rules[start].level
+        var j = start
+        var left = n
+        while left > 0 && j + 1 < rules.count && rules[j + 1].level >= level {
+            j += 1
+            while j + 1 < rules.count && rules[j + 1].level > level { j += 1 }
+            left -= 1
+        }
+        return j + 1
+    }
+
+    /// What a line returns when nothing else is known: pam_deny, pam_rootok (the user is
+    /// not root) and pam_faillock `authfail` fail; pam_fprintd finds no finger; an `authsucc`
+    /// line of ours is ignored; anything else succeeds.
     static func guess(_ rule: PamRule) -> String {
         switch rule.moduleName {
-        case "pam_deny.so": return "auth_err"
+        case "pam_deny.so", "pam_rootok.so": return "auth_err"
         case "pam_faillock.so" where rule.arguments.contains("authfail"): return "auth_err"
+        case "pam_fprintd.so": return "authinfo_unavail"
         case "pam_localauth.so" where rule.isAuthsucc: return "ignore"
         default: return "success"
         }
+    }
+}
+
+/// The ways an auth stack runs that matter to localauth, and what each must do.
+struct PamScenarios {
+    let rules: [PamRule]
+
+    /// Indices of the password modules.
+    var passwords: [Int] { rules.indices.filter { rules[$0].isPasswordModule } }
+    var authsuccs: [Int] { rules.indices.filter { rules[$0].isAuthsucc } }
+
+    /// The finger is unavailable or fails and every password module refuses.
+    func everyPasswordFails() -> PamWalk.Run {
+        PamWalk.run(rules) { i in
+            if rules[i].isFirstLine { return "authinfo_unavail" }
+            if rules[i].isPasswordModule { return "auth_err" }
+            return PamWalk.guess(rules[i])
+        }
+    }
+
+    /// The finger is unavailable and the password module `p` accepts the password (every
+    /// other one refuses it: the user is one of `p`'s).
+    func passwordAccepted(by p: Int) -> PamWalk.Run {
+        PamWalk.run(rules) { i in
+            if rules[i].isFirstLine { return "authinfo_unavail" }
+            if rules[i].isPasswordModule { return i == p ? "success" : "auth_err" }
+            return PamWalk.guess(rules[i])
+        }
+    }
+
+    /// A finger matched at the module line.
+    func fingerMatched() -> PamWalk.Run {
+        PamWalk.run(rules) { i in
+            if rules[i].isFirstLine { return "success" }
+            if rules[i].isPasswordModule { return "auth_err" }
+            return PamWalk.guess(rules[i])
+        }
+    }
+
+    /// Problems of the `authsucc` placement, none when the lockout is cleared correctly:
+    /// never after a refused password, and after the password of every module whose users
+    /// get in. (`authsucc` lines are named by index.)
+    func authsuccFaults() -> (afterFailure: Int?, missedBy: [Int]) {
+        let failed = everyPasswordFails()
+        let afterFailure = failed.ran.first { rules[$0].isAuthsucc }
+        var missed: [Int] = []
+        for p in passwords {
+            let run = passwordAccepted(by: p)
+            // A stack that refuses this module's users anyway is not ours to judge.
+            if run.succeeded && !run.ran.contains(where: { rules[$0].isAuthsucc }) { missed.append(p) }
+        }
+        return (afterFailure, missed)
+    }
+
+    /// The password modules whose users get in: a change must keep every one of them.
+    func modulesThatLetIn() -> Set<Int> {
+        Set(passwords.filter { passwordAccepted(by: $0).succeeded })
     }
 }
 

@@ -64,6 +64,13 @@ class Doctor:
         self.helper = self.helper_dir / "localauth-helper"
         shutil.copy("/bin/true", self.helper)
         self.helper.chmod(0o755)
+        launcher = self.helper_dir / "localauth-launcher"
+        shutil.copy("/bin/true", launcher)
+        launcher.chmod(0o4755)
+        self.module = root / "pam_localauth.so"
+        self.module.write_bytes(b"\x7fELF")
+        self.module.chmod(0o644)
+        (self.pam / "localauthctl").write_text("auth required pam_unix.so\n")
         self.config = root / "localauth.conf"
         self.config.write_text("max_tries = 2\n")
         self.config.chmod(0o644)
@@ -71,7 +78,7 @@ class Doctor:
 
     def run(self):
         return self.ctl.run("doctor", self.user, "--pam-dir", str(self.pam),
-                            "--helper", str(self.helper))
+                            "--helper", str(self.helper), "--module", str(self.module))
 
 
 @pytest.fixture
@@ -188,7 +195,9 @@ def test_the_pam_auth_update_layout_is_sound(doctor):
         "auth\toptional\t\t\tpam_localauth.so authsucc\n")
     r = doctor.run()
     assert r.rc == 0, r
-    assert sum(1 for l in r.lines if l.startswith("ok ") and "reached only after" in l) == 2, r
+    # One stack, in common-auth, used by two files: checked and reported once.
+    [ok] = [l for l in r.lines if l.startswith("ok ") and "reached only after" in l]
+    assert ok.startswith(f"ok       {doctor.pam}/common-auth (used by common-auth, sudo): "), ok
 
 
 def test_config_issues_with_file_and_line(doctor):
@@ -246,3 +255,148 @@ def test_a_locked_out_user_is_a_warning(doctor):
     assert f"warning  {doctor.user} is locked out after 5 failed matches" in r.lines, r
     fix = f"         fix: the user's password clears it; or localauthctl reset {doctor.user}"
     assert fix in r.lines, r
+
+
+# ---- stacks real fleets run --------------------------------------------------------------
+
+# common-auth as pam-auth-update writes it for SSSD (pam_unix, then pam_sss).
+SSSD_COMMON_AUTH = """\
+auth	[success=2 default=ignore]	pam_unix.so nullok
+auth	[success=1 default=ignore]	pam_sss.so use_first_pass
+auth	requisite			pam_deny.so
+auth	required			pam_permit.so
+auth	optional			pam_cap.so
+"""
+
+# and for Kerberos (pam_krb5 first, then pam_unix with the password already typed).
+KRB5_COMMON_AUTH = """\
+auth	[success=2 default=ignore]	pam_krb5.so minimum_uid=1000
+auth	[success=1 default=ignore]	pam_unix.so nullok try_first_pass
+auth	requisite			pam_deny.so
+auth	required			pam_permit.so
+"""
+
+
+@pytest.mark.parametrize("common", [SSSD_COMMON_AUTH, KRB5_COMMON_AUTH], ids=["sssd", "krb5"])
+def test_a_directory_service_stack_has_no_false_problem(doctor, common):
+    (doctor.pam / "common-auth").write_text(common)
+    r = doctor.run()
+    assert r.rc == 0, r
+    assert problems(r) == [], r
+    assert not any("requisite" in l for l in r.lines), r
+    [ok] = [l for l in r.lines if l.startswith(f"ok       {doctor.pam}/sudo:")]
+    assert "reached only after the password succeeded" in ok, ok
+    module = "pam_sss.so" if "pam_sss" in common else "pam_krb5.so"
+    assert module in ok and "pam_unix.so" in ok, ok
+
+
+def test_a_fix_never_locks_out_the_users_of_another_password_module(doctor):
+    # Each password module ends the stack on success, so no single change clears lockouts
+    # right: making pam_unix `requisite` (the old advice) would lock every pam_sss user out.
+    (doctor.pam / "sudo").write_text(
+        "auth sufficient pam_localauth.so\n"
+        "auth sufficient pam_unix.so nullok\n"
+        "auth sufficient pam_sss.so use_first_pass\n"
+        "auth optional pam_localauth.so authsucc\n"
+        "auth requisite pam_deny.so\n")
+    r = doctor.run()
+    assert r.rc == 1, r
+    found = problems(r)
+    assert any("reached even when the password failed" in l for l, _ in found), found
+    assert all("requisite" not in fix for _, fix in found), found
+
+
+def test_the_fix_found_keeps_every_password_module_working(doctor):
+    # The authsucc line before the password modules: moving it behind pam_deny, where the
+    # jumps of both pam_unix and pam_sss land, is the change that keeps both classes of users
+    # (right after pam_unix, say, it would shift pam_unix's jump onto pam_deny).
+    (doctor.pam / "sudo").write_text(
+        "auth sufficient pam_localauth.so\n"
+        "auth optional pam_localauth.so authsucc\n"
+        "auth [success=2 default=ignore] pam_unix.so nullok\n"
+        "auth [success=1 default=ignore] pam_sss.so use_first_pass\n"
+        "auth requisite pam_deny.so\n"
+        "auth required pam_permit.so\n")
+    r = doctor.run()
+    assert r.rc == 1, r
+    found = problems(r)
+    move = (f"move {doctor.pam}/sudo:2 `auth optional pam_localauth.so authsucc` "
+            f"to {doctor.pam}/sudo after line 5")
+    assert found and all(fix.endswith(move) for _, fix in found), found
+    assert any("reached even when the password failed" in l for l, _ in found), found
+
+
+def test_substack_and_include_are_run_as_libpam_runs_them(doctor):
+    (doctor.pam / "password-auth").write_text(
+        "auth [success=1 default=ignore] pam_unix.so nullok\nauth requisite pam_deny.so\n"
+        "auth sufficient pam_permit.so\n")
+    # In a substack, pam_deny's `die` ends only the substack: the line after it still runs
+    # after a wrong password.
+    (doctor.pam / "sudo").write_text(
+        "auth sufficient pam_localauth.so\nauth substack password-auth\n"
+        "auth optional pam_localauth.so authsucc\n")
+    lines = [l for l, _ in problems(doctor.run())]
+    assert any("is reached even when the password failed" in l for l in lines), lines
+    assert not any("is not reached after a successful password" in l for l in lines), lines
+    # Included, the same `die` ends the whole stack, and `sufficient pam_permit` ends it
+    # before the authsucc line after a good password.
+    (doctor.pam / "sudo").write_text(
+        "auth sufficient pam_localauth.so\nauth include password-auth\n"
+        "auth optional pam_localauth.so authsucc\n")
+    lines = [l for l, _ in problems(doctor.run())]
+    assert any("is not reached after a successful password" in l for l in lines), lines
+    assert not any("is reached even when the password failed" in l for l in lines), lines
+
+
+def test_pam_fprintd_beside_the_module_is_a_problem(doctor):
+    (doctor.pam / "common-auth").write_text(
+        "auth [success=2 default=ignore] pam_fprintd.so max-tries=1 timeout=10\n" + COMMON_AUTH)
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert "pam_fprintd.so" in line and "asked for it twice" in line, line
+    assert fix == "fix: pam-auth-update --disable fprintd", fix
+
+
+def test_sudo_i_without_the_module_is_a_warning(doctor):
+    (doctor.pam / "sudo-i").write_text("@include common-auth\n")
+    r = doctor.run()
+    assert r.rc == 0, r
+    assert f"ok       sudo asks for the finger ({doctor.pam}/sudo)" in r.lines, r
+    warning = f"warning  sudo -i asks for the password only: {doctor.pam}/sudo-i does not use pam_localauth.so"
+    assert warning in r.lines, r
+
+
+def test_a_missing_localauthctl_service_is_a_warning(doctor):
+    (doctor.pam / "localauthctl").unlink()
+    r = doctor.run()
+    assert r.rc == 0, r
+    assert any(l.startswith(f"warning  {doctor.pam}/localauthctl is missing") for l in r.lines), r
+
+
+def test_a_launcher_that_is_not_setuid_is_a_warning_and_one_others_can_write_a_problem(doctor):
+    launcher = doctor.helper_dir / "localauth-launcher"
+    launcher.chmod(0o755)
+    r = doctor.run()
+    assert r.rc == 0 and f"warning  launcher {launcher}: mode 0755, not setuid root" in "\n".join(r.lines), r
+    launcher.chmod(0o4777)
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert line.startswith(f"problem  launcher {launcher}: owned by uid 0, mode 4777"), line
+
+
+def test_a_module_others_can_write_is_a_problem(doctor):
+    doctor.module.chmod(0o666)
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert line.startswith(f"problem  module {doctor.module}: owned by uid 0, mode 0666"), line
+
+
+def test_root_without_fingerprints_is_no_problem(ctl_binary, bed, tmp_path):
+    d = Doctor(ctl_binary, bed, "root", tmp_path)
+    r = d.run()
+    assert r.rc == 0, r
+    assert "ok       no fingerprints enrolled for root (name a user to check theirs: " \
+           "localauthctl doctor USER)" in r.lines, r

@@ -116,3 +116,61 @@ def test_the_profiles_are_off_by_default(root):
     original = {p.name: p.read_bytes() for p in (root / "etc/pam.d").iterdir()}
     pam_auth_update(root, "--package")
     assert {p.name: p.read_bytes() for p in (root / "etc/pam.d").iterdir()} == original
+
+
+# Profiles of the shape libpam-sss and libpam-krb5 install (priorities as Debian's), so that
+# pam-auth-update itself writes the stacks a directory-service fleet runs.
+DIRECTORY_PROFILES = {
+    "sss": """\
+Name: SSS authentication
+Default: yes
+Priority: 128
+Auth-Type: Primary
+Auth:
+	[success=end new_authtok_reqd=done default=ignore]	pam_sss.so use_first_pass
+Auth-Initial:
+	[success=end new_authtok_reqd=done default=ignore]	pam_sss.so
+""",
+    "krb5": """\
+Name: Kerberos authentication
+Default: yes
+Priority: 704
+Auth-Type: Primary
+Auth:
+	[success=end default=ignore]	pam_krb5.so minimum_uid=1000 try_first_pass
+Auth-Initial:
+	[success=end default=ignore]	pam_krb5.so minimum_uid=1000
+""",
+}
+
+
+@pytest.mark.parametrize("service", [None, "sss", "krb5"], ids=["stock", "sssd", "krb5"])
+def test_doctor_on_the_stacks_pam_auth_update_writes(root, service):
+    """A stock, an SSSD and a Kerberos stack, with both profiles enabled: doctor finds no
+    problem, advises nothing, and sees every password module."""
+    names = ["localauth", "localauth-authsucc"]
+    if service:
+        (root / "usr/share/pam-configs" / service).write_text(DIRECTORY_PROFILES[service])
+        names.append(service)
+    pam_auth_update(root, "--enable", *names)
+    auth = auth_lines(root / "etc/pam.d/common-auth")
+    first = index(auth, "pam_localauth.so")
+    passwords = [i for i, l in enumerate(auth)
+                 if any(w in ("pam_unix.so", "pam_sss.so", "pam_krb5.so") for w in l)]
+    assert len(passwords) == (2 if service else 1), auth
+    assert first < min(passwords), auth  # the finger before any password prompt
+    (root / "etc/pam.d/sudo").write_text("@include common-auth\n")
+    shutil.copy(REPO / "pam.d" / "localauthctl", root / "etc/pam.d")  # the package ships it
+    doctor = subprocess.run([localauthctl_binary(), "doctor", "--pam-dir", str(root / "etc/pam.d")],
+                            capture_output=True, text=True, timeout=60)
+    lines = doctor.stdout.splitlines()
+    # (No bus here: fprintd's absence is a problem of its own; the stacks are what is checked.)
+    assert not [l for l in lines if l.startswith(("problem ", "warning ")) and str(root) in l], doctor.stdout
+    stack = [l for l in lines if "/common-auth (used by common-auth, sudo)" in l]
+    assert len(stack) == 1 and stack[0].startswith("ok "), doctor.stdout
+    assert "reached only after the password succeeded" in stack[0]
+    for module in ("pam_unix.so", "pam_sss.so" if service == "sss" else None,
+                   "pam_krb5.so" if service == "krb5" else None):
+        if module:
+            assert module in stack[0], stack[0]
+    assert "fix:" not in doctor.stdout.split("/common-auth", 1)[1].split("\n", 1)[0]

@@ -1,0 +1,334 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `doctor`'s look at the PAM service files: every service whose auth stack uses the module,
+/// run as libpam would (PamWalk) for each way it can go — the finger matched, every password
+/// refused, the password of each password module accepted — with a fix for each problem
+/// that is itself checked the same way, so that no advice locks out a class of users.
+struct DoctorPam {
+    typealias Finding = DoctorCommand.Finding
+
+    let directory: String
+
+    func check() -> [Finding] {
+        guard let names = DoctorCommand.directoryEntries(directory) else {
+            return [Finding(severity: .problem,
+                            message: "PAM directory \(directory): \(String(cString: strerror(errno)))", fix: nil)]
+        }
+        var reader = PamStackReader(directory: directory)
+        var out: [Finding] = []
+        var users: [String] = []
+        // Services whose stacks are the same lines (say, everything in common-auth) are
+        // checked once, and the finding names them all.
+        var groups: [(key: String, subject: String, rules: [PamRule], account: Bool, services: [String])] = []
+        for name in names {
+            guard let rules = reader.authStack(name), rules.contains(where: { $0.isLocalauth }) else { continue }
+            users.append(name)
+            let account = reader.stack(name, type: "account")?.contains(where: { $0.isLocalauth }) ?? false
+            let subject = subjectFile(directory + "/" + name, rules)
+            let key = subject + "\u{0}" + rules.map { "\($0.location) \($0.text)" }.joined(separator: "\n")
+                + (account ? "+account" : "")
+            if let i = groups.firstIndex(where: { $0.key == key }) {
+                groups[i].services.append(name)
+            } else {
+                groups.append((key, subject, rules, account, [name]))
+            }
+        }
+        for g in groups {
+            out += ServiceCheck(service: g.subject, rules: g.rules, accountClears: g.account,
+                                usedBy: g.services).findings()
+        }
+        for (location, name) in reader.missing {
+            out.append(Finding(severity: .warning, message: "\(location): included file \(name) not found", fix: nil))
+        }
+        out += coverage(users, names)
+        if users.isEmpty {
+            out.append(Finding(severity: .warning, message: "no service in \(directory) uses pam_localauth.so",
+                               fix: "add `auth sufficient pam_localauth.so` before `@include common-auth` and "
+                                   + "`auth optional pam_localauth.so authsucc` after it (pam_localauth(8)), or "
+                                   + "pam-auth-update --enable localauth localauth-authsucc"))
+        }
+        out += localauthctlService(names)
+        return out
+    }
+
+    /// The file a finding is about: the one holding every line of ours when that is an
+    /// included file (common-auth), else the service file.
+    private func subjectFile(_ service: String, _ rules: [PamRule]) -> String {
+        let files = Set(rules.filter { $0.isLocalauth }.map(\.file))
+        if files.count == 1, let only = files.first { return only }
+        return service
+    }
+
+    /// sudo and Debian's `sudo -i` service: when one asks for the finger, so should the other.
+    private func coverage(_ users: [String], _ names: [String]) -> [Finding] {
+        guard !users.isEmpty else { return [] }
+        var out: [Finding] = []
+        for (service, what) in [("sudo", "sudo"), ("sudo-i", "sudo -i")] where names.contains(service) {
+            if users.contains(service) {
+                out.append(Finding(severity: .ok, message: "\(what) asks for the finger (\(directory)/\(service))"))
+            } else {
+                out.append(Finding(severity: .warning,
+                                   message: "\(what) asks for the password only: \(directory)/\(service) does not use "
+                                       + "pam_localauth.so",
+                                   fix: "add the two lines of \(directory)/\(users.contains("sudo") ? "sudo" : users[0]) "
+                                       + "to \(directory)/\(service), or pam-auth-update --enable localauth "
+                                       + "localauth-authsucc"))
+            }
+        }
+        return out
+    }
+
+    /// The service `enable` and `disable` check passwords with.
+    private func localauthctlService(_ names: [String]) -> [Finding] {
+        let path = directory + "/localauthctl"
+        guard names.contains("localauthctl") else {
+            return [Finding(severity: .warning,
+                            message: "\(path) is missing: localauthctl enable and disable check the password "
+                                + "with the `other` service (on Debian it refuses everything)",
+                            fix: "install it with `auth required pam_unix.so` (the package ships it)")]
+        }
+        var reader = PamStackReader(directory: directory)
+        let rules = reader.authStack("localauthctl") ?? []
+        if let ours = rules.first(where: { $0.isLocalauth }) {
+            return [Finding(severity: .problem,
+                            message: "\(path): \(ours.location) `\(ours.text)`: localauthctl's password check must "
+                                + "not scan the finger",
+                            fix: "remove that line; keep the password module only")]
+        }
+        if !rules.contains(where: { $0.isPasswordModule }) {
+            return [Finding(severity: .warning, message: "\(path): no password module in its auth stack",
+                            fix: "auth required pam_unix.so")]
+        }
+        return [Finding(severity: .ok, message: "\(path): checks the password only")]
+    }
+}
+
+/// The findings for one auth stack.
+struct ServiceCheck {
+    typealias Finding = DoctorCommand.Finding
+
+    let service: String
+    let rules: [PamRule]
+    /// An `account` line of ours clears the lockout after the whole auth stack succeeded.
+    let accountClears: Bool
+    let usedBy: [String]
+
+    private var s: PamScenarios { PamScenarios(rules: rules) }
+
+    func findings() -> [Finding] {
+        var out: [Finding] = []
+        let firsts = rules.indices.filter { rules[$0].isFirstLine }
+        guard let first = firsts.first else {
+            let succ = rules.indices.first { rules[$0].isAuthsucc }!
+            out.append(problem("\(show(succ)) without the module line: it never acts",
+                               fix: "add `auth sufficient pam_localauth.so` to \(service)"
+                                   + (s.passwords.first.map { " above \(top($0))" } ?? " before the password module")))
+            return out
+        }
+        if firsts.count > 1 {
+            out.append(Finding(severity: .warning,
+                               message: "\(subject): pam_localauth.so runs twice: \(show(firsts[0])) and \(show(firsts[1]))",
+                               fix: "keep one of them (the service's own lines or the pam-auth-update profile)"))
+        }
+        out += fprintd()
+        out += moduleLine(first)
+        guard !s.passwords.isEmpty else {
+            out.append(Finding(severity: .warning, message: "\(subject): no password module in the auth stack",
+                               fix: nil))
+            return out
+        }
+        out += passwordOrder(first)
+        out += authsucc()
+        if !out.contains(where: { $0.severity != .ok }) {
+            out.append(Finding(severity: .ok, message: soundText(first)))
+        }
+        return out
+    }
+
+    // MARK: - The module line
+
+    private func moduleLine(_ first: Int) -> [Finding] {
+        let control = rules[first].control
+        if [control.action(for: "authinfo_unavail"), control.action(for: "auth_err")]
+            .contains(where: { $0 == .bad || $0 == .die }) {
+            return [problem("\(show(first)) is `\(control.text)`: a fingerprint that fails or is unavailable "
+                            + "denies the login, the password cannot follow",
+                            fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))")]
+        }
+        let matched = s.fingerMatched()
+        let after = matched.ran.filter { $0 > first }
+        if let p = after.first(where: { rules[$0].isPasswordModule }) {
+            return [Finding(severity: .warning,
+                            message: "\(subject): \(show(first)) is `\(control.text)`: a matched finger does "
+                                + "not end the stack, \(rules[p].moduleName) asks for the password anyway",
+                            fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))")]
+        }
+        if !matched.succeeded {
+            let end = matched.endedAt.map { " (the stack ends at \(show($0)))" } ?? ""
+            return [problem("\(show(first)) is `\(control.text)`: a matched finger is refused\(end)",
+                            fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))")]
+        }
+        return []
+    }
+
+    /// The module line must come before the password modules that prompt.
+    private func passwordOrder(_ first: Int) -> [Finding] {
+        var out: [Finding] = []
+        for p in s.passwords where p < first && !rules[p].neverPrompts {
+            let message = "\(show(first)) comes after the password module, \(show(p)): "
+            if rules[p].moduleName == "pam_unix.so" {
+                out.append(problem(message + "the password is asked before the finger",
+                                   fix: "in \(service), move \(top(first)) above \(top(p))"))
+            } else {
+                out.append(Finding(severity: .warning,
+                                   message: "\(subject): " + message + "users of \(rules[p].moduleName) are asked "
+                                       + "for the password before the finger",
+                                   fix: "in \(service), move \(top(first)) above \(top(p))"))
+            }
+        }
+        return out
+    }
+
+    // MARK: - The authsucc line
+
+    private func authsucc() -> [Finding] {
+        let succs = s.authsuccs
+        let firstPassword = s.passwords[0]
+        if succs.isEmpty {
+            if accountClears { return [] }
+            let fix = StackRepair(service: service, rules: rules).best()
+                ?? (rules[firstPassword].file.hasSuffix("/common-auth")
+                    ? "pam-auth-update --enable localauth localauth-authsucc"
+                    : "add `auth optional pam_localauth.so authsucc` to \(service) after \(top(firstPassword))")
+            return [problem("no `authsucc` line after the password module, \(show(firstPassword)): "
+                            + "the password never clears a fingerprint lockout", fix: fix)]
+        }
+        var out: [Finding] = []
+        let (afterFailure, missed) = s.authsuccFaults()
+        let repair = StackRepair(service: service, rules: rules).best()
+        for p in missed where !accountClears {
+            let succ = succs.first { $0 > p } ?? succs[0]
+            let run = s.passwordAccepted(by: p)
+            let end = run.endedAt.map { " (the stack ends at \(show($0)))" } ?? ""
+            let reason = s.passwords.count > 1 ? " accepted by \(rules[p].moduleName)" : ""
+            out.append(problem("\(show(succ)) is not reached after a successful password\(reason)\(end)",
+                               fix: repair.map { "let the stack go on after a good password: " + $0 }))
+        }
+        if let succ = afterFailure {
+            let controls = s.passwords.map { "`\(rules[$0].control.text)`" }
+            let which = s.passwords.count == 1 ? "the password module is \(controls[0])"
+                                               : "the password modules are \(controls.joined(separator: ", "))"
+            out.append(problem("\(show(succ)) is reached even when the password failed (\(which)): it would "
+                               + "clear a lockout without the password", fix: repair))
+        }
+        return out
+    }
+
+    // MARK: - pam_fprintd beside us
+
+    private func fprintd() -> [Finding] {
+        guard let i = rules.indices.first(where: { rules[$0].moduleName == "pam_fprintd.so" }) else { return [] }
+        return [problem("\(show(i)) scans the finger too: users are asked for it twice, and a match there "
+                        + "skips localauth's lockout and rules",
+                        fix: rules[i].file.hasSuffix("/common-auth")
+                            ? "pam-auth-update --disable fprintd" : "remove \(rules[i].location)")]
+    }
+
+    // MARK: - Wording
+
+    private var subject: String {
+        usedBy.count > 1 || !service.hasSuffix("/" + (usedBy.first ?? ""))
+            ? "\(service) (used by \(usedBy.joined(separator: ", ")))" : service
+    }
+
+    private func soundText(_ first: Int) -> String {
+        let passwords = s.passwords.map { "\(rules[$0].moduleName) \(rules[$0].location)" }.joined(separator: ", ")
+        let clear: String
+        if let succ = s.authsuccs.first {
+            clear = "authsucc \(rules[succ].location), reached only after the password succeeded"
+        } else {
+            clear = "the account line clears a lockout after the password"
+        }
+        return "\(subject): module line \(rules[first].location), password \(passwords), \(clear)"
+    }
+
+    private func problem(_ message: String, fix: String?) -> Finding {
+        Finding(severity: .problem, message: "\(subject): \(message)", fix: fix)
+    }
+
+    func show(_ i: Int) -> String {
+        let r = rules[i]
+        if r.file == service { return "line \(r.line) `\(r.text)`" }
+        return "\(r.location) `\(r.text)` (via line \(r.top.line) `\(r.top.text)`)"
+    }
+
+    /// The service's own line to edit for rule `i`.
+    func top(_ i: Int) -> String { "line \(rules[i].file == service ? rules[i].line : rules[i].top.line)" }
+}
+
+/// Finds the smallest edit that clears lockouts right — the `authsucc` line reached after
+/// every password that lets a user in and after no refused one — and keeps every class of
+/// users (each password module, a matched finger) getting in as before. Each candidate is
+/// run through the same scenarios; advice that would lock anyone out is never given.
+struct StackRepair {
+    let service: String
+    let rules: [PamRule]
+
+    func best() -> String? {
+        for (text, candidate) in candidates() where acceptable(candidate) { return text }
+        return nil
+    }
+
+    private func candidates() -> [(String, [PamRule])] {
+        var out: [(String, [PamRule])] = []
+        let passwords = rules.indices.filter { rules[$0].isPasswordModule }
+        for p in passwords where rules[p].control.text != "requisite" {
+            var changed = rules
+            changed[p].control = .requisite
+            out.append(("make \(rules[p].location) `requisite` instead of `\(rules[p].control.text)`", changed))
+        }
+        let withoutSucc = rules.filter { !$0.isAuthsucc }
+        let had = rules.first { $0.isAuthsucc }
+        for (line, index) in insertionPoints(withoutSucc) {
+            var moved = withoutSucc
+            moved.insert(authsuccRule(after: line), at: index)
+            let text = had.map { "move \($0.location) `\($0.text)` to \(service) after line \(line)" }
+                ?? "add `auth optional pam_localauth.so authsucc` to \(service) after line \(line)"
+            out.append((text, moved))
+        }
+        return out
+    }
+
+    /// After each line of the service file itself: the index just past its last rule.
+    private func insertionPoints(_ rules: [PamRule]) -> [(Int, Int)] {
+        var points: [(Int, Int)] = []
+        for (i, r) in rules.enumerated() {
+            guard let line = r.file == service ? r.line : (r.top.file == service ? r.top.line : nil) else { continue }
+            if let last = points.last, last.0 == line { points[points.count - 1].1 = i + 1 }
+            else { points.append((line, i + 1)) }
+        }
+        return points
+    }
+
+    private func authsuccRule(after line: Int) -> PamRule {
+        let text = "auth optional pam_localauth.so authsucc"
+        return PamRule(file: service, line: line, control: PamControl.parse("optional")!,
+                       module: "pam_localauth.so", arguments: ["authsucc"], text: text,
+                       top: (service, line, text), level: 0)
+    }
+
+    private func acceptable(_ candidate: [PamRule]) -> Bool {
+        let before = PamScenarios(rules: rules)
+        let after = PamScenarios(rules: candidate)
+        let faults = after.authsuccFaults()
+        guard faults.afterFailure == nil, faults.missedBy.isEmpty else { return false }
+        // Every password module that let its users in still does (by where it is written).
+        let letIn = Set(before.modulesThatLetIn().map { rules[$0].location })
+        let stillIn = Set(after.modulesThatLetIn().map { candidate[$0].location })
+        guard letIn.isSubset(of: stillIn) else { return false }
+        if before.fingerMatched().succeeded && !after.fingerMatched().succeeded { return false }
+        return true
+    }
+}
