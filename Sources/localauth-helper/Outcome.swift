@@ -9,16 +9,20 @@ enum HelperResult {
         case .success(let method):
             return frame(code: 0, name: "success", cause: "matched (\(method.rawValue))")
         case .notOptedIn:
-            return frame(code: 1, name: "notOptedIn", cause: "fingerprint login is off for this user")
+            return frame(code: 1, name: "notOptedIn", cause: "fingerprint login is off for this user",
+                         reason: "not-opted-in")
         case .failure(let e):
-            return frame(code: e.code.rawValue, name: e.code.name, cause: e.cause)
+            return frame(code: e.code.rawValue, name: e.code.name, cause: e.cause, reason: e.reason.key)
         }
     }
 
-    static func frame(code: Int, name: String, cause: String) -> Frame {
+    /// `reason` names the rule that applied (LAError.Reason.key): biometryLockout is Apple's
+    /// one code for the lockout and every "password first" rule, the log says which.
+    static func frame(code: Int, name: String, cause: String, reason: String = "") -> Frame {
         var kv = KeyValues()
         kv.add("code", String(code))
         kv.add("name", name)
+        if !reason.isEmpty { kv.add("reason", reason) }
         kv.add("cause", String(cause.prefix(512)))
         return Frame(.result, kv.encoded())
     }

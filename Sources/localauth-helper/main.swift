@@ -59,7 +59,7 @@ HardDeadline.set(seconds: HardDeadline.seconds(for: options))
 switch request.mode {
 case .authenticate:
     let outcome = Authenticate.run(request, options: options, channel: channel, log: log)
-    log.log(.info, "user \(request.user) service \(Presence.printable(request.service)): \(outcome)")
+    log.log(.info, "user=\(request.user) service=\(Presence.printable(request.service)) \(outcome.logText)")
     finish(HelperResult.frame(outcome), log: log)
 case .authsucc:
     finish(launch.authsucc(request, options: options, channel: channel, log: log), log: log)

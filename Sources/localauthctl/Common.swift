@@ -85,18 +85,34 @@ final class InterruptSource: WakeSource {
     func interruption() -> LAError? { LAError(.userCancel, cause: "interrupted") }
 }
 
+/// Which rule requires the password first, with its configured numbers: one sentence used
+/// by status, verify, enable, reset and doctor alike. `failures` is the user's count when
+/// known (the lockout is stated as "N consecutive failed matches (lockout at T)" everywhere).
+func ruleText(_ reason: LAError.Reason, _ f: RuleFigures, failures: Int? = nil) -> String {
+    let h = RuleFigures.hours
+    switch reason {
+    case .failedAttempts:
+        guard let failures else { return "locked out after \(f.lockoutThreshold) consecutive failed matches" }
+        return "locked out: \(failures) consecutive failed matches (lockout at \(f.lockoutThreshold))"
+    case .passwordRequiredAfterReboot:
+        return "the password was not entered since the last boot (password_after_reboot)"
+    case .passwordRequiredAfterIdle:
+        return "no sign-in for \(h(f.idleHours)) hours (password_after_idle)"
+    case .passwordRequiredStale:
+        return "no password for \(h(f.passwordStaleHours)) hours and no finger for \(h(f.fingerprintStaleHours)) "
+            + "hours (password_stale, fingerprint_stale)"
+    case .passwordNeverUsed: return "the password was never entered here"
+    case .stateUnreadable: return "the state file cannot be trusted"
+    default: return "the password is required first"
+    }
+}
+
 /// One line for an evaluation's error: what it means, and the detail when there is one.
-func describe(_ error: LAError, _ language: Language) -> String {
+func describe(_ error: LAError, _ language: Language, figures: RuleFigures) -> String {
     let text: String
     switch error.reason {
-    case .failedAttempts(let n):
-        text = "fingerprints are locked out after \(n) failed matches: the password must be entered first"
-    case .passwordRequiredAfterReboot: text = "the password is required first after a reboot"
-    case .passwordRequiredAfterIdle: text = "the password is required first after 48 hours without a sign-in"
-    case .passwordRequiredStale:
-        text = "the password is required first: it was not used for 156 hours nor a finger for 4 hours"
-    case .passwordNeverUsed: text = "the password is required first: it was never entered here"
-    case .stateUnreadable: text = "the password is required first: the state file cannot be trusted"
+    case let r where r.requiresPasswordFirst:
+        text = "the password is required first: " + ruleText(r, figures)
     case .enrollmentChanged: text = "the enrolled fingerprints changed since they were trusted"
     case .disabledByConfiguration: text = "fingerprint login is off for this user (localauthctl enable)"
     case .readerBusy: text = "the fingerprint reader is in use by another session"

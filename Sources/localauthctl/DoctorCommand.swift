@@ -228,7 +228,8 @@ enum DoctorCommand {
                                fix: "the user's password rewrites it; or localauthctl reset \(account.name)"))
         case .state(let s)? where rules.isLockedOut(s):
             out.append(Finding(severity: .warning,
-                               message: "\(account.name) is locked out after \(s.consecutiveFailures) failed matches",
+                               message: "\(account.name) is " + ruleText(.failedAttempts(rules.lockoutThreshold),
+                                                                         rules.figures, failures: s.consecutiveFailures),
                                fix: "the user's password clears it; or localauthctl reset \(account.name)"))
         default:
             break

@@ -62,7 +62,20 @@ enum ResetCommand {
         }
         ToolLog.shared.log(.notice, "reset \(account.name) by \(actor()): \(what)")
         say("reset \(account.name): \(what)")
+        if let still = stillRequired(account, options) {
+            say("reset \(account.name): the password is still required before the next fingerprint: \(still)")
+        }
         return Exit.ok
+    }
+
+    /// A reset clears the count only: a rule that still wants the password first (a fresh
+    /// state's "never entered", a reboot, idle, stale) is said, so nobody expects a finger.
+    static func stillRequired(_ account: Account, _ options: Options) -> String? {
+        let rules = Rules(options)
+        guard let stored = try? FileStateStore(directory: options.stateDir).load(account.name),
+              case .error(let e)? = rules.refusal(stored, now: SystemClock().now(), bootID: LinuxSystem().bootID()),
+              e.reason.requiresPasswordFirst else { return nil }
+        return ruleText(e.reason, rules.figures, failures: stored.userState.consecutiveFailures)
     }
 
     /// Who ran it: the real uid and, when the kernel knows it, the login uid (the person

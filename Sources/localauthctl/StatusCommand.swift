@@ -135,7 +135,7 @@ struct Status {
         }
         switch rules.refusal(stored, now: now, bootID: bootID) {
         case .error(let e)?:
-            let (key, text) = Status.explain(e.reason, options)
+            let (key, text) = explain(e.reason)
             return ("password", key, text)
         case .notOptedIn?:
             return ("off", "not-opted-in",
@@ -156,28 +156,8 @@ struct Status {
     }
 
     /// A key for scripts and a sentence for people, for each reason the password comes first.
-    static func explain(_ reason: LAError.Reason, _ o: Options) -> (String, String) {
-        switch reason {
-        case .failedAttempts(let n):
-            return ("lockout", "locked out after \(n) consecutive failed matches")
-        case .passwordRequiredAfterReboot:
-            return ("reboot", "the password was not entered since the last boot (password_after_reboot)")
-        case .passwordRequiredAfterIdle:
-            return ("idle", "no sign-in for \(hours(o.passwordAfterIdleHours)) hours (password_after_idle)")
-        case .passwordRequiredStale:
-            return ("stale", "no password for \(hours(o.passwordStaleHours)) hours and no finger for "
-                        + "\(hours(o.fingerprintStaleHours)) hours (password_stale, fingerprint_stale)")
-        case .passwordNeverUsed:
-            return ("never-used", "the password was never entered here")
-        case .stateUnreadable:
-            return ("state-unreadable", "the state file cannot be trusted")
-        default:
-            return ("other", "the password is required first")
-        }
-    }
-
-    private static func hours(_ h: Double) -> String {
-        h == h.rounded() ? String(Int(h)) : String(h)
+    func explain(_ reason: LAError.Reason) -> (String, String) {
+        (reason.requiresPasswordFirst ? reason.key : "other", ruleText(reason, rules.figures, failures: failures))
     }
 
     // MARK: - Output

@@ -84,13 +84,13 @@ enum SwitchCommand {
             say("Fingerprint login is \(on ? "on" : "off") for \(account.name).")
             return Exit.ok
         case .failure(let error):
-            ToolLog.shared.log(.info, "\(spec.name) for \(account.name) \(who) failed: \(error)")
+            ToolLog.shared.log(.info, "\(spec.name) user=\(account.name) uid=\(getuidValue()) failed: \(error.logText)")
             if verifier.rejected {
                 warn("\(spec.name): the password was not accepted (\(verifier.pam.lastFailure ?? "refused"));"
                      + " fingerprint login is unchanged")
                 return Exit.failed
             }
-            warn("\(spec.name): \(describe(error, language)); fingerprint login is unchanged")
+            warn("\(spec.name): \(describe(error, language, figures: Rules(options).figures)); fingerprint login is unchanged")
             return Exit.of(error)
         }
     }
@@ -111,7 +111,7 @@ enum SwitchCommand {
         if case .failedAttempts(let n) = refusal.reason {
             ui.show(.lockedOut(threshold: n), error: true)
         } else {
-            ui.show(.passwordRequired(refusal.reason), error: true)
+            ui.show(.passwordRequired(refusal.reason, rules.figures), error: true)
         }
         guard var password = ui.askPassword(prompt: UserMessage.passwordPrompt.text(env.language)) else {
             return LAError(.userCancel, cause: "no password entered")

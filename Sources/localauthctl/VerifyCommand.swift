@@ -48,7 +48,7 @@ enum VerifyCommand {
         context.localizedFallbackTitle = ""  // no password here: Ctrl-C cancels
         let outcome = context.run(.deviceOwnerAuthenticationWithBiometrics)
         ui.finish()
-        ToolLog.shared.log(.info, "verify for \(account.name) by uid \(getuidValue()): \(outcome)")
+        ToolLog.shared.log(.info, "verify user=\(account.name) uid=\(getuidValue()) \(outcome.logText)")
         switch outcome {
         case .success:
             say("match")
@@ -59,7 +59,7 @@ enum VerifyCommand {
             return Exit.refused
         case .failure(let error):
             say(error.code.name)
-            warn("verify: \(describe(error, language))")
+            warn("verify: \(describe(error, language, figures: Rules(options).figures))")
             return Exit.of(error)
         }
     }

@@ -32,15 +32,36 @@ static int la_log_priority(int pam_code, const char *result_name)
     return LOG_NOTICE;
 }
 
+/* The one summary line: who, where from, what happened, which rule, the PAM code, why. */
+static void la_log_line(pam_handle_t *pamh, int priority, const char *user,
+                        const char *result_name, const char *reason, int pam_code,
+                        const char *cause)
+{
+    char u[128], s[128], t[128], rh[256], ru[128], c[512], why[48] = "";
+    la_log_clean(user ? user : "", u, sizeof u);
+    la_log_clean(la_item_string(pamh, PAM_SERVICE), s, sizeof s);
+    la_log_clean(la_item_string(pamh, PAM_TTY), t, sizeof t);
+    la_log_clean(la_item_string(pamh, PAM_RHOST), rh, sizeof rh);
+    la_log_clean(la_item_string(pamh, PAM_RUSER), ru, sizeof ru);
+    la_log_clean(cause ? cause : "", c, sizeof c);
+    if (reason != NULL && reason[0] != '\0')
+        snprintf(why, sizeof why, " reason=%s", reason);
+    pam_syslog(pamh, priority,
+               "user=\"%s\" service=\"%s\" tty=\"%s\" rhost=\"%s\" ruser=\"%s\" result=%s%s pam=%s "
+               "cause=\"%s\"", u, s, t, rh, ru, result_name, why, la_pam_code_name(pam_code), c);
+}
+
 void la_log_outcome_at(pam_handle_t *pamh, int priority, const char *user,
                        const char *result_name, int pam_code, const char *cause)
 {
-    char u[128], s[128], c[512];
-    la_log_clean(user ? user : "", u, sizeof u);
-    la_log_clean(la_item_string(pamh, PAM_SERVICE), s, sizeof s);
-    la_log_clean(cause ? cause : "", c, sizeof c);
-    pam_syslog(pamh, priority, "user=\"%s\" service=\"%s\" result=%s pam=%s cause=\"%s\"",
-               u, s, result_name, la_pam_code_name(pam_code), c);
+    la_log_line(pamh, priority, user, result_name, "", pam_code, cause);
+}
+
+void la_log_outcome_reason(pam_handle_t *pamh, const char *user, const char *result_name,
+                           const char *reason, int pam_code, const char *cause)
+{
+    la_log_line(pamh, la_log_priority(pam_code, result_name), user, result_name, reason, pam_code,
+                cause);
 }
 
 void la_log_outcome(pam_handle_t *pamh, const char *user, const char *result_name,

@@ -28,6 +28,12 @@ void la_log_outcome(pam_handle_t *pamh, const char *user, const char *result_nam
 void la_log_outcome_at(pam_handle_t *pamh, int priority, const char *user,
                        const char *result_name, int pam_code, const char *cause);
 
+/* The same with the rule that applied (the helper's `reason`, "" for none). The line also
+ * names the terminal, remote host and remote user (PAM_TTY, PAM_RHOST, PAM_RUSER), as an
+ * administrator reading auth.log next to pam_unix's lines expects. */
+void la_log_outcome_reason(pam_handle_t *pamh, const char *user, const char *result_name,
+                           const char *reason, int pam_code, const char *cause);
+
 /* A debug line, written only with the `debug` argument. */
 void la_log_debug(pam_handle_t *pamh, const struct la_args *args, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -125,8 +125,8 @@ static void la_log_run(pam_handle_t *pamh, const char *user, const struct la_out
                        int pam_code)
 {
     char buf[384];
-    la_log_outcome(pamh, user, la_outcome_name(out), pam_code,
-                   la_outcome_cause(out, buf, sizeof buf));
+    la_log_outcome_reason(pamh, user, la_outcome_name(out), out->have_result ? out->result.reason : "",
+                          pam_code, la_outcome_cause(out, buf, sizeof buf));
 }
 
 /* The line before the password module: fingerprint first. */

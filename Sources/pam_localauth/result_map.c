@@ -123,9 +123,35 @@ static bool la_result_cause(const uint8_t *payload, size_t len, char *cause, siz
     return false;
 }
 
+/* The reason is only for the log line: a plain word or nothing. */
+static bool la_result_reason(const uint8_t *payload, size_t len, char *reason, size_t cap,
+                             const char **why)
+{
+    const uint8_t *v;
+    size_t vlen;
+    reason[0] = '\0';
+    switch (la_kv_find(payload, len, "reason", &v, &vlen)) {
+    case LA_KV_FOUND:
+        if (vlen >= cap)
+            return true;
+        for (size_t i = 0; i < vlen; i++)
+            if (!((v[i] >= 'a' && v[i] <= 'z') || v[i] == '-'))
+                return true;
+        memcpy(reason, v, vlen);
+        reason[vlen] = '\0';
+        return true;
+    case LA_KV_ABSENT: return true;
+    case LA_KV_DUPLICATE: *why = "result with a repeated key"; return false;
+    case LA_KV_MALFORMED: break;
+    }
+    *why = "malformed result payload";
+    return false;
+}
+
 bool la_result_parse(const uint8_t *payload, size_t len, struct la_result *out,
                      const char **why)
 {
     return la_result_code(payload, len, &out->code, why)
+        && la_result_reason(payload, len, out->reason, sizeof out->reason, why)
         && la_result_cause(payload, len, out->cause, sizeof out->cause, why);
 }

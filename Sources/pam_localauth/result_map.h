@@ -41,9 +41,12 @@ const char *la_result_name(long code);
 /* "PAM_SUCCESS", "PAM_AUTH_ERR", ... for the codes this module returns; else "PAM_?". */
 const char *la_pam_code_name(int pam_code);
 
-/* The parsed `R` payload. cause is NUL-terminated, possibly truncated, maybe empty. */
+/* The parsed `R` payload. cause is NUL-terminated, possibly truncated, maybe empty.
+ * reason names the rule that applied ("lockout", "idle", ...; empty when none): a word of
+ * lowercase letters and `-`, anything else is dropped. */
 struct la_result {
     long code;
+    char reason[32];
     char cause[256];
 };
 

@@ -46,6 +46,30 @@ import Testing
         #expect(r.error?.reason == .passwordRequiredAfterIdle)
     }
 
+    @Test func theMessagesStateTheConfiguredHours() throws {
+        let h = Harness()
+        h.options.passwordAfterIdleHours = 24
+        h.passwordEntered()
+        h.hours(25)
+        let r = h.evaluate(events: [.match])
+        #expect(r.error?.reason == .passwordRequiredAfterIdle)
+        #expect(h.ui.texts.contains("Your password is required after 24 hours without signing in"))
+        let figures = Rules(h.options).figures
+        let idle = UserMessage.passwordRequired(.passwordRequiredAfterIdle, figures)
+        #expect(idle.text(.simplifiedChinese) == "24 小时未登录，需要输入密码")
+        #expect(idle.text(.traditionalChinese) == "24 小時未登入，需要輸入密碼")
+        var o = Options()
+        o.passwordStaleHours = 100
+        o.fingerprintStaleHours = 2.5
+        let stale = UserMessage.passwordRequired(.passwordRequiredStale, Rules(o).figures)
+        #expect(stale.text(.english).contains("100 hours") && stale.text(.english).contains("2.5 hours"))
+        for language in Language.allCases {
+            for text in [idle.text(language), stale.text(language)] {
+                #expect(!text.contains("48") && !text.contains("156"), "\(language): \(text)")
+            }
+        }
+    }
+
     @Test func thePasswordIsRequiredAfter156HoursWithoutItAndFourWithoutAFinger() throws {
         let h = Harness()
         h.passwordEntered()

@@ -59,7 +59,9 @@ PAM_MATRIX = _find_one("/usr/lib/*/pam_wrapper/pam_matrix.so")
 
 _SYSLOG = re.compile(r"SYSLOG\((\d+)\): (.*)")
 _OUTCOME = re.compile(r'user="(?P<user>[^"]*)" service="(?P<service>[^"]*)" '
-                      r'result=(?P<result>\S+) pam=(?P<pam>\S+) cause="(?P<cause>[^"]*)"')
+                      r'tty="(?P<tty>[^"]*)" rhost="(?P<rhost>[^"]*)" ruser="(?P<ruser>[^"]*)" '
+                      r'result=(?P<result>\S+)(?: reason=(?P<reason>\S+))? pam=(?P<pam>\S+) '
+                      r'cause="(?P<cause>[^"]*)"')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +78,8 @@ def parse_logs(stderr_text):
 
 
 def outcomes(logs):
-    """pam_localauth's summary lines as dicts: user, service, result, pam, cause."""
+    """pam_localauth's summary lines as dicts: user, service, tty, rhost, ruser, result,
+    reason (None when the line has none), pam, cause."""
     return [m.groupdict() for m in (_OUTCOME.search(l.message) for l in logs) if m]
 
 

@@ -218,7 +218,8 @@ def test_first_use_asks_password_first_then_finger_works(e2e):
     assert r.status == 0
     assert r.screen == [FIRST_USE, PROMPT, OK], r.screen
     assert r.scans_started == []                     # the reader was never asked
-    only(r.logs, result="biometryLockout", pam="PAM_AUTHINFO_UNAVAIL", cause="passwordNeverUsed")
+    only(r.logs, result="biometryLockout", reason="^never-used$", pam="PAM_AUTHINFO_UNAVAIL",
+         cause="password required first")
     assert [o["cause"] for o in r.logs][-1] == "password recorded, lockout cleared"
     state = e2e.state_file()
     assert state["failures"] == "0" and "last_password" in state and "boot_id" in state
@@ -276,7 +277,7 @@ def test_lockout_after_five_failures_across_transactions(e2e):
     assert r.status == 0
     assert r.screen == [LOCKED, PROMPT, OK], r.screen
     assert r.scans_started == []                     # fprintd never saw a VerifyStart
-    only(r.logs, result="biometryLockout", pam="PAM_AUTHINFO_UNAVAIL",
+    only(r.logs, result="biometryLockout", reason="^lockout$", pam="PAM_AUTHINFO_UNAVAIL",
          cause="5 consecutive failed matches")
     assert e2e.state_file()["failures"] == "0"       # the authsucc line cleared it
     r = e2e.run([ENROLLED])

@@ -282,7 +282,7 @@ def test_verify_failures_count_toward_the_lockout(ctl, account):
     # Locked out: refused before the reader is touched, as a login would be.
     r = ctl.run("verify", account.name)
     assert r.rc == 2 and r.last == "biometryLockout" and PLACE not in r.lines, r
-    assert "locked out after 5 failed matches" in r.err, r
+    assert "locked out after 5 consecutive failed matches" in r.err, r
 
 
 def test_verify_of_a_user_never_seen_needs_the_password_first(ctl, account):
@@ -328,7 +328,29 @@ def test_reset_replaces_a_damaged_state(ctl, account):
     path.write_bytes(path.read_bytes().replace(b"failures=1", b"failures=0"))  # checksum off
     r = ctl.run("reset", account.name)
     assert r.rc == 0 and "damaged state replaced" in r.out, r
+    assert r.lines[-1] == (f"reset {account.name}: the password is still required before the next "
+                           "fingerprint: the password was never entered here"), r
     assert read_state(ctl.state_dir, account.name) == {"failures": 0, "opted_in": 0}
     assert (ctl.state_dir / f"{account.name}.state.damaged").exists()
     # A fresh state still needs the password before any finger.
     assert status(ctl, account.name)["password_required"] == "never-used"
+
+
+@pytest.mark.parametrize("lang,expected", [
+    ("en_US.UTF-8", "Your password is required after 24 hours without signing in"),
+    ("zh_CN.UTF-8", "24 小时未登录，需要输入密码"),
+    ("zh_TW.UTF-8", "24 小時未登入，需要輸入密碼"),
+])
+def test_the_idle_rule_is_stated_with_the_configured_hours(ctl, account, lang, expected):
+    ctl.write_config("password_after_idle = 24\n")
+    now = int(time.time())
+    password_entered(ctl.state_dir, account.name, last_password=now - 25 * HOUR,
+                     last_fingerprint=now - 25 * HOUR)
+    r = ctl.run("verify", account.name, env={**os.environ, "LANG": lang, "LC_ALL": "", "LANGUAGE": ""})
+    assert r.rc == 2 and r.last == "biometryLockout", r
+    assert expected in r.lines, r
+    assert not any("48" in line for line in r.lines), r
+    assert "no sign-in for 24 hours (password_after_idle)" in r.err, r
+    s = status(ctl, account.name)
+    assert s["password_required"] == "idle" and s["locked_out"] is False, s
+    assert "24 hours" in s["decision_text"], s

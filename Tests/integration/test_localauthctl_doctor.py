@@ -252,7 +252,8 @@ def test_a_locked_out_user_is_a_warning(doctor):
     password_entered(doctor.state, doctor.user, failures=5)
     r = doctor.run()
     assert r.rc == 0, r
-    assert f"warning  {doctor.user} is locked out after 5 failed matches" in r.lines, r
+    assert (f"warning  {doctor.user} is locked out: 5 consecutive failed matches (lockout at 5)"
+            in r.lines), r
     fix = f"         fix: the user's password clears it; or localauthctl reset {doctor.user}"
     assert fix in r.lines, r
 

@@ -94,3 +94,42 @@ public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
         a.code == b.code && a.reason == b.reason
     }
 }
+
+extension LAError.Reason {
+    /// The reason's name for scripts and log lines (`reason=` in the module's line, the
+    /// `password_required` key of `localauthctl status --json`): which rule applied.
+    /// Empty for `.none`.
+    public var key: String {
+        switch self {
+        case .none: return ""
+        case .failedAttempts: return "lockout"
+        case .passwordRequiredAfterReboot: return "reboot"
+        case .passwordRequiredAfterIdle: return "idle"
+        case .passwordRequiredStale: return "stale"
+        case .passwordNeverUsed: return "never-used"
+        case .stateUnreadable: return "state-unreadable"
+        case .enrollmentChanged: return "enrollment-changed"
+        case .readerBusy: return "reader-busy"
+        case .remoteSession: return "remote"
+        case .noTerminal: return "no-terminal"
+        case .lidClosed: return "lid-closed"
+        case .passwordTyped: return "password-typed"
+        case .silent: return "silent"
+        case .emptyReason: return "empty-reason"
+        case .scanTimeout: return "scan-timeout"
+        case .disabledByConfiguration: return "disabled"
+        }
+    }
+
+    /// The lockout and the rules that require the password before any finger: what
+    /// `biometryLockout` (Apple's one code for all of them) stands for here.
+    public var requiresPasswordFirst: Bool {
+        switch self {
+        case .failedAttempts, .passwordRequiredAfterReboot, .passwordRequiredAfterIdle,
+             .passwordRequiredStale, .passwordNeverUsed, .stateUnreadable:
+            return true
+        default:
+            return false
+        }
+    }
+}

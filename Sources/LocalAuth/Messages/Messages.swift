@@ -16,8 +16,8 @@ public enum UserMessage: Equatable, Sendable {
     case triesExhausted
     /// Locked after `threshold` consecutive failures.
     case lockedOut(threshold: Int)
-    /// The password is required first, and why.
-    case passwordRequired(LAError.Reason)
+    /// The password is required first, why, and the configured numbers of that rule.
+    case passwordRequired(LAError.Reason, RuleFigures)
     /// The enrolled set changed since fingerprint login was turned on.
     case enrollmentChanged(optInRequired: Bool)
     /// Every refusal before a scan, worded alike, where the person at the terminal may not
@@ -61,11 +61,14 @@ extension UserMessage {
         case .triesExhausted: return "Fingerprint not recognized — use your password"
         case .lockedOut(let n):
             return "Fingerprint locked after \(n) failed attempts — enter your password to unlock"
-        case .passwordRequired(let why):
+        case .passwordRequired(let why, let f):
             switch why {
             case .passwordRequiredAfterReboot: return "Your password is required after a restart"
-            case .passwordRequiredAfterIdle: return "Your password is required after 48 hours without signing in"
-            case .passwordRequiredStale: return "Your password is required to keep using your fingerprint"
+            case .passwordRequiredAfterIdle:
+                return "Your password is required after \(RuleFigures.hours(f.idleHours)) hours without signing in"
+            case .passwordRequiredStale:
+                return "Your password is required: it was not used for \(RuleFigures.hours(f.passwordStaleHours)) "
+                    + "hours and no fingerprint for \(RuleFigures.hours(f.fingerprintStaleHours)) hours"
             case .stateUnreadable: return "Your password is required (fingerprint records could not be read)"
             default: return "Your password is required before fingerprints can be used"
             }
@@ -97,11 +100,13 @@ extension UserMessage {
         case .notRecognized(let n): return "指纹未能识别——还可尝试 \(n) 次"
         case .triesExhausted: return "指纹未能识别——请使用密码"
         case .lockedOut(let n): return "连续 \(n) 次失败，指纹已锁定——请输入密码解锁"
-        case .passwordRequired(let why):
+        case .passwordRequired(let why, let f):
             switch why {
             case .passwordRequiredAfterReboot: return "重新启动后需要输入密码"
-            case .passwordRequiredAfterIdle: return "48 小时未登录，需要输入密码"
-            case .passwordRequiredStale: return "需要输入密码才能继续使用指纹"
+            case .passwordRequiredAfterIdle: return "\(RuleFigures.hours(f.idleHours)) 小时未登录，需要输入密码"
+            case .passwordRequiredStale:
+                return "密码已 \(RuleFigures.hours(f.passwordStaleHours)) 小时未使用、指纹已 "
+                    + "\(RuleFigures.hours(f.fingerprintStaleHours)) 小时未使用，需要输入密码"
             case .stateUnreadable: return "需要输入密码（无法读取指纹记录）"
             default: return "使用指纹前需要先输入密码"
             }
@@ -132,11 +137,13 @@ extension UserMessage {
         case .notRecognized(let n): return "指紋未能識別——還可嘗試 \(n) 次"
         case .triesExhausted: return "指紋未能識別——請使用密碼"
         case .lockedOut(let n): return "連續 \(n) 次失敗，指紋已鎖定——請輸入密碼解鎖"
-        case .passwordRequired(let why):
+        case .passwordRequired(let why, let f):
             switch why {
             case .passwordRequiredAfterReboot: return "重新啟動後需要輸入密碼"
-            case .passwordRequiredAfterIdle: return "48 小時未登入，需要輸入密碼"
-            case .passwordRequiredStale: return "需要輸入密碼才能繼續使用指紋"
+            case .passwordRequiredAfterIdle: return "\(RuleFigures.hours(f.idleHours)) 小時未登入，需要輸入密碼"
+            case .passwordRequiredStale:
+                return "密碼已 \(RuleFigures.hours(f.passwordStaleHours)) 小時未使用、指紋已 "
+                    + "\(RuleFigures.hours(f.fingerprintStaleHours)) 小時未使用，需要輸入密碼"
             case .stateUnreadable: return "需要輸入密碼（無法讀取指紋記錄）"
             default: return "使用指紋前需要先輸入密碼"
             }

@@ -311,6 +311,6 @@ public struct EvaluationMachine {
 
     private func refusalMessage(_ error: LAError) -> UserMessage {
         if case .failedAttempts(let n) = error.reason { return .lockedOut(threshold: n) }
-        return .passwordRequired(error.reason)
+        return .passwordRequired(error.reason, rules.figures)
     }
 }

@@ -28,6 +28,13 @@ public struct Rules: Equatable, Sendable {
         reuseDuration = Int64(min(max(o.reuseDuration, 0), Options.maxReuseDuration))
     }
 
+    /// The numbers the messages state: the rule that applied, as configured.
+    public var figures: RuleFigures {
+        RuleFigures(lockoutThreshold: lockoutThreshold, idleHours: Double(idleLimit) / 3600,
+                    passwordStaleHours: Double(passwordStaleLimit) / 3600,
+                    fingerprintStaleHours: Double(fingerprintStaleLimit) / 3600)
+    }
+
     // MARK: - The lockout rule
 
     /// Locked out once the consecutive failures reach the threshold. Only a password
@@ -103,7 +110,7 @@ public struct Rules: Equatable, Sendable {
                                   cause: "\(s.consecutiveFailures) consecutive failed matches"))
         }
         if let why = passwordPrecondition(s, now: now, bootID: bootID) {
-            return .error(LAError(.biometryLockout, reason: why, cause: "password required first: \(why)"))
+            return .error(LAError(.biometryLockout, reason: why, cause: "password required first (\(why.key))"))
         }
         if optInRequired && !s.optedIn { return .notOptedIn }
         return nil
@@ -158,4 +165,26 @@ public enum Refusal: Equatable, Sendable {
     /// The switch is required and off: no fingerprint for this user (the module answers
     /// PAM_AUTHINFO_UNAVAIL, so the stack's password module decides).
     case notOptedIn
+}
+
+/// The configured numbers of the rules, for the words that state them.
+public struct RuleFigures: Equatable, Sendable {
+    public var lockoutThreshold: Int
+    public var idleHours: Double
+    public var passwordStaleHours: Double
+    public var fingerprintStaleHours: Double
+
+    public init(lockoutThreshold: Int, idleHours: Double, passwordStaleHours: Double,
+                fingerprintStaleHours: Double) {
+        self.lockoutThreshold = lockoutThreshold
+        self.idleHours = idleHours
+        self.passwordStaleHours = passwordStaleHours
+        self.fingerprintStaleHours = fingerprintStaleHours
+    }
+
+    /// Hours as people write them: "24", "1.5".
+    public static func hours(_ h: Double) -> String {
+        if h == h.rounded() { return String(Int(h)) }
+        return String((h * 100).rounded() / 100)
+    }
 }
