@@ -49,12 +49,12 @@ struct Flag: Equatable {
                                  "seconds any one call to fprintd may take")
     static let scanTimeout = Flag("--scan-timeout", .option("scan_timeout", "SECONDS"),
                                   "seconds to wait for a finger on each try")
-    static let user = Flag("--user", .value("USER"), privileged: true,
-                           "act for USER instead of the calling user")
+    static let user = Flag("--user", .value("USER"),
+                           "the same as USER (another user than you needs root)")
     static let json = Flag("--json", .toggle, "one JSON object, for scripts")
 
     /// Every command takes these.
-    static let common: [Flag] = [config, stateDir, dbusAddress, fprintDir, busTimeout]
+    static let common: [Flag] = [user, config, stateDir, dbusAddress, fprintDir, busTimeout]
 }
 
 /// A command line, split into positional words, flag values and toggles.
@@ -105,6 +105,19 @@ struct Invocation {
         return .success(out)
     }
 
+    /// The user named on the command line, as `USER` or `--user USER` (the same thing);
+    /// nil when none. More than one positional word, or two different names, is wrong usage.
+    func userArgument() -> Result<String?, CLIError> {
+        guard positional.count <= 1 else {
+            return .failure(.usage("unexpected argument '\(printable(positional[1]))' (one USER at most)"))
+        }
+        let flag = value(.user)
+        if let flag, let word = positional.first, flag != word {
+            return .failure(.usage("USER and --user name different users"))
+        }
+        return .success(flag ?? positional.first)
+    }
+
     /// The first privileged flag given, if any.
     var privilegedFlag: Flag? { given.first { $0.privileged } }
 
@@ -116,18 +129,18 @@ struct Invocation {
             return .failure(.usage("--config: \(printable(path)) not found"))
         }
         var o = Options.load(configPath: path, log: log)
-        let issues = ConfigParser.apply(arguments: optionArguments, to: &o)
-        if let issue = issues.first, let flag = given.first(where: { flagSets($0, issue) }) {
-            return .failure(.usage("\(flag.name): \(issue.message)"))
-        } else if let issue = issues.first {
-            return .failure(.usage(issue.message))
+        // One at a time, so a refused value is named by its flag (and nothing is "kept":
+        // the command stops).
+        for argument in optionArguments {
+            let key = String(argument.prefix { $0 != "=" })
+            let value = String(argument.dropFirst(key.count + 1))
+            guard ConfigParser.apply(arguments: [argument], to: &o).isEmpty else {
+                let name = given.first { if case .option(key, _) = $0.kind { return true } else { return false } }?.name
+                    ?? key
+                return .failure(.usage("\(name) must be \(Options.accepts(key) ?? "valid"), not '\(printable(value))'"))
+            }
         }
         return .success(o)
-    }
-
-    private func flagSets(_ flag: Flag, _ issue: ConfigIssue) -> Bool {
-        if case .option(let key, _) = flag.kind { return issue.message.contains("`\(key)`") }
-        return false
     }
 
     private static func split(_ arg: String) -> (String, String?) {

@@ -17,16 +17,15 @@ struct CommandSpec {
     let run: (Invocation) -> Int32
 
     var helpText: String {
-        var text = "usage: localauthctl \(synopsis)\n\n\(help)\n"
+        var text = "usage: localauthctl \(synopsis)\n\n\(Help.reflow(help))"
         if !flags.isEmpty {
             text += "\noptions:\n"
             for flag in flags {
                 let head = flag.placeholder.isEmpty ? flag.name : "\(flag.name) \(flag.placeholder)"
-                let pad = head.count < 24 ? String(repeating: " ", count: 24 - head.count) : " "
-                text += "  \(head)\(pad)\(flag.help)\(flag.privileged ? " (root only)" : "")\n"
+                text += Help.entry(head, flag.help + (flag.privileged ? " (root only)" : ""))
             }
         }
-        text += "  --help                  this text\n"
+        text += Help.entry("--help", "this text")
         return text
     }
 }
@@ -48,8 +47,21 @@ enum Commands {
             warn("a command is needed (see localauthctl --help)")
             return Exit.usage
         }
-        if first == "--help" || first == "-h" || first == "help" {
+        if first == "--help" || first == "-h" || (first == "help" && args.count == 1) {
             fputs(usageText, stdout)
+            return Exit.ok
+        }
+        if first == "--version" {
+            say("localauthctl \(Version.text)")
+            return Exit.ok
+        }
+        if first == "help" {
+            guard args.count == 2, let command = all.first(where: { $0.name == args[1] }) else {
+                warn("help: unknown command '\(printable(args.dropFirst().joined(separator: " ")))' "
+                     + "(see localauthctl --help)")
+                return Exit.usage
+            }
+            fputs(command.helpText, stdout)
             return Exit.ok
         }
         guard let command = all.first(where: { $0.name == first }) else {
@@ -75,7 +87,8 @@ enum Commands {
     }
 
     static var usageText: String {
-        var text = "usage: localauthctl COMMAND [ARGS] (localauthctl COMMAND --help for each)\n\ncommands:\n"
+        var text = "usage: localauthctl COMMAND [ARGS]   (localauthctl help COMMAND for each)\n"
+            + "       localauthctl --version\n\ncommands:\n"
         for command in all where !command.hidden {
             text += "  \(command.synopsis)\n      \(command.summary)\n"
         }
@@ -99,4 +112,48 @@ func fail(_ command: CommandSpec, _ error: CLIError) -> Int32 {
 
 func usageError(_ command: CommandSpec, _ message: String) -> Int32 {
     fail(command, .usage(message))
+}
+
+/// Help text that fits 80 columns: an option or command at the left, its text wrapped in a
+/// column of its own.
+enum Help {
+    static let width = 80
+    static let column = 26
+
+    /// Paragraphs (a blank line or a line starting with `--` begins one) filled to 80 columns.
+    static func reflow(_ text: String) -> String {
+        var paragraphs: [[Substring]] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.isEmpty || line.hasPrefix("--") || paragraphs.isEmpty { paragraphs.append([]) }
+            paragraphs[paragraphs.count - 1] += line.split(separator: " ")
+        }
+        var out = ""
+        for words in paragraphs where !words.isEmpty {
+            var line = ""
+            for word in words {
+                if !line.isEmpty && line.count + 1 + word.count > width { out += line + "\n"; line = "" }
+                line += (line.isEmpty ? "" : " ") + word
+            }
+            out += line + "\n"
+        }
+        return out
+    }
+
+    static func entry(_ head: String, _ text: String) -> String {
+        let start = "  " + head
+        let first = start.count < column ? start + String(repeating: " ", count: column - start.count) : nil
+        var out = first == nil ? start + "\n" : ""
+        var line = first ?? String(repeating: " ", count: column)
+        var lineHasWords = false
+        for word in text.split(separator: " ") {
+            if lineHasWords && line.count + 1 + word.count > width {
+                out += line + "\n"
+                line = String(repeating: " ", count: column)
+                lineHasWords = false
+            }
+            line += (lineHasWords ? " " : "") + word
+            lineHasWords = true
+        }
+        return out + line + "\n"
+    }
 }

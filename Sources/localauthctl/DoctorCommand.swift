@@ -41,9 +41,13 @@ enum DoctorCommand {
     }
 
     static func run(_ inv: Invocation) -> Int32 {
-        guard inv.positional.count <= 1 else { return usageError(spec, "expected at most one USER") }
+        let named: String?
+        switch inv.userArgument() {
+        case .success(let n): named = n
+        case .failure(let e): return fail(spec, e)
+        }
         let account: Account
-        switch targetAccount(inv.positional.first, what: "checking another user") {
+        switch targetAccount(named, what: "checking another user") {
         case .success(let a): account = a
         case .failure(let e): return fail(spec, e)
         }

@@ -24,7 +24,7 @@ enum Exit {
     static let table: [(Int32, String)] = [
         (ok, "done (matched, changed, shown; doctor: no problem)"),
         (failed, "the check failed (no match, wrong password, cancelled; doctor: problems)"),
-        (refused, "refused by a rule (locked out, password required first, enrolled set changed, off)"),
+        (refused, "refused by a rule (locked out, password first, enrolled set changed, off)"),
         (usage, "wrong usage"),
         (noUser, "no such user"),
         (unavailable, "fprintd, a reader, enrolled prints or the state directory unavailable"),

@@ -21,8 +21,11 @@ enum ResetCommand {
         flags: Flag.common, rootOnly: true, run: run)
 
     static func run(_ inv: Invocation) -> Int32 {
-        guard inv.positional.count == 1, let name = inv.positional.first else {
-            return usageError(spec, inv.positional.isEmpty ? "expected USER" : "expected one USER")
+        let name: String
+        switch inv.userArgument() {
+        case .success(let n?): name = n
+        case .success(nil): return usageError(spec, "expected USER")
+        case .failure(let e): return fail(spec, e)
         }
         guard let account = Account.named(name) else {
             return fail(spec, .noUser("no such user: \(printable(name))"))

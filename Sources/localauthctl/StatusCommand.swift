@@ -9,7 +9,7 @@ import LocalAuth
 /// functions the module's helper runs, in the same order.
 enum StatusCommand {
     static let spec = CommandSpec(
-        name: "status", synopsis: "status [USER] [--json]",
+        name: "status", synopsis: "status [USER | --all] [--json]",
         summary: "show USER's fingerprints, lockout, times and what the module would do now",
         help: """
         Shows, for USER (default: you): the reader and the enrolled fingers (from fprintd),
@@ -19,14 +19,26 @@ enum StatusCommand {
         password now (lockout, reboot, idle, stale, never used). Reads nothing but fprintd
         and the state; changes nothing. Another user's status needs root; without root the
         state (root only) is not shown.
-        --json prints one JSON object instead (keys in localauthctl(8)).
+        --all (root only) lists every user with recorded state, like faillock: failed
+        matches, lockout, which rule requires the password, the last password and finger.
+        --json prints one JSON object instead (keys in localauthctl(8)); with --all, a list.
         """,
-        flags: Flag.common + [.json], run: run)
+        flags: Flag.common + [.json, all], run: run)
+
+    static let all = Flag("--all", .toggle, privileged: true, "every user with recorded state")
 
     static func run(_ inv: Invocation) -> Int32 {
-        guard inv.positional.count <= 1 else { return usageError(spec, "expected at most one USER") }
+        let named: String?
+        switch inv.userArgument() {
+        case .success(let n): named = n
+        case .failure(let e): return fail(spec, e)
+        }
+        if inv.has(all) {
+            guard named == nil else { return usageError(spec, "USER and --all together") }
+            return StatusAll.run(inv, spec: spec)
+        }
         let account: Account
-        switch targetAccount(inv.positional.first, what: "reading another user's status") {
+        switch targetAccount(named, what: "reading another user's status") {
         case .success(let a): account = a
         case .failure(let e): return fail(spec, e)
         }
@@ -79,7 +91,7 @@ struct Status {
                        passwordUsable: system.hasUsablePassword(account.name))
         let store = FileStateStore(directory: options.stateDir)
         if !callerIsRoot {
-            s.stateError = "readable by root only (sudo localauthctl status)"
+            s.stateError = "readable by root only (sudo localauthctl status \(account.name))"
         } else if !stateDirectoryExists(options.stateDir) {
             s.stored = .fresh  // nothing recorded yet; reading does not create the directory
         } else {

@@ -11,7 +11,7 @@ import LocalAuth
 /// password. The password is checked through libpam (service `localauthctl`).
 enum SwitchCommand {
     static let enableSpec = CommandSpec(
-        name: "enable", synopsis: "enable [--user USER]",
+        name: "enable", synopsis: "enable [USER]",
         summary: "turn fingerprint login on (a live match; the password when needed)",
         help: """
         Turns fingerprint login on for you (with opt_in = required in localauth.conf, the
@@ -22,40 +22,53 @@ enum SwitchCommand {
         used): the password, checked through PAM service `localauthctl`, then lifts that as
         a login would. Records the enrolled set as trusted.
         Needs root for now, because the switch is kept in the root-only state directory:
-        `sudo localauthctl enable --user NAME`. An unprivileged path comes with the
-        localauth-launcher; localauthctl itself is never setuid.
+        `sudo localauthctl enable NAME`. localauthctl itself is never setuid.
+        With opt_in = optional every user's fingerprints are used anyway: enable then
+        changes nothing, says so and exits 2.
         """,
-        flags: Flag.common + [.user, .scanTimeout], run: { run($0, on: true) })
+        flags: Flag.common + [.scanTimeout], run: { run($0, on: true) })
 
     static let disableSpec = CommandSpec(
-        name: "disable", synopsis: "disable [--user USER]",
+        name: "disable", synopsis: "disable [USER]",
         summary: "turn fingerprint login off (a live match or the password)",
         help: """
         Turns fingerprint login off for you: with opt_in = required the module then steps
         aside for you, and the trusted enrolled set is forgotten. Needs a live match or,
         when that fails or is refused, your password (PAM service `localauthctl`).
-        Needs root for now, like enable: `sudo localauthctl disable --user NAME`.
+        Needs root for now, like enable: `sudo localauthctl disable NAME`. With
+        opt_in = optional the module scans every enrolled user whatever the switch says:
+        disable then changes nothing, says so and exits 2.
         """,
-        flags: Flag.common + [.user, .scanTimeout], run: { run($0, on: false) })
+        flags: Flag.common + [.scanTimeout], run: { run($0, on: false) })
 
     static func run(_ inv: Invocation, on: Bool) -> Int32 {
         let spec = on ? enableSpec : disableSpec
-        guard inv.positional.isEmpty else {
-            return usageError(spec, "unexpected argument '\(printable(inv.positional[0]))'")
+        let named: String?
+        switch inv.userArgument() {
+        case .success(let n): named = n
+        case .failure(let e): return fail(spec, e)
         }
         let account: Account
-        switch targetAccount(inv.value(.user), what: "changing another user's fingerprint login") {
+        switch targetAccount(named, what: "changing another user's fingerprint login") {
         case .success(let a): account = a
         case .failure(let e): return fail(spec, e)
         }
         guard callerIsRoot else {
             return fail(spec, .permission("needs root for now: the switch is kept in the root-only state "
-                                          + "directory (sudo localauthctl \(spec.name) --user \(account.name))"))
+                                          + "directory (sudo localauthctl \(spec.name) \(account.name))"))
         }
         let options: Options
         switch inv.options(log: StderrLog()) {
         case .success(let o): options = o
         case .failure(let e): return fail(spec, e)
+        }
+        if options.optIn == .optional {
+            // The switch only matters with opt_in = required: saying "off" here while the
+            // module keeps scanning would be a lie.
+            warn("\(spec.name): nothing to change: opt_in = optional in \(inv.value(.config) ?? ConfigFile.defaultPath), "
+                 + "so fingerprint login is on for every user with enrolled fingers, \(account.name) included, "
+                 + "whatever the switch says (set opt_in = required to let users turn it \(on ? "on" : "off"))")
+            return Exit.refused
         }
         let language = messageLanguage()
         let ui = TerminalUI(language: language)

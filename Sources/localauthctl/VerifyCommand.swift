@@ -8,7 +8,7 @@ import LocalAuth
 enum VerifyCommand {
     static let spec = CommandSpec(
         name: "verify", synopsis: "verify [USER]",
-        summary: "check a finger as the module would; failed matches count toward the lockout",
+        summary: "check a finger as a login would (failed matches count toward the lockout)",
         help: """
         Scans a finger of USER (default: you) with the rules of a login: up to max_tries
         failed matches, each counted toward the lockout; refused while locked out, when the
@@ -21,9 +21,13 @@ enum VerifyCommand {
         flags: Flag.common + [.scanTimeout], run: run)
 
     static func run(_ inv: Invocation) -> Int32 {
-        guard inv.positional.count <= 1 else { return usageError(spec, "expected at most one USER") }
+        let named: String?
+        switch inv.userArgument() {
+        case .success(let n): named = n
+        case .failure(let e): return fail(spec, e)
+        }
         let account: Account
-        switch targetAccount(inv.positional.first, what: "checking another user's finger") {
+        switch targetAccount(named, what: "checking another user's finger") {
         case .success(let a): account = a
         case .failure(let e): return fail(spec, e)
         }

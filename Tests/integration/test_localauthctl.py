@@ -78,7 +78,8 @@ def test_every_command_has_help(ctl_binary, command):
 @pytest.mark.parametrize("argv", [
     [], ["bogus"], ["status", "a", "b"], ["status", "--bogus"], ["status", "--json=yes"],
     ["reset"], ["reset", "a", "b"], ["verify", "--scan-timeout"], ["verify", "--scan-timeout", "0"],
-    ["status", "--bus-timeout", "forever"], ["enable", "extra"], ["disable", "--user"],
+    ["status", "--bus-timeout", "forever"], ["enable", "a", "b"], ["disable", "--user"],
+    ["status", "a", "--user", "b"], ["help", "bogus"], ["status", "--all", "root"],
     ["doctor", "--json"], ["doctor", "a", "b"],
 ])
 def test_wrong_usage_is_64_and_one_line(ctl_binary, argv):
@@ -354,3 +355,80 @@ def test_the_idle_rule_is_stated_with_the_configured_hours(ctl, account, lang, e
     s = status(ctl, account.name)
     assert s["password_required"] == "idle" and s["locked_out"] is False, s
     assert "24 hours" in s["decision_text"], s
+
+
+
+# ---- one way to name the user, and what a command would change -------------------------
+
+def test_help_fits_80_columns_and_help_command_is_command_help(ctl_binary):
+    texts = {"--help": plain_run([ctl_binary, "--help"])}
+    for command in COMMANDS:
+        texts[command] = plain_run([ctl_binary, command, "--help"])
+        assert plain_run([ctl_binary, "help", command]).out == texts[command].out, command
+    for name, r in texts.items():
+        assert r.rc == 0, r
+        too_long = [l for l in r.lines if len(l) > 80]
+        assert too_long == [], (name, too_long)
+
+
+def test_version_is_the_packages(ctl_binary):
+    import subprocess
+    version = subprocess.run(["dpkg-parsechangelog", "-l", str(Path(__file__).resolve().parents[2]
+                                                                   / "packaging" / "changelog"),
+                              "-S", "Version"], capture_output=True, text=True, check=True).stdout.strip()
+    r = plain_run([ctl_binary, "--version"])
+    assert r.rc == 0 and r.lines == [f"localauthctl {version}"], r
+
+
+def test_user_and_dash_dash_user_are_the_same(ctl, account):
+    password_entered(ctl.state_dir, account.name, failures=2)
+    a = ctl.run("status", account.name, "--json")
+    b = ctl.run("status", "--user", account.name, "--json")
+    assert a.rc == b.rc == 0, (a, b)
+    strip = lambda r: {k: v for k, v in json.loads(r.out).items() if k != "now"}
+    assert strip(a) == strip(b)
+    for command in ("reset", "doctor", "verify", "enable", "disable"):
+        r = plain_run([ctl.binary, command, "--help"])
+        assert f"usage: localauthctl {command} [USER" in r.lines[0] or \
+            f"usage: localauthctl {command} USER" in r.lines[0], r
+        assert "--user USER" in r.out, r
+
+
+@pytest.mark.parametrize("command", ["disable", "enable"])
+def test_the_switch_under_opt_in_optional_changes_nothing_and_says_so(ctl, account, command):
+    password_entered(ctl.state_dir, account.name, opted_in=True)
+    before = read_state(ctl.state_dir, account.name)
+    for argv in ([command, account.name], [command, "--user", account.name]):
+        r = ctl.run(*argv)
+        assert r.rc == 2, r
+        assert "Fingerprint login is off" not in r.out and "Fingerprint login is on" not in r.out, r
+        assert len(r.err_lines) == 1 and f"{command}: nothing to change: opt_in = optional" in r.err, r
+        assert f"fingerprint login is on for every user with enrolled fingers, {account.name} included" in r.err
+    assert read_state(ctl.state_dir, account.name) == before
+    assert status(ctl, account.name)["decision"] == "fingerprint"
+
+
+def test_a_refused_flag_value_is_named_and_nothing_is_kept(ctl_binary):
+    r = plain_run([ctl_binary, "status", "--bus-timeout", "0"])
+    assert r.rc == 64, r
+    assert r.err_lines == ["localauthctl: status: --bus-timeout must be a number from 0.1 to 30, "
+                           "not '0' (see localauthctl status --help)"], r
+
+
+def test_status_all_lists_every_user_with_state(ctl, account):
+    password_entered(ctl.state_dir, account.name, failures=5)
+    with ThrowawayAccount() as other:
+        password_entered(ctl.state_dir, other.name, failures=1)
+        r = ctl.run("status", "--all")
+        assert r.rc == 0, r
+        assert r.lines[0].split()[:2] == ["USER", "FAILED"], r
+        rows = {l.split()[0]: l.split() for l in r.lines[1:]}
+        assert rows[account.name][1:3] == ["5/5", "lockout"], r
+        assert rows[other.name][1:3] == ["1/5", "-"], r
+        listed = json.loads(ctl.run("status", "--all", "--json").out)
+        by_user = {o["user"]: o for o in listed}
+        assert by_user[account.name]["locked_out"] is True
+        assert by_user[account.name]["password_required"] == "lockout"
+        assert by_user[other.name]["consecutive_failures"] == 1 and by_user[other.name]["locked_out"] is False
+    r = plain_run([*NOBODY, ctl.binary, "status", "--all"])
+    assert r.rc == 77, r

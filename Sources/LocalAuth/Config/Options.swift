@@ -181,6 +181,9 @@ extension Options {
         table.first { $0.key == key }
     }
 
+    /// What `key` accepts, in words ("a number from 0.1 to 30"); nil for an unknown key.
+    public static func accepts(_ key: String) -> String? { spec(for: key)?.accepts }
+
     public static var allKeys: [String] { table.map(\.key) }
 }
 

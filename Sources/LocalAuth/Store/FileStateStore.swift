@@ -71,6 +71,9 @@ public final class FileStateStore: StateStore {
         directory + "/" + user.value + suffix
     }
 
+    /// The same check for a reader that lists the directory (`status --all`).
+    public func checkDirectoryForReading() throws(StoreError) { try checkDirectory() }
+
     /// The directory must be ours and closed to others; a missing one is created 0700.
     func checkDirectory() throws(StoreError) {
         var st = stat()
