@@ -76,7 +76,7 @@ enum Launch {
 
     var configPath: String {
         if case .unprivileged(let caller) = self { return caller.configPath }
-        return ConfigFile.defaultPath
+        return ConfigFile.installedPath
     }
 
     /// Module arguments the request may set. From root's own service files, all of them;

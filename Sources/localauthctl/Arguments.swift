@@ -124,7 +124,7 @@ struct Invocation {
     /// Defaults, then the configuration file (the module's parser, `Options.load`), then
     /// the option flags. Problems in the file are logged to `log`.
     func options(log: LogSink) -> Result<Options, CLIError> {
-        let path = value(.config) ?? ConfigFile.defaultPath
+        let path = value(.config) ?? ConfigFile.installedPath
         if value(.config) != nil, case .failure(.missing) = ConfigFile.read(path) {
             return .failure(.usage("--config: \(printable(path)) not found"))
         }

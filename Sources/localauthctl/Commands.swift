@@ -38,6 +38,7 @@ enum Commands {
         ResetCommand.spec,
         VerifyCommand.spec,
         DoctorCommand.spec,
+        ConfigCommand.spec,
         SensorVerifyCommand.spec,
         EnrolledSetCommand.spec,
     ]

@@ -51,7 +51,7 @@ enum DoctorCommand {
         case .success(let a): account = a
         case .failure(let e): return fail(spec, e)
         }
-        let configPath = inv.value(.config) ?? ConfigFile.defaultPath
+        let configPath = inv.value(.config) ?? ConfigFile.installedPath
         let options: Options
         switch inv.options(log: MemoryLog()) {  // the config's issues are findings below
         case .success(let o): options = o
@@ -243,7 +243,20 @@ enum DoctorCommand {
 
     // MARK: - The configuration file
 
+    /// The file and every drop-in after it.
     static func configFile(_ path: String) -> [Finding] {
+        var out = configFileAlone(path)
+        switch ConfigFile.dropIns(path) {
+        case .success(let files): for file in files { out += configFileAlone(file) }
+        case .failure(let problem):
+            out.append(Finding(severity: .problem, message: "drop-ins ignored whole: \(problem)",
+                               fix: "chown root:root \(ConfigFile.dropInDirectory(path)); "
+                                   + "chmod go-w \(ConfigFile.dropInDirectory(path))"))
+        }
+        return out
+    }
+
+    static func configFileAlone(_ path: String) -> [Finding] {
         switch ConfigFile.read(path) {
         case .failure(.missing):
             return [Finding(severity: .ok, message: "config \(path): not present, every option at its default")]

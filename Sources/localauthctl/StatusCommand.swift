@@ -48,7 +48,7 @@ enum StatusCommand {
         case .success(let o): options = o
         case .failure(let e): return fail(spec, e)
         }
-        let status = Status.gather(account, options: options, configPath: inv.value(.config) ?? ConfigFile.defaultPath,
+        let status = Status.gather(account, options: options, configPath: inv.value(.config) ?? ConfigFile.installedPath,
                                    configIssues: configLog.lines.count)
         if inv.has(.json) {
             say(status.json.encoded())

@@ -65,7 +65,7 @@ enum SwitchCommand {
         if options.optIn == .optional {
             // The switch only matters with opt_in = required: saying "off" here while the
             // module keeps scanning would be a lie.
-            warn("\(spec.name): nothing to change: opt_in = optional in \(inv.value(.config) ?? ConfigFile.defaultPath), "
+            warn("\(spec.name): nothing to change: opt_in = optional in \(inv.value(.config) ?? ConfigFile.installedPath), "
                  + "so fingerprint login is on for every user with enrolled fingers, \(account.name) included, "
                  + "whatever the switch says (set opt_in = required to let users turn it \(on ? "on" : "off"))")
             return Exit.refused

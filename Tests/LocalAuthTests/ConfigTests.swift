@@ -16,6 +16,32 @@ import Testing
         #expect(o.stateDir == "/var/lib/localauth")
     }
 
+    @Test func commentsAfterValuesAndBareFlagsAsInFaillockConf() {
+        var o = Options()
+        var lines: [String: Int] = [:]
+        let text = "max_tries = 2   # two is enough\nreason = Touch #1\ndebug\nrequire_presence\t# on\nfallback_title = Use the password#now\n"
+        let issues = ConfigParser.apply(fileText: text, source: "f", to: &o, set: { lines[$0] = $1 })
+        #expect(issues.isEmpty)
+        #expect(o.maxTries == 2)
+        #expect(o.reason == "Touch")
+        #expect(o.debug == true && o.requirePresence == true)
+        #expect(o.fallbackTitle == "Use the password#now")  // no space before `#`: part of the value
+        #expect(lines == ["max_tries": 1, "reason": 2, "debug": 3, "require_presence": 4, "fallback_title": 5])
+        // A bare word that is not a yes/no option is still an error.
+        #expect(ConfigParser.apply(fileText: "max_tries\n", source: "f", to: &o).count == 1)
+    }
+
+    @Test func oneConfigurationPerInstallation() {
+        #expect(ConfigFile.path(forExecutable: "/usr/bin/localauthctl") == "/etc/security/localauth.conf")
+        #expect(ConfigFile.path(forExecutable: "/usr/libexec/localauth/localauth-helper")
+                == "/etc/security/localauth.conf")
+        #expect(ConfigFile.path(forExecutable: "/opt/la/bin/localauthctl") == "/opt/la/etc/security/localauth.conf")
+        #expect(ConfigFile.path(forExecutable: "/opt/la/libexec/localauth/localauth-helper")
+                == "/opt/la/etc/security/localauth.conf")
+        #expect(ConfigFile.path(forExecutable: "/x/.build/debug/localauthPackageTests.xctest")
+                == "/etc/security/localauth.conf")
+    }
+
     @Test func aConfigFileSetsOptionsAndReportsBadLinesWithFileAndLine() {
         var o = Options()
         let text = """

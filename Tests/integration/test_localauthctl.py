@@ -432,3 +432,49 @@ def test_status_all_lists_every_user_with_state(ctl, account):
         assert by_user[other.name]["consecutive_failures"] == 1 and by_user[other.name]["locked_out"] is False
     r = plain_run([*NOBODY, ctl.binary, "status", "--all"])
     assert r.rc == 77, r
+
+
+# ---- configuration: drop-ins, sources, one file per installation ------------------------
+
+def test_drop_ins_override_the_main_file_in_order_and_config_says_where(ctl, account):
+    ctl.write_config("lockout_threshold = 7   # the site's number\nmax_tries = 2\ndebug\n")
+    d = Path(str(ctl.config) + ".d")
+    d.mkdir(mode=0o755)
+    (d / "20-lab.conf").write_text("lockout_threshold = 3\n")
+    (d / "10-site.conf").write_text("lockout_threshold = 4\nmax_tries = 1\n")
+    (d / "99-notes.txt").write_text("lockout_threshold = 99\n")  # not *.conf: not read
+    for f in d.iterdir():
+        f.chmod(0o644)
+    r = ctl.run("config")
+    assert r.rc == 0 and r.err == "", r
+    rows = {l.split(" = ")[0]: l for l in r.lines if " = " in l}
+    assert rows["lockout_threshold"].split("#")[0].strip() == "lockout_threshold = 3", rows
+    assert rows["lockout_threshold"].endswith(f"# {d}/20-lab.conf:1"), rows
+    assert rows["max_tries"].endswith(f"# {d}/10-site.conf:2"), rows
+    assert rows["debug"].split("#")[0].strip() == "debug = yes", rows
+    assert rows["debug"].endswith(f"# {ctl.config}:3"), rows
+    assert rows["policy"].endswith("# default"), rows
+    j = json.loads(ctl.run("config", "--json").out)
+    assert j["files"] == [str(ctl.config), f"{d}/10-site.conf", f"{d}/20-lab.conf"], j
+    assert j["options"]["lockout_threshold"] == "3" and j["sources"]["policy"] == "default", j
+    # The rules follow: 3 failures lock out, as the drop-in says.
+    password_entered(ctl.state_dir, account.name, failures=3)
+    s = status(ctl, account.name)
+    assert s["lockout_threshold"] == 3 and s["locked_out"] is True, s
+    # A drop-in directory others can write is ignored whole, and said.
+    d.chmod(0o777)
+    r = ctl.run("config")
+    assert "lockout_threshold = 7" in r.out and "drop-ins ignored" in r.err, r
+
+
+def test_a_prefix_installation_reads_its_own_config(tmp_path):
+    from system import Installation
+    with Installation() as inst:
+        assert inst.config.is_file(), "scripts/install --prefix installs the file it reads"
+        inst.config.write_text("max_tries = 2\n")
+        r = plain_run([str(inst.ctl), "config"])
+        assert r.rc == 0, r
+        assert r.lines[0] == f"# {inst.config}, then {inst.config}.d/*.conf", r
+        assert any(l.startswith("max_tries = 2 ") and l.endswith(f"# {inst.config}:1") for l in r.lines), r
+        launcher = (inst.prefix / "libexec/localauth/localauth-launcher").read_bytes()
+        assert str(inst.config).encode() in launcher, "the launcher names the same file"

@@ -302,7 +302,7 @@ def test_finger_unlocks_for_a_caller_that_is_not_root(locker):
     assert (st.st_uid, st.st_mode & 0o777) == (0, 0o600)
     assert locker.state.stat().st_mode & 0o777 == 0o700
     assert locker.state_values()["failures"] == "0"
-    assert any(f"user {locker.user.name} " in m for m in out.messages("localauth-helper"))
+    assert any(f"user={locker.user.name} " in m for m in out.messages("localauth-helper"))
 
 
 def test_state_is_root_only_and_unreadable_to_the_user(locker):

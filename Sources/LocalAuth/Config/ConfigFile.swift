@@ -50,32 +50,121 @@ public enum ConfigFile {
     }
 }
 
+extension ConfigFile {
+    /// The configuration of this installation: /etc/security/localauth.conf for a system
+    /// install under /usr, PREFIX/etc/security/localauth.conf for one under another prefix
+    /// (`scripts/install --prefix`), told from where the running program is
+    /// (PREFIX/bin/localauthctl, PREFIX/libexec/localauth/localauth-helper).
+    public static var installedPath: String { path(forExecutable: executablePath()) }
+
+    static func path(forExecutable exe: String?) -> String {
+        guard let exe else { return defaultPath }
+        var parts = exe.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        if parts.suffix(2).first == "bin" {
+            parts.removeLast(2)
+        } else if parts.suffix(3).prefix(2) == ["libexec", "localauth"] {
+            parts.removeLast(3)
+        } else {
+            return defaultPath
+        }
+        let prefix = parts.joined(separator: "/")
+        return prefix.isEmpty || prefix == "/usr" ? defaultPath : prefix + "/etc/security/localauth.conf"
+    }
+
+    private static func executablePath() -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The drop-in directory of a config file: `localauth.conf.d` beside it.
+    public static func dropInDirectory(_ path: String) -> String { path + ".d" }
+
+    /// The drop-ins to read, in order: `*.conf` files of the directory sorted by name (byte
+    /// order), as systemd and faillock's admins expect. A directory that is not root's or
+    /// that others can write is refused whole (every file in it could be someone else's).
+    public static func dropIns(_ path: String) -> Result<[String], Problem> {
+        let dir = dropInDirectory(path)
+        var st = stat()
+        guard lstat(dir, &st) == 0 else {
+            return errno == ENOENT ? .success([]) : .failure(.unreadable("\(dir): \(errnoText(errno))"))
+        }
+        guard Posix.isDirectory(st), st.st_uid == 0, st.st_mode & 0o022 == 0 else {
+            return .failure(.unsafe("\(dir) is not a directory owned by root and closed to others"))
+        }
+        guard let handle = opendir(dir) else { return .failure(.unreadable("\(dir): \(errnoText(errno))")) }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name.hasSuffix(".conf") && !name.hasPrefix(".") { names.append(name) }
+        }
+        return .success(names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+            .map { dir + "/" + $0 })
+    }
+}
+
+/// The effective configuration and where each value came from (`localauthctl config`).
+public struct ConfigReport: Sendable {
+    public var options = Options()
+    /// Key → `file:line` or `module arguments`; keys not set anywhere are at their default.
+    public var sources: [String: String] = [:]
+    /// The files read, in order.
+    public var files: [String] = []
+    /// Everything worth a log line, with its level.
+    public var problems: [(LogLevel, String)] = []
+}
+
 extension Options {
-    /// Defaults, then the config file, then module arguments. `allowing` decides which keys
-    /// the arguments may set (all of them when they come from root's service files).
-    /// Every problem is logged; none stops anything.
-    public static func load(configPath defaultPath: String = ConfigFile.defaultPath, arguments: [String] = [],
-                            allowingArgument: (String) -> Bool = { _ in true }, log: LogSink) -> Options {
-        var o = Options()
+    /// Defaults, then the config file, then its drop-ins in order, then module arguments.
+    /// `allowing` decides which keys the arguments may set (all of them when they come from
+    /// root's service files). Every problem is reported; none stops anything.
+    public static func resolve(configPath defaultPath: String = ConfigFile.installedPath, arguments: [String] = [],
+                               allowingArgument: (String) -> Bool = { _ in true }) -> ConfigReport {
+        var report = ConfigReport()
         // A `config=` argument names the file to read instead (the last one wins).
         var chosen = Options()
         chosen.config = defaultPath  // a `config=` that is not allowed leaves the given path
         let configArgs = arguments.filter { $0.hasPrefix("config=") }
         _ = ConfigParser.apply(arguments: configArgs, to: &chosen, allowing: allowingArgument)
         let configPath = configArgs.isEmpty ? defaultPath : chosen.config
-        switch ConfigFile.read(configPath) {
+        readFile(configPath, into: &report)
+        switch ConfigFile.dropIns(configPath) {
+        case .success(let files): for file in files { readFile(file, into: &report) }
+        case .failure(let problem): report.problems.append((.error, "drop-ins ignored: \(problem)"))
+        }
+        var sources = report.sources
+        let issues = ConfigParser.apply(arguments: arguments, to: &report.options, allowing: allowingArgument,
+                                        set: { key, _ in sources[key] = "module arguments" })
+        report.sources = sources
+        report.problems += issues.map { (.warning, $0.description) }
+        return report
+    }
+
+    private static func readFile(_ path: String, into report: inout ConfigReport) {
+        switch ConfigFile.read(path) {
         case .success(let text):
-            for issue in ConfigParser.apply(fileText: text, source: configPath, to: &o) {
-                log.log(.warning, issue.description)
-            }
+            report.files.append(path)
+            var sources = report.sources
+            let issues = ConfigParser.apply(fileText: text, source: path, to: &report.options,
+                                            set: { key, line in sources[key] = "\(path):\(line)" })
+            report.sources = sources
+            report.problems += issues.map { (.warning, $0.description) }
         case .failure(.missing):
             break
         case .failure(let problem):
-            log.log(.error, "configuration ignored, defaults used: \(problem)")
+            report.problems.append((.error, "configuration ignored, defaults used: \(problem)"))
         }
-        for issue in ConfigParser.apply(arguments: arguments, to: &o, allowing: allowingArgument) {
-            log.log(.warning, issue.description)
-        }
-        return o
+    }
+
+    /// `resolve`, with every problem logged.
+    public static func load(configPath: String = ConfigFile.installedPath, arguments: [String] = [],
+                            allowingArgument: (String) -> Bool = { _ in true }, log: LogSink) -> Options {
+        let report = resolve(configPath: configPath, arguments: arguments, allowingArgument: allowingArgument)
+        for (level, line) in report.problems { log.log(level, line) }
+        return report.options
     }
 }

@@ -17,17 +17,29 @@ public enum ConfigParser {
     /// The largest config file read; a larger one is refused whole.
     public static let maxFileSize = 64 * 1024
 
-    /// Applies the text of a config file. Later lines override earlier ones.
+    /// Applies the text of a config file. Later lines override earlier ones. As in
+    /// faillock.conf, `#` after whitespace starts a comment after a value, and a yes/no
+    /// option alone on a line (`debug`) means yes. `set` hears each key that was set and
+    /// its line.
     public static func apply(fileText: String, source: String, to options: inout Options,
-                             allowing allowed: (String) -> Bool = { _ in true }) -> [ConfigIssue] {
+                             allowing allowed: (String) -> Bool = { _ in true },
+                             set recorded: (String, Int) -> Void = { _, _ in }) -> [ConfigIssue] {
         var issues: [ConfigIssue] = []
         var lineNumber = 0
         // Split at every "\n" scalar: as Characters, a CRLF file would be one line.
         for scalars in fileText.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false) {
             lineNumber += 1
             let rawLine = String(String.UnicodeScalarView(scalars))
-            let line = trimmed(String(rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine[...]))
-            if line.isEmpty || line.hasPrefix("#") { continue }
+            let line = withoutComment(trimmed(String(rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine[...])))
+            if line.isEmpty { continue }
+            if !line.contains("="), let spec = Options.spec(for: line), spec.accepts == "yes or no" {
+                if let issue = set(line, "yes", in: &options, allowed: allowed) {
+                    issues.append(ConfigIssue(source: source, line: lineNumber, message: issue))
+                } else {
+                    recorded(line, lineNumber)
+                }
+                continue
+            }
             guard let eq = line.firstIndex(of: "=") else {
                 issues.append(ConfigIssue(source: source, line: lineNumber,
                                           message: "expected `key = value`, found `\(printable(line))`"))
@@ -42,14 +54,28 @@ public enum ConfigParser {
             }
             if let issue = set(key, value, in: &options, allowed: allowed) {
                 issues.append(ConfigIssue(source: source, line: lineNumber, message: issue))
+            } else {
+                recorded(key, lineNumber)
             }
         }
         return issues
     }
 
+    /// The line before a `#` that starts it or follows a space or tab (a `#` inside a value,
+    /// `reason = Touch #1`... is a comment too when a space comes before it).
+    static func withoutComment(_ line: String) -> String {
+        var previous: Character = " "
+        for i in line.indices {
+            if line[i] == "#" && (previous == " " || previous == "\t") { return trimmed(String(line[..<i])) }
+            previous = line[i]
+        }
+        return line
+    }
+
     /// Applies module arguments. `authsucc` is the module's own mode word and is skipped here.
     public static func apply(arguments: [String], to options: inout Options,
-                             allowing allowed: (String) -> Bool = { _ in true }) -> [ConfigIssue] {
+                             allowing allowed: (String) -> Bool = { _ in true },
+                             set recorded: (String, Int) -> Void = { _, _ in }) -> [ConfigIssue] {
         var issues: [ConfigIssue] = []
         for (i, arg) in arguments.enumerated() {
             if moduleWords.contains(arg) { continue }
@@ -66,6 +92,8 @@ public enum ConfigParser {
             }
             if let issue = set(key, value, in: &options, allowed: allowed) {
                 issues.append(ConfigIssue(source: "module arguments", line: i + 1, message: issue))
+            } else {
+                recorded(key, i + 1)
             }
         }
         return issues

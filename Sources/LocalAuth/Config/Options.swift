@@ -70,65 +70,67 @@ struct OptionSpec {
     let accepts: String
     /// Returns false when the value is not accepted; the options are then unchanged.
     let apply: (inout Options, String) -> Bool
+    /// The value as the file would write it.
+    var show: (Options) -> String = { _ in "" }
 }
 
 extension OptionSpec {
     static func int(_ key: String, _ range: ClosedRange<Int>,
                     _ path: WritableKeyPath<Options, Int>) -> OptionSpec {
-        OptionSpec(key: key, accepts: "a whole number from \(range.lowerBound) to \(range.upperBound)") {
+        OptionSpec(key: key, accepts: "a whole number from \(range.lowerBound) to \(range.upperBound)", apply: {
             guard let n = Int(trimmed($1)), range.contains(n) else { return false }
             $0[keyPath: path] = n
             return true
-        }
+        }, show: { String($0[keyPath: path]) })
     }
 
     static func seconds(_ key: String, _ range: ClosedRange<Double>,
                         _ path: WritableKeyPath<Options, Double>) -> OptionSpec {
-        OptionSpec(key: key, accepts: "a number from \(format(range.lowerBound)) to \(format(range.upperBound))") {
+        OptionSpec(key: key, accepts: "a number from \(format(range.lowerBound)) to \(format(range.upperBound))", apply: {
             guard let x = Double(trimmed($1)), x.isFinite, range.contains(x) else { return false }
             $0[keyPath: path] = x
             return true
-        }
+        }, show: { format($0[keyPath: path]) })
     }
 
     static func bool(_ key: String, _ path: WritableKeyPath<Options, Bool>) -> OptionSpec {
-        OptionSpec(key: key, accepts: "yes or no") {
+        OptionSpec(key: key, accepts: "yes or no", apply: {
             switch trimmed($1).lowercased() {
             case "yes", "true", "1", "on": $0[keyPath: path] = true
             case "no", "false", "0", "off": $0[keyPath: path] = false
             default: return false
             }
             return true
-        }
+        }, show: { $0[keyPath: path] ? "yes" : "no" })
     }
 
     static func choice<T: RawRepresentable>(_ key: String, _ path: WritableKeyPath<Options, T>,
                                             _ all: [T]) -> OptionSpec where T.RawValue == String {
-        OptionSpec(key: key, accepts: all.map(\.rawValue).joined(separator: " or ")) {
+        OptionSpec(key: key, accepts: all.map(\.rawValue).joined(separator: " or "), apply: {
             guard let v = T(rawValue: trimmed($1)) else { return false }
             $0[keyPath: path] = v
             return true
-        }
+        }, show: { $0[keyPath: path].rawValue })
     }
 
     /// Text of at most 256 bytes without control characters.
     static func text(_ key: String, _ path: WritableKeyPath<Options, String>) -> OptionSpec {
-        OptionSpec(key: key, accepts: "text of at most 256 bytes without control characters") {
+        OptionSpec(key: key, accepts: "text of at most 256 bytes without control characters", apply: {
             guard isPlainText($1) else { return false }
             $0[keyPath: path] = $1
             return true
-        }
+        }, show: { $0[keyPath: path] })
     }
 
     /// An absolute path without `..` components or control characters.
     static func path(_ key: String, _ path: WritableKeyPath<Options, String>) -> OptionSpec {
-        OptionSpec(key: key, accepts: "an absolute path") {
+        OptionSpec(key: key, accepts: "an absolute path", apply: {
             let v = trimmed($1)
             guard v.hasPrefix("/"), isPlainText(v), !v.split(separator: "/").contains("..")
             else { return false }
             $0[keyPath: path] = v
             return true
-        }
+        }, show: { $0[keyPath: path] })
     }
 }
 
@@ -142,20 +144,21 @@ extension Options {
         .seconds("bus_timeout", 0.1...30, \.busTimeout),
         .seconds("reuse_duration", 0...maxReuseDuration, \.reuseDuration),
         .text("reason", \.reason),
-        OptionSpec(key: "fallback_title", accepts: "text of at most 256 bytes without control characters") {
+        OptionSpec(key: "fallback_title", accepts: "text of at most 256 bytes without control characters", apply: {
             guard isPlainText($1) else { return false }
             $0.fallbackTitle = $1
             return true
-        },
+        }, show: { $0.fallbackTitle ?? "Use Password" }),
         .choice("opt_in", \.optIn, [OptIn.optional, .required]),
         .bool("debug", \.debug),
         .path("state_dir", \.stateDir),
-        OptionSpec(key: "dbus_address", accepts: "a D-Bus address such as unix:path=/run/dbus/system_bus_socket") {
+        OptionSpec(key: "dbus_address", accepts: "a D-Bus address such as unix:path=/run/dbus/system_bus_socket",
+                   apply: {
             let v = trimmed($1)
             guard v.hasPrefix("unix:"), isPlainText(v) else { return false }
             $0.dbusAddress = v
             return true
-        },
+        }, show: { $0.dbusAddress }),
         .bool("password_after_reboot", \.passwordAfterReboot),
         .seconds("password_after_idle", 0...100_000, \.passwordAfterIdleHours),
         .seconds("password_stale", 0...100_000, \.passwordStaleHours),
@@ -185,6 +188,9 @@ extension Options {
     public static func accepts(_ key: String) -> String? { spec(for: key)?.accepts }
 
     public static var allKeys: [String] { table.map(\.key) }
+
+    /// The value of `key` as a config file would write it; nil for an unknown key.
+    public func text(of key: String) -> String? { Options.spec(for: key)?.show(self) }
 }
 
 func trimmed(_ s: String) -> String {
