@@ -1,4 +1,4 @@
-// swift-tools-version:5.9
+// swift-tools-version:6.0
 // localauth: fingerprint-first authentication for Linux logins.
 // The PAM module itself (Sources/pam_localauth) is C and is built by scripts/build with the
 // C compiler, not by this package, so that no Swift runtime is loaded into sudo or login.
@@ -48,5 +48,7 @@ let package = Package(
         .executableTarget(name: "store-hammer", dependencies: ["LocalAuth"],
                           path: "Tests/Support/store-hammer"),
         .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthProtocol", "store-hammer"]),
-    ]
+    ],
+    // Swift 6 tools (the code uses typed throws); the sources keep the Swift 5 language mode.
+    swiftLanguageModes: [.v5]
 )

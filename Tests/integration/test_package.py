@@ -327,3 +327,39 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
         if _installed():
             _dpkg("--purge", PKG)
         _restore(snapshot)
+
+
+# ---- release hygiene -----------------------------------------------------------------------
+
+def test_licence_copyright_and_examples(deb, tmp_path):
+    assert (REPO / "LICENSE").read_text() == Path("/usr/share/common-licenses/Apache-2.0").read_text()
+    subprocess.run(["dpkg-deb", "--extract", str(deb), str(tmp_path)], check=True)
+    copyright = (tmp_path / "usr/share/doc/localauth/copyright").read_text()
+    assert "no-license-yet" not in copyright
+    assert "\nLicense: Apache-2.0\n" in copyright
+    # The statically linked Swift runtime is named, for the two binaries that hold it.
+    assert "Files: usr/libexec/localauth/localauth-helper usr/bin/localauthctl" in copyright
+    assert "License: Apache-2.0 with Runtime Library Exception" in copyright
+    for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth"):
+        example = tmp_path / "usr/share/doc/localauth/examples/pam.d" / name
+        assert example.read_text() == (REPO / "pam.d" / name).read_text(), name
+
+
+def test_the_swift_binaries_are_bound_at_start(deb, tmp_path):
+    subprocess.run(["dpkg-deb", "--extract", str(deb), str(tmp_path)], check=True)
+    for path in (HELPER, CTL, "/usr/libexec/localauth/localauth-launcher", MODULE):
+        dynamic = subprocess.run(["readelf", "-d", "-W", str(tmp_path / path[1:])], capture_output=True,
+                                 text=True, check=True).stdout
+        assert "BIND_NOW" in dynamic or "Flags: NOW" in dynamic, (path, dynamic)
+        headers = subprocess.run(["readelf", "-l", "-W", str(tmp_path / path[1:])], capture_output=True,
+                                 text=True, check=True).stdout
+        assert "GNU_RELRO" in headers, path
+
+
+def test_swift_tools_version_matches_the_code():
+    # The code uses typed throws (Swift 6): a 5.x tools version claims a compiler that
+    # cannot build it.
+    first = (REPO / "Package.swift").read_text().splitlines()[0]
+    version = first.split(":", 1)[1].strip()
+    assert int(version.split(".")[0]) >= 6, first
+    assert "throws(" in (REPO / "Sources/LocalAuth/Store/FileStateStore.swift").read_text()

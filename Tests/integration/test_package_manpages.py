@@ -71,3 +71,26 @@ def test_config_page_has_every_option_of_the_shipped_file():
     assert len(keys) >= 20, keys
     for key in keys:
         assert f"*{key}*" in text, key
+
+
+@pytest.mark.parametrize("name,sections", [
+    ("pam_localauth.8", ["MODULE TYPES PROVIDED", "RETURN VALUES", "FILES", "ENVIRONMENT", "LOGGING"]),
+    ("localauthctl.8", ["EXIT STATUS", "FILES", "ENVIRONMENT"]),
+    ("localauth.conf.5", ["FILES"]),
+])
+def test_pages_have_the_sections_an_administrator_looks_for(pages, name, sections):
+    text = subprocess.run(["man", "-l", str(pages[name])], capture_output=True, text=True, env=ENV).stdout
+    headings = [l.strip() for l in text.splitlines() if l and not l[0].isspace()]
+    for section in sections:
+        assert section in headings, (name, section, headings)
+
+
+def test_return_values_are_the_result_tables():
+    """Every PAM code the module's table can return is documented, and no other."""
+    table = (REPO / "Sources/pam_localauth/result_map.c").read_text()
+    returned = set(re.findall(r"\b(PAM_[A-Z_]+)\b", table.split("la_result_table[]", 1)[1].split("};", 1)[0]))
+    returned |= {"PAM_AUTHINFO_UNAVAIL"}  # LA_UNAVAIL
+    text = (REPO / "man" / "pam_localauth.8.scd").read_text()
+    section = text.split("# RETURN VALUES", 1)[1].split("\n# ", 1)[0]
+    documented = set(re.findall(r"^\*(PAM_[A-Z_]+)\*$", section, re.M))
+    assert documented == returned, (documented, returned)
