@@ -21,6 +21,8 @@ let package = Package(
                        providers: [.apt(["libpam0g-dev"])]),
         .systemLibrary(name: "CCrypt", pkgConfig: "libcrypt",
                        providers: [.apt(["libcrypt-dev"])]),
+        .systemLibrary(name: "CAudit", pkgConfig: "audit",
+                       providers: [.apt(["libaudit-dev"])]),
         // glibc headers outside Swift's Glibc module (shadow.h).
         .systemLibrary(name: "CLinux"),
 
@@ -32,6 +34,9 @@ let package = Package(
         // The sensor side: fprintd on the system bus through sd-bus.
         .target(name: "FprintdClient", dependencies: ["LocalAuth", "CSystemd", "CCrypto"]),
 
+        // Lockout events to the audit log and the journal (helper and localauthctl).
+        .target(name: "SystemEvents", dependencies: ["LocalAuth", "CAudit", "CSystemd"]),
+
         // O_PATH for the helper (a GNU extension Swift's Glibc module leaves out).
         .target(name: "CPathOpen", cSettings: [.define("_GNU_SOURCE")]),
 
@@ -40,9 +45,9 @@ let package = Package(
 
         .executableTarget(name: "localauth-helper",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CSystemd",
-                                         "CCrypt", "CLinux", "CPathOpen"]),
+                                         "CCrypt", "CLinux", "CPathOpen", "SystemEvents"]),
         .executableTarget(name: "localauthctl",
-                          dependencies: ["LocalAuth", "FprintdClient", "CPAM"]),
+                          dependencies: ["LocalAuth", "FprintdClient", "CPAM", "SystemEvents"]),
 
         // Test support: many of these processes hammer one state file at once.
         .executableTarget(name: "store-hammer", dependencies: ["LocalAuth"],

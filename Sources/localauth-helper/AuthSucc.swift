@@ -4,6 +4,7 @@ import Glibc
 import FprintdClient
 import LocalAuth
 import LocalAuthProtocol
+import SystemEvents
 
 /// `mode=authsucc`: after the password, the lockout is cleared and the password time and
 /// boot recorded — only when the password is proven. The request says which proof its line
@@ -81,8 +82,14 @@ enum AuthSucc {
             sensor: FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
                                   fprintDir: options.fprintDir, log: log),
             store: store, options: options, log: log)
+        let watch = LockoutWatch(store: store, user: request.user, rules: Rules(options))
         do {
             try PasswordRecord.record(env: env, rules: Rules(options), domainState: currentDomain(env, options))
+            if watch.lockedBefore {
+                SecurityRecord(program: "localauth-helper", log: log)
+                    .lockoutCleared(request.user, failures: watch.failuresBefore ?? 0, by: .password,
+                                    context: request.eventContext)
+            }
             return HelperResult.frame(code: 0, name: "success", cause: "password recorded, lockout cleared")
         } catch {
             return HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue,

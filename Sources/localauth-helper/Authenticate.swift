@@ -1,6 +1,7 @@
 import FprintdClient
 import LocalAuth
 import LocalAuthProtocol
+import SystemEvents
 
 /// `mode=authenticate`: the first line of the stack. Runs the policy with the fprintd
 /// sensor and the file store; the password itself is left to the stack's next module.
@@ -23,7 +24,14 @@ enum Authenticate {
             language: request.language)
         let policy: LAPolicy = options.policy == .biometrics
             ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
+        let watch = LockoutWatch(store: env.store, user: request.user, rules: Rules(options))
         let outcome = LAContext(environment: env).run(policy)
+        if watch.began(outcome) {
+            let failures = (try? env.store.load(request.user))?.userState.consecutiveFailures ?? options.lockoutThreshold
+            SecurityRecord(program: "localauth-helper", log: log)
+                .lockoutBegan(request.user, failures: failures, threshold: options.lockoutThreshold,
+                              context: request.eventContext)
+        }
         return settle(outcome, ui: ui)
     }
 

@@ -13,6 +13,7 @@ struct HelperRequest {
     var service: String
     var tty: String
     var rhost: String
+    var ruser: String
     var silent: Bool
     /// The application's stdin is a terminal; a graphical display is named.
     var stdinTTY: Bool
@@ -38,7 +39,7 @@ struct HelperRequest {
         guard frame.kind == .request else { throw Invalid("first frame is not a request") }
         let kv: KeyValues
         do { kv = try KeyValues.parse(frame.payload) } catch { throw Invalid("request is not key=value text: \(error)") }
-        for key in ["version", "mode", "user", "service", "tty", "rhost", "silent", "locale", "pid",
+        for key in ["version", "mode", "user", "service", "tty", "rhost", "ruser", "silent", "locale", "pid",
                     "first_line", "stdin_tty", "display", "proof", "caller_uid"]
         where kv.count(key) > 1 {
             throw Invalid("request repeats `\(key)`")
@@ -49,7 +50,7 @@ struct HelperRequest {
         do { user = try UserName(kv.value("user") ?? "") } catch { throw Invalid("refused user name: \(error)") }
         return HelperRequest(
             mode: mode, user: user, service: kv.value("service") ?? "", tty: kv.value("tty") ?? "",
-            rhost: kv.value("rhost") ?? "", silent: kv.value("silent") == "1",
+            rhost: kv.value("rhost") ?? "", ruser: kv.value("ruser") ?? "", silent: kv.value("silent") == "1",
             stdinTTY: kv.value("stdin_tty") == "1", display: kv.value("display") == "1",
             locale: kv.value("locale") ?? "", callerPID: kv.value("pid").flatMap { Int32($0) },
             callerUID: kv.value("caller_uid").flatMap { uid_t($0) },
@@ -81,6 +82,11 @@ struct HelperRequest {
     var callerIsTheUser: Bool {
         guard let callerUID, let entry = getpwnam(user.value) else { return false }
         return entry.pointee.pw_uid == callerUID
+    }
+
+    /// Where the request came from, for the audit records and the journal.
+    var eventContext: EventContext {
+        EventContext(service: service, tty: tty, rhost: rhost, ruser: ruser)
     }
 
     /// PAM_TTY names a terminal device (`/dev/pts/3`, `pts/3`, `tty1`), not an X display.

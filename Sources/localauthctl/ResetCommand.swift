@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import LocalAuth
+import SystemEvents
 
 /// `localauthctl reset USER` (root only): clears USER's consecutive failed matches, and so
 /// the lockout, as `faillock --reset` does. The password rules (reboot, idle, stale) stay:
@@ -64,6 +65,17 @@ enum ResetCommand {
         case .state(let s): what = "\(s.consecutiveFailures) consecutive failed matches cleared"
         }
         ToolLog.shared.log(.notice, "reset \(account.name) by \(actor()): \(what)")
+        switch before {
+        case .state(let s) where s.consecutiveFailures > 0:
+            SecurityRecord(program: "localauthctl", log: ToolLog.shared)
+                .lockoutCleared(account.name, failures: s.consecutiveFailures, by: .reset,
+                                context: EventContext(actorUID: getuidValue()))
+        case .damaged:
+            SecurityRecord(program: "localauthctl", log: ToolLog.shared)
+                .lockoutCleared(account.name, failures: 0, by: .reset, context: EventContext(actorUID: getuidValue()))
+        default:
+            break
+        }
         say("reset \(account.name): \(what)")
         if let still = stillRequired(account, options) {
             say("reset \(account.name): the password is still required before the next fingerprint: \(still)")

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import LocalAuth
+import SystemEvents
 
 /// `localauthctl enable` / `disable`: the settings switch (`SettingsSwitch`) for the
 /// calling user, or for `--user` when root runs it. Turning it on needs a live match, and
@@ -137,6 +138,11 @@ enum SwitchCommand {
             return LAError(.biometryNotAvailable, cause: "could not record the password: \(error)")
         }
         ui.passwordConfirmed = true
+        if case .failedAttempts = refusal.reason, case .state(let s) = stored {
+            SecurityRecord(program: "localauthctl", log: ToolLog.shared)
+                .lockoutCleared(env.user, failures: s.consecutiveFailures, by: .password,
+                                context: EventContext(service: "localauthctl enable", actorUID: getuidValue()))
+        }
         return nil
     }
 }

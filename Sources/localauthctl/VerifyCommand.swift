@@ -1,4 +1,5 @@
 import LocalAuth
+import SystemEvents
 
 /// `localauthctl verify [USER]`: one fingerprint check exactly as the module makes it — a
 /// biometrics evaluation with the real state store, so a failed match counts toward the
@@ -50,7 +51,14 @@ enum VerifyCommand {
             language: language)
         let context = LAContext(environment: env)
         context.localizedFallbackTitle = ""  // no password here: Ctrl-C cancels
+        let watch = LockoutWatch(store: env.store, user: account.name, rules: Rules(options))
         let outcome = context.run(.deviceOwnerAuthenticationWithBiometrics)
+        if watch.began(outcome) {
+            let failures = (try? env.store.load(account.name))?.userState.consecutiveFailures ?? options.lockoutThreshold
+            SecurityRecord(program: "localauthctl", log: ToolLog.shared)
+                .lockoutBegan(account.name, failures: failures, threshold: options.lockoutThreshold,
+                              context: EventContext(service: "localauthctl verify", actorUID: getuidValue()))
+        }
         ui.finish()
         ToolLog.shared.log(.info, "verify user=\(account.name) uid=\(getuidValue()) \(outcome.logText)")
         switch outcome {

@@ -388,3 +388,23 @@ def test_chinese_messages(e2e, where):
     assert r.screen == ["请在指纹读取器上划动右手食指", "指纹未能识别——还可尝试 2 次",
                         "请在指纹读取器上划动右手食指", "指纹已识别", OK], r.screen
     assert r.hints and all(re.search("[\u4e00-\u9fff]", h) for h in r.hints), r.hints
+
+
+def test_the_lockout_and_the_password_that_clears_it_are_audited(e2e):
+    """Through the module and the helper: the failed match that locks fingerprints out
+    writes ANOM_LOGIN_FAILURES and RESP_ACCT_LOCK, the password that lifts it USER_MGMT, as
+    pam_faillock does."""
+    from recorders import AuditDaemon
+    e2e.first_password()
+    with AuditDaemon() as audit:
+        e2e.lock_out()
+        ours = lambda t: [l for l in audit.search(t) if f'acct="{USER}"' in l]
+        [anomaly] = ours("ANOM_LOGIN_FAILURES")
+        assert "op=localauth-lockout" in anomaly and 'exe="localauth-helper"' in anomaly, anomaly
+        assert len(ours("RESP_ACCT_LOCK")) == 1
+        assert ours("USER_MGMT") == []
+        r = e2e.run(password=PASSWORD)
+        assert r.status == 0 and r.screen == [LOCKED, PROMPT, OK], r.screen
+        [cleared] = ours("USER_MGMT")
+        assert "op=localauth-unlock" in cleared, cleared
+        assert len(ours("ANOM_LOGIN_FAILURES")) == 1

@@ -478,3 +478,37 @@ def test_a_prefix_installation_reads_its_own_config(tmp_path):
         assert any(l.startswith("max_tries = 2 ") and l.endswith(f"# {inst.config}:1") for l in r.lines), r
         launcher = (inst.prefix / "libexec/localauth/localauth-launcher").read_bytes()
         assert str(inst.config).encode() in launcher, "the launcher names the same file"
+
+
+# ---- audit records and the journal -------------------------------------------------------
+
+def test_a_lockout_and_a_reset_are_audited_like_pam_faillock(ctl, account):
+    from recorders import AuditDaemon
+    password_entered(ctl.state_dir, account.name, failures=3)
+    with AuditDaemon() as audit:
+        r = ctl.run("verify", account.name, feed=["SCAN f2"] * 2)
+        assert r.rc == 2 and r.last == "biometryLockout", r
+        anomalies = [l for l in audit.search("ANOM_LOGIN_FAILURES") if f'acct="{account.name}"' in l]
+        assert len(anomalies) == 1 and "op=localauth-lockout" in anomalies[0], anomalies
+        locks = [l for l in audit.search("RESP_ACCT_LOCK") if f'acct="{account.name}"' in l]
+        assert len(locks) == 1, locks
+        # Refused while locked out: no second "lockout began".
+        assert ctl.run("verify", account.name).rc == 2
+        r = ctl.run("reset", account.name)
+        assert r.rc == 0, r
+        resets = [l for l in audit.search("USER_MGMT") if f'acct="{account.name}"' in l]
+        assert len(resets) == 1 and "op=localauth-reset" in resets[0], resets
+        assert len([l for l in audit.search("ANOM_LOGIN_FAILURES") if f'acct="{account.name}"' in l]) == 1
+
+
+def test_lockout_events_carry_message_ids_in_the_journal(ctl, account):
+    from recorders import journal_capture
+    ids = {"began": "4a38a0e323504ceeb7478faacf9bffcb", "cleared": "f11b02141c93420d8b8d8f5ff3ebad41"}
+    password_entered(ctl.state_dir, account.name, failures=5)
+    got = journal_capture(ctl.argv("reset", account.name))
+    assert got["rc"] == 0, got
+    [entry] = [e for e in got["entries"] if e.get("MESSAGE_ID") == ids["cleared"]]
+    assert entry["LOCALAUTH_USER"] == account.name and entry["LOCALAUTH_FAILURES"] == "5", entry
+    assert entry["LOCALAUTH_CLEARED_BY"] == "reset" and entry["LOCALAUTH_ACTOR_UID"] == "0", entry
+    assert entry["SYSLOG_IDENTIFIER"] == "localauthctl" and entry["PRIORITY"] == "5", entry
+    assert not [e for e in got["entries"] if e.get("MESSAGE_ID") == ids["began"]]
