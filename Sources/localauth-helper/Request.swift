@@ -19,6 +19,8 @@ struct HelperRequest {
     var stdinTTY: Bool
     var display: Bool
     var locale: String
+    /// LANGUAGE of the caller (gettext's `:` list), for the messages only.
+    var languageList: String
     var callerPID: Int32?
     /// The real uid of the program that called PAM (the module's getuid()).
     var callerUID: uid_t?
@@ -39,8 +41,8 @@ struct HelperRequest {
         guard frame.kind == .request else { throw Invalid("first frame is not a request") }
         let kv: KeyValues
         do { kv = try KeyValues.parse(frame.payload) } catch { throw Invalid("request is not key=value text: \(error)") }
-        for key in ["version", "mode", "user", "service", "tty", "rhost", "ruser", "silent", "locale", "pid",
-                    "first_line", "stdin_tty", "display", "proof", "caller_uid"]
+        for key in ["version", "mode", "user", "service", "tty", "rhost", "ruser", "silent", "locale", "language",
+                    "pid", "first_line", "stdin_tty", "display", "proof", "caller_uid"]
         where kv.count(key) > 1 {
             throw Invalid("request repeats `\(key)`")
         }
@@ -52,7 +54,8 @@ struct HelperRequest {
             mode: mode, user: user, service: kv.value("service") ?? "", tty: kv.value("tty") ?? "",
             rhost: kv.value("rhost") ?? "", ruser: kv.value("ruser") ?? "", silent: kv.value("silent") == "1",
             stdinTTY: kv.value("stdin_tty") == "1", display: kv.value("display") == "1",
-            locale: kv.value("locale") ?? "", callerPID: kv.value("pid").flatMap { Int32($0) },
+            locale: kv.value("locale") ?? "", languageList: kv.value("language") ?? "",
+            callerPID: kv.value("pid").flatMap { Int32($0) },
             callerUID: kv.value("caller_uid").flatMap { uid_t($0) },
             terminalOwner: nil, firstLine: kv.value("first_line") == "1",
             proof: kv.value("proof").flatMap(AuthSucc.Proof.init(rawValue:)), arguments: kv.values("arg"))
@@ -74,7 +77,8 @@ struct HelperRequest {
         return name.isEmpty ? nil : name
     }
 
-    var language: Language { Language(localeIdentifier: locale) }
+    /// The messages' language, as gettext would pick it from the caller's variables.
+    var language: Language { Language(language: languageList, lcAll: locale, lcMessages: nil, lang: nil) }
 
     /// Whether the program asking is run by the account's owner (sudo, a screen locker,
     /// polkit for oneself), as opposed to login (run by root for whoever sits down) or su

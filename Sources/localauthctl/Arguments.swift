@@ -85,16 +85,16 @@ struct Invocation {
             if arg == "--help" || arg == "-h" { out.help = true; continue }
             let (name, inline) = split(arg)
             guard let flag = flags.first(where: { $0.name == name }) else {
-                return .failure(.usage("unknown option \(printable(name))"))
+                return .failure(.usage(tr(cliLanguage, "unknown option %s", printable(name))))
             }
             out.given.append(flag)
             if flag.kind == .toggle {
-                guard inline == nil else { return .failure(.usage("\(name) takes no value")) }
+                guard inline == nil else { return .failure(.usage(tr(cliLanguage, "%s takes no value", name))) }
                 out.toggles.insert(name)
                 continue
             }
             guard let value = inline ?? rest.popFirst() else {
-                return .failure(.usage("\(name) needs a value"))
+                return .failure(.usage(tr(cliLanguage, "%s needs a value", name)))
             }
             switch flag.kind {
             case .option(let key, _): out.optionArguments.append("\(key)=\(value)")
@@ -109,11 +109,11 @@ struct Invocation {
     /// nil when none. More than one positional word, or two different names, is wrong usage.
     func userArgument() -> Result<String?, CLIError> {
         guard positional.count <= 1 else {
-            return .failure(.usage("unexpected argument '\(printable(positional[1]))' (one USER at most)"))
+            return .failure(.usage(tr(cliLanguage, "unexpected argument '%s' (one USER at most)", printable(positional[1]))))
         }
         let flag = value(.user)
         if let flag, let word = positional.first, flag != word {
-            return .failure(.usage("USER and --user name different users"))
+            return .failure(.usage(tr(cliLanguage, "USER and --user name different users")))
         }
         return .success(flag ?? positional.first)
     }
@@ -126,7 +126,7 @@ struct Invocation {
     func options(log: LogSink) -> Result<Options, CLIError> {
         let path = value(.config) ?? ConfigFile.installedPath
         if value(.config) != nil, case .failure(.missing) = ConfigFile.read(path) {
-            return .failure(.usage("--config: \(printable(path)) not found"))
+            return .failure(.usage(tr(cliLanguage, "--config: %s not found", printable(path))))
         }
         var o = Options.load(configPath: path, log: log)
         // One at a time, so a refused value is named by its flag (and nothing is "kept":
@@ -137,7 +137,8 @@ struct Invocation {
             guard ConfigParser.apply(arguments: [argument], to: &o).isEmpty else {
                 let name = given.first { if case .option(key, _) = $0.kind { return true } else { return false } }?.name
                     ?? key
-                return .failure(.usage("\(name) must be \(Options.accepts(key) ?? "valid"), not '\(printable(value))'"))
+                return .failure(.usage(tr(cliLanguage, "%s must be %s, not '%s'", name, Options.accepts(key) ?? "valid",
+                                          printable(value))))
             }
         }
         return .success(o)

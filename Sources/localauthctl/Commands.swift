@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocalAuth
 
 /// One subcommand: its synopsis, one line for the list, its help, the flags it takes, and
 /// what runs it.
@@ -45,7 +46,7 @@ enum Commands {
 
     static func run(_ args: [String]) -> Int32 {
         guard let first = args.first else {
-            warn("a command is needed (see localauthctl --help)")
+            warn(tr(cliLanguage, "a command is needed (see localauthctl --help)"))
             return Exit.usage
         }
         if first == "--help" || first == "-h" || (first == "help" && args.count == 1) {
@@ -58,15 +59,15 @@ enum Commands {
         }
         if first == "help" {
             guard args.count == 2, let command = all.first(where: { $0.name == args[1] }) else {
-                warn("help: unknown command '\(printable(args.dropFirst().joined(separator: " ")))' "
-                     + "(see localauthctl --help)")
+                warn("help: " + tr(cliLanguage, "unknown command '%s' (see localauthctl --help)",
+                                    printable(args.dropFirst().joined(separator: " "))))
                 return Exit.usage
             }
             fputs(command.helpText, stdout)
             return Exit.ok
         }
         guard let command = all.first(where: { $0.name == first }) else {
-            warn("unknown command '\(printable(first))' (see localauthctl --help)")
+            warn(tr(cliLanguage, "unknown command '%s' (see localauthctl --help)", printable(first)))
             return Exit.usage
         }
         let invocation: Invocation
@@ -79,10 +80,10 @@ enum Commands {
             return Exit.ok
         }
         if command.rootOnly && !callerIsRoot {
-            return fail(command, .permission("root only"))
+            return fail(command, .permission(tr(cliLanguage, "root only")))
         }
         if let flag = invocation.privilegedFlag, !callerIsRoot {
-            return fail(command, .permission("\(flag.name) is for root only"))
+            return fail(command, .permission(tr(cliLanguage, "%s is for root only", flag.name)))
         }
         return command.run(invocation)
     }
@@ -104,7 +105,7 @@ enum Commands {
 /// Prints the error as one line and returns its status.
 func fail(_ command: CommandSpec, _ error: CLIError) -> Int32 {
     if case .usage(let m) = error {
-        warn("\(command.name): \(m) (see localauthctl \(command.name) --help)")
+        warn("\(command.name): " + tr(cliLanguage, "%s (see localauthctl %s --help)", m, command.name))
     } else {
         warn("\(command.name): \(error.message)")
     }

@@ -43,12 +43,12 @@ var callerIsRoot: Bool { getuid() == 0 }
 /// yourself needs root; `what` words the refusal ("reading another user's status").
 func targetAccount(_ named: String?, what: String) -> Result<Account, CLIError> {
     guard let caller = Account.caller() else {
-        return .failure(.noUser("the calling uid \(getuid()) has no account name"))
+        return .failure(.noUser(tr(cliLanguage, "the calling uid %s has no account name", getuid())))
     }
     guard let named, named != caller.name.value else { return .success(caller) }
-    guard callerIsRoot else { return .failure(.permission("\(what) needs root")) }
+    guard callerIsRoot else { return .failure(.permission(tr(cliLanguage, "%s needs root", what))) }
     guard let account = Account.named(named) else {
-        return .failure(.noUser("no such user: \(printable(named))"))
+        return .failure(.noUser(tr(cliLanguage, "no such user: %s", printable(named))))
     }
     return .success(account)
 }
@@ -92,18 +92,20 @@ func ruleText(_ reason: LAError.Reason, _ f: RuleFigures, failures: Int? = nil) 
     let h = RuleFigures.hours
     switch reason {
     case .failedAttempts:
-        guard let failures else { return "locked out after \(f.lockoutThreshold) consecutive failed matches" }
-        return "locked out: \(failures) consecutive failed matches (lockout at \(f.lockoutThreshold))"
+        guard let failures else {
+            return tr(cliLanguage, "locked out after %s consecutive failed matches", f.lockoutThreshold)
+        }
+        return tr(cliLanguage, "locked out: %s consecutive failed matches (lockout at %s)", failures, f.lockoutThreshold)
     case .passwordRequiredAfterReboot:
-        return "the password was not entered since the last boot (password_after_reboot)"
+        return tr(cliLanguage, "the password was not entered since the last boot (password_after_reboot)")
     case .passwordRequiredAfterIdle:
-        return "no sign-in for \(h(f.idleHours)) hours (password_after_idle)"
+        return tr(cliLanguage, "no sign-in for %s hours (password_after_idle)", h(f.idleHours))
     case .passwordRequiredStale:
-        return "no password for \(h(f.passwordStaleHours)) hours and no finger for \(h(f.fingerprintStaleHours)) "
-            + "hours (password_stale, fingerprint_stale)"
-    case .passwordNeverUsed: return "the password was never entered here"
-    case .stateUnreadable: return "the state file cannot be trusted"
-    default: return "the password is required first"
+        return tr(cliLanguage, "no password for %s hours and no finger for %s hours (password_stale, fingerprint_stale)",
+                  h(f.passwordStaleHours), h(f.fingerprintStaleHours))
+    case .passwordNeverUsed: return tr(cliLanguage, "the password was never entered here")
+    case .stateUnreadable: return tr(cliLanguage, "the state file cannot be trusted")
+    default: return tr(cliLanguage, "the password is required first")
     }
 }
 
@@ -112,11 +114,11 @@ func describe(_ error: LAError, _ language: Language, figures: RuleFigures) -> S
     let text: String
     switch error.reason {
     case let r where r.requiresPasswordFirst:
-        text = "the password is required first: " + ruleText(r, figures)
-    case .enrollmentChanged: text = "the enrolled fingerprints changed since they were trusted"
-    case .disabledByConfiguration: text = "fingerprint login is off for this user (localauthctl enable)"
-    case .readerBusy: text = "the fingerprint reader is in use by another session"
-    case .scanTimeout: text = "no finger was detected in time"
+        text = tr(cliLanguage, "the password is required first: %s", ruleText(r, figures))
+    case .enrollmentChanged: text = tr(cliLanguage, "the enrolled fingerprints changed since they were trusted")
+    case .disabledByConfiguration: text = tr(cliLanguage, "fingerprint login is off for this user (localauthctl enable)")
+    case .readerBusy: text = tr(cliLanguage, "the fingerprint reader is in use by another session")
+    case .scanTimeout: text = tr(cliLanguage, "no finger was detected in time")
     default: text = error.localizedDescription(language)
     }
     return error.cause.isEmpty || error.reason != .none ? "\(text) [\(error.code.name)]"

@@ -29,7 +29,7 @@ enum ResetCommand {
         case .failure(let e): return fail(spec, e)
         }
         guard let account = Account.named(name) else {
-            return fail(spec, .noUser("no such user: \(printable(name))"))
+            return fail(spec, .noUser(tr(cliLanguage, "no such user: %s", printable(name))))
         }
         let options: Options
         switch inv.options(log: StderrLog()) {

@@ -55,8 +55,7 @@ enum SwitchCommand {
         case .failure(let e): return fail(spec, e)
         }
         guard callerIsRoot else {
-            return fail(spec, .permission("needs root for now: the switch is kept in the root-only state "
-                                          + "directory (sudo localauthctl \(spec.name) \(account.name))"))
+            return fail(spec, .permission(tr(cliLanguage, "needs root for now: the switch is kept in the root-only state directory (sudo localauthctl %s %s)", spec.name, account.name)))
         }
         let options: Options
         switch inv.options(log: StderrLog()) {
@@ -66,9 +65,10 @@ enum SwitchCommand {
         if options.optIn == .optional {
             // The switch only matters with opt_in = required: saying "off" here while the
             // module keeps scanning would be a lie.
-            warn("\(spec.name): nothing to change: opt_in = optional in \(inv.value(.config) ?? ConfigFile.installedPath), "
-                 + "so fingerprint login is on for every user with enrolled fingers, \(account.name) included, "
-                 + "whatever the switch says (set opt_in = required to let users turn it \(on ? "on" : "off"))")
+            let config = inv.value(.config) ?? ConfigFile.installedPath
+            warn("\(spec.name): " + (on
+                ? tr(cliLanguage, "nothing to change: opt_in = optional in %s, so fingerprint login is on for every user with enrolled fingers, %s included, whatever the switch says (set opt_in = required to let users turn it on)", config, account.name)
+                : tr(cliLanguage, "nothing to change: opt_in = optional in %s, so fingerprint login is on for every user with enrolled fingers, %s included, whatever the switch says (set opt_in = required to let users turn it off)", config, account.name)))
             return Exit.refused
         }
         let language = messageLanguage()
@@ -81,8 +81,8 @@ enum SwitchCommand {
             passwordVerifier: verifier, log: ToolLog.shared,
             wakeSources: interrupt >= 0 ? [InterruptSource(fd: interrupt)] : [], language: language)
 
-        say(on ? "Turning fingerprint login on for \(account.name)."
-               : "Turning fingerprint login off for \(account.name).")
+        say(on ? tr(cliLanguage, "Turning fingerprint login on for %s.", account.name)
+               : tr(cliLanguage, "Turning fingerprint login off for %s.", account.name))
         var result: Result<Void, LAError>
         if on, let blocked = passwordFirst(env, ui: ui, verifier: verifier) {
             result = .failure(blocked)
@@ -95,16 +95,18 @@ enum SwitchCommand {
         switch result {
         case .success:
             ToolLog.shared.log(.notice, "fingerprint login turned \(on ? "on" : "off") for \(account.name) \(who)")
-            say("Fingerprint login is \(on ? "on" : "off") for \(account.name).")
+            say(on ? tr(cliLanguage, "Fingerprint login is on for %s.", account.name)
+                   : tr(cliLanguage, "Fingerprint login is off for %s.", account.name))
             return Exit.ok
         case .failure(let error):
             ToolLog.shared.log(.info, "\(spec.name) user=\(account.name) uid=\(getuidValue()) failed: \(error.logText)")
             if verifier.rejected {
-                warn("\(spec.name): the password was not accepted (\(verifier.pam.lastFailure ?? "refused"));"
-                     + " fingerprint login is unchanged")
+                warn("\(spec.name): " + tr(cliLanguage, "the password was not accepted (%s); fingerprint login is unchanged",
+                                             verifier.pam.lastFailure ?? "refused"))
                 return Exit.failed
             }
-            warn("\(spec.name): \(describe(error, language, figures: Rules(options).figures)); fingerprint login is unchanged")
+            warn("\(spec.name): " + tr(cliLanguage, "%s; fingerprint login is unchanged",
+                                         describe(error, language, figures: Rules(options).figures)))
             return Exit.of(error)
         }
     }

@@ -22,15 +22,15 @@ final class StderrLog: LogSink {
     }
 }
 
-/// The language for messages, from the usual locale variables.
+/// The language for messages, as gettext picks it: LANGUAGE, LC_ALL, LC_MESSAGES, LANG.
 func messageLanguage() -> Language {
-    for name in ["LC_ALL", "LC_MESSAGES", "LANG"] {
-        if let value = getenv(name), value.pointee != 0 {
-            return Language(localeIdentifier: String(cString: value))
-        }
-    }
-    return .english
+    func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+    return Language(language: env("LANGUAGE"), lcAll: env("LC_ALL"), lcMessages: env("LC_MESSAGES"),
+                    lang: env("LANG"))
 }
+
+/// The language of this run's messages.
+let cliLanguage = messageLanguage()
 
 /// The write end of the interrupt pipe, for the signal handler (which cannot capture).
 nonisolated(unsafe) private var interruptWriteEnd: Int32 = -1

@@ -34,7 +34,7 @@ enum VerifyCommand {
         }
         guard callerIsRoot else {
             return fail(spec, .permission(
-                "needs root for now: a failed match is counted in the state directory, which is root's"))
+                tr(cliLanguage, "needs root for now: a failed match is counted in the state directory, which is root's")))
         }
         let options: Options
         switch inv.options(log: StderrLog()) {
@@ -67,7 +67,7 @@ enum VerifyCommand {
             return Exit.ok
         case .notOptedIn:
             say("notOptedIn")
-            warn("verify: fingerprint login is off for \(account.name) (localauthctl enable)")
+            warn("verify: " + tr(cliLanguage, "fingerprint login is off for %s (localauthctl enable)", account.name))
             return Exit.refused
         case .failure(let error):
             say(error.code.name)

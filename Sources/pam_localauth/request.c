@@ -46,6 +46,19 @@ static void la_request_locale(pam_handle_t *pamh, char *out, size_t cap)
     }
 }
 
+/* LANGUAGE (gettext's list of languages, `zh_TW:zh_CN:en`), from the PAM environment, then
+ * the process; only letters, digits and `_.@:-` are forwarded. */
+static void la_request_language(pam_handle_t *pamh, char *out, size_t cap)
+{
+    const char *v = pam_getenv(pamh, "LANGUAGE");
+    if (v == NULL || v[0] == '\0')
+        v = getenv("LANGUAGE");
+    out[0] = '\0';
+    if (v != NULL && strlen(v) < cap
+        && strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.@:-") == strlen(v))
+        snprintf(out, cap, "%s", v);
+}
+
 /* Whether a graphical session is named: the application's X display item, or a display
  * in the PAM or process environment. Only a hint for "is anyone there"; never trusted for
  * anything else. */
@@ -83,6 +96,7 @@ void la_request_gather(pam_handle_t *pamh, int flags, const struct la_args *args
         .args = args,
     };
     la_request_locale(pamh, req->locale, sizeof req->locale);
+    la_request_language(pamh, req->language, sizeof req->language);
 }
 
 bool la_request_encode(const struct la_request *req, char *buf, size_t cap, size_t *len,
@@ -104,6 +118,7 @@ bool la_request_encode(const struct la_request *req, char *buf, size_t cap, size
     la_kv_add(&w, "stdin_tty", req->stdin_tty ? "1" : "0");
     la_kv_add(&w, "display", req->display ? "1" : "0");
     la_kv_add(&w, "locale", req->locale);
+    la_kv_add(&w, "language", req->language);
     la_kv_add(&w, "caller_uid", uid);
     la_kv_add(&w, "pid", pid);
     if (req->first_line)

@@ -20,6 +20,7 @@ struct la_request {
     const char *rhost;
     const char *ruser;
     char locale[64];     /* empty when unset or not a plain locale name */
+    char language[128];  /* LANGUAGE: empty when unset or not plain */
     bool silent;
     bool first_line;
     const char *proof;   /* authsucc mode: "authtok" or "account"; NULL otherwise */

@@ -149,6 +149,7 @@ import Testing
     }
 
     @Test func everyErrorIsDescribedInEachLanguage() {
+        #expect(Catalogues.ready)
         for code in LAError.Code.allCases {
             let texts = Language.allCases.map { LAError(code).localizedDescription($0) }
             #expect(texts.allSatisfy { !$0.isEmpty })
@@ -159,6 +160,7 @@ import Testing
     }
 
     @Test func theLanguageIsPickedFromTheLocale() {
+        #expect(Catalogues.ready)
         #expect(Language(localeIdentifier: "zh_CN.UTF-8") == .simplifiedChinese)
         #expect(Language(localeIdentifier: "zh_SG") == .simplifiedChinese)
         #expect(Language(localeIdentifier: "zh_TW.UTF-8") == .traditionalChinese)
@@ -170,5 +172,29 @@ import Testing
         #expect(UserMessage.lockedOut(threshold: 5).text(.simplifiedChinese) == "连续 5 次失败，指纹已锁定——请输入密码解锁")
         #expect(UserMessage.placeFinger(finger: "right-index-finger", scanType: .swipe).text(.traditionalChinese)
                 == "請在指紋讀取器上劃動右手食指")
+    }
+
+    @Test func languageIsChosenAsGettextChoosesIt() {
+        #expect(Catalogues.ready)
+        func pick(_ language: String?, _ all: String?, _ messages: String?, _ lang: String?) -> Language {
+            Language(language: language, lcAll: all, lcMessages: messages, lang: lang)
+        }
+        #expect(pick("zh_TW", nil, nil, "en_US.UTF-8") == .traditionalChinese)   // LANGUAGE first
+        #expect(pick("de:zh_TW:en", nil, nil, "de_DE.UTF-8") == .traditionalChinese)  // first we have
+        #expect(pick("zh_TW", nil, nil, "C") == .english)          // C: LANGUAGE ignored
+        #expect(pick("zh_TW", nil, nil, nil) == .english)          // no locale is C
+        #expect(pick(nil, "zh_CN.UTF-8", "zh_TW.UTF-8", "en_US") == .simplifiedChinese)  // LC_ALL
+        #expect(pick(nil, nil, "zh_TW.UTF-8", "en_US") == .traditionalChinese)            // LC_MESSAGES
+        #expect(pick("", "", "", "zh_HK.UTF-8") == .traditionalChinese)
+        // Plural forms come from the catalogue: English has two, Chinese one.
+        #expect(UserMessage.notRecognized(triesLeft: 1).text(.english) == "Fingerprint not recognized — 1 try left")
+        #expect(UserMessage.notRecognized(triesLeft: 2).text(.english) == "Fingerprint not recognized — 2 tries left")
+        #expect(UserMessage.notRecognized(triesLeft: 2).text(.traditionalChinese) == "指紋未能識別——還可嘗試 2 次")
+        // Languages can follow each other in one process.
+        #expect(UserMessage.matched.text(.simplifiedChinese) == "指纹已识别")
+        #expect(UserMessage.matched.text(.english) == "Fingerprint recognized")
+        #expect(UserMessage.matched.text(.traditionalChinese) == "指紋已識別")
+        #expect(Catalog.format("%1$s 必须是%2$s，而不是“%3$s”", ["a", "b", "c"]) == "a 必须是b，而不是“c”")
+        #expect(Catalog.format("100%% of %s", ["x"]) == "100% of x")
     }
 }

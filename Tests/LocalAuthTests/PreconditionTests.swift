@@ -47,6 +47,7 @@ import Testing
     }
 
     @Test func theMessagesStateTheConfiguredHours() throws {
+        #expect(Catalogues.ready)
         let h = Harness()
         h.options.passwordAfterIdleHours = 24
         h.passwordEntered()

@@ -408,3 +408,16 @@ def test_the_lockout_and_the_password_that_clears_it_are_audited(e2e):
         [cleared] = ours("USER_MGMT")
         assert "op=localauth-unlock" in cleared, cleared
         assert len(ours("ANOM_LOGIN_FAILURES")) == 1
+
+
+@pytest.mark.parametrize("env,pam_env,expected", [
+    ({"LANG": "en_US.UTF-8", "LANGUAGE": "zh_TW"}, None, "使用指紋前需要先輸入密碼"),
+    ({"LANG": "zh_CN.UTF-8"}, None, "使用指纹前需要先输入密码"),
+    # What the application put in the PAM environment comes first (login's pam_env).
+    ({"LANG": "en_US.UTF-8"}, {"LANG": "zh_CN.UTF-8", "LANGUAGE": "zh_TW:zh_CN"}, "使用指紋前需要先輸入密碼"),
+    ({"LANG": "C", "LANGUAGE": "zh_TW"}, None, FIRST_USE),
+])
+def test_the_helpers_messages_follow_the_callers_language(e2e, env, pam_env, expected):
+    r = e2e.run(password=PASSWORD, env=env, pam_env=pam_env)
+    assert r.status == 0, r
+    assert r.screen[0] == expected, r.screen

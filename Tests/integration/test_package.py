@@ -363,3 +363,14 @@ def test_swift_tools_version_matches_the_code():
     version = first.split(":", 1)[1].strip()
     assert int(version.split(".")[0]) >= 6, first
     assert "throws(" in (REPO / "Sources/LocalAuth/Store/FileStateStore.swift").read_text()
+
+
+def test_the_message_catalogues_are_installed(deb, tmp_path):
+    subprocess.run(["dpkg-deb", "--extract", str(deb), str(tmp_path)], check=True)
+    for lang in ("en", "zh_CN", "zh_TW"):
+        mo = tmp_path / f"usr/share/locale/{lang}/LC_MESSAGES/localauth.mo"
+        assert mo.is_file(), mo
+        # msgunfmt reads it back: the catalogue has the translations of po/LANG.po.
+        text = subprocess.run(["msgunfmt", str(mo)], capture_output=True, text=True, check=True).stdout
+        if lang == "zh_TW":
+            assert "使用指紋前需要先輸入密碼" in text

@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import Synchronization
+
+/// The message catalogues: glibc's gettext, domain `localauth`, compiled from po/*.po by
+/// scripts/build (msgfmt -c) into PREFIX/share/locale/LANG/LC_MESSAGES/localauth.mo. The
+/// English text is the message id, so a missing catalogue or entry shows English.
+///
+/// Each text is looked up in the catalogue of one `Language`. gettext picks its catalogue
+/// from LANGUAGE when the messages locale is not "C"; the process runs with the built-in
+/// C.UTF-8 locale (no generated locale needed) and LANGUAGE set to the wanted language
+/// (and gettext told to forget what it looked up when that changes).
+public enum Catalog {
+    public static let domain = "localauth"
+
+    /// Where the catalogues are: PREFIX/share/locale beside the running program
+    /// (/usr/share/locale for a system install). Tests may point it elsewhere before the
+    /// first lookup.
+    nonisolated(unsafe) public static var directory: String = defaultDirectory
+
+    private static let state = Mutex<(bound: String?, active: String?)>((nil, nil))
+
+    /// The catalogue's text for `msgid`, in `language`.
+    static func lookUp(_ msgid: String, _ language: Language) -> String {
+        state.withLock { s -> String in
+            prepare(&s, language)
+            // Without a translation gettext returns the msgid's own pointer: copy it while
+            // that C string is alive.
+            return msgid.withCString { String(cString: dgettext(domain, $0)) }
+        }
+    }
+
+    static func lookUp(_ singular: String, _ plural: String, _ n: Int, _ language: Language) -> String {
+        state.withLock { s -> String in
+            prepare(&s, language)
+            return singular.withCString { one in
+                plural.withCString { many in String(cString: dngettext(domain, one, many, UInt(max(0, n)))) }
+            }
+        }
+    }
+
+    private static func prepare(_ s: inout (bound: String?, active: String?), _ language: Language) {
+        if s.bound != directory {
+            _ = setlocale(LC_MESSAGES, "C.UTF-8")
+            _ = setlocale(LC_CTYPE, "C.UTF-8")
+            _ = bindtextdomain(domain, directory)
+            _ = bind_textdomain_codeset(domain, "UTF-8")
+            s.bound = directory
+            s.active = nil
+        }
+        if s.active != language.catalogue {
+            // glibc adds the variable once and then swaps its string in place: a thread
+            // reading the environment meanwhile sees the old value or the new one.
+            setenv("LANGUAGE", language.catalogue, 1)
+            _nl_msg_cat_cntr += 1
+            s.active = language.catalogue
+        }
+    }
+
+    private static var defaultDirectory: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return "/usr/share/locale" }
+        let exe = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var parts = exe.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        if parts.suffix(2).first == "bin" { parts.removeLast(2) }
+        else if parts.suffix(3).prefix(2) == ["libexec", "localauth"] { parts.removeLast(3) }
+        else { return "/usr/share/locale" }
+        let prefix = parts.joined(separator: "/")
+        return (prefix.isEmpty ? "/usr" : prefix) + "/share/locale"
+    }
+
+    /// Fills `%s`, `%d` (in order) and `%1$s` (by position) with `args`; `%%` is `%`. The
+    /// templates are c-format, so msgfmt -c checks that a translation keeps them.
+    public static func format(_ template: String, _ args: [String]) -> String {
+        var out = ""
+        var next = 0
+        var chars = Array(template)[...]
+        while let c = chars.popFirst() {
+            guard c == "%", let f = chars.first else { out.append(c); continue }
+            if f == "%" { chars.removeFirst(); out.append("%"); continue }
+            if f == "s" || f == "d" {
+                chars.removeFirst()
+                out += next < args.count ? args[next] : ""
+                next += 1
+                continue
+            }
+            if let digit = f.wholeNumberValue, chars.dropFirst().first == "$" {
+                chars.removeFirst(3)  // N, $, s/d
+                out += digit >= 1 && digit <= args.count ? args[digit - 1] : ""
+                continue
+            }
+            out.append(c)
+        }
+        return out
+    }
+}
+
+/// The text of `msgid` in `language`, with `%s` filled by `args` (the marker the catalogue
+/// test looks for: `tr(language, "...")`).
+public func tr(_ language: Language, _ msgid: String, _ args: CustomStringConvertible...) -> String {
+    let text = Catalog.lookUp(msgid, language)
+    return args.isEmpty ? text : Catalog.format(text, args.map(\.description))
+}
+
+/// The form of `singular`/`plural` for `n` in `language` (plural rules from the catalogue).
+public func trn(_ language: Language, _ singular: String, _ plural: String, _ n: Int,
+                _ args: CustomStringConvertible...) -> String {
+    Catalog.format(Catalog.lookUp(singular, plural, n, language), args.map(\.description))
+}
