@@ -47,7 +47,7 @@ let package = Package(
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CSystemd",
                                          "CCrypt", "CLinux", "CPathOpen", "SystemEvents"]),
         .executableTarget(name: "localauthctl",
-                          dependencies: ["LocalAuth", "FprintdClient", "CPAM", "SystemEvents"]),
+                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CPAM", "SystemEvents"]),
 
         // Test support: many of these processes hammer one state file at once.
         .executableTarget(name: "store-hammer", dependencies: ["LocalAuth"],

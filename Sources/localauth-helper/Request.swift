@@ -6,7 +6,8 @@ import LocalAuthProtocol
 
 /// The module's request frame (docs/PROTOCOL.md), checked before anything else happens.
 struct HelperRequest {
-    enum Mode: String { case authenticate, authsucc }
+    /// `status`: the user's own summary, for localauthctl without root (StatusSummary).
+    enum Mode: String { case authenticate, authsucc, status }
 
     var mode: Mode
     var user: UserName

@@ -63,4 +63,6 @@ case .authenticate:
     finish(HelperResult.frame(outcome), log: log)
 case .authsucc:
     finish(launch.authsucc(request, options: options, channel: channel, log: log), log: log)
+case .status:
+    finish(StatusSummary.frame(request, options: options, log: log), log: log)
 }

@@ -81,6 +81,9 @@ struct Status {
     var stateError: String?
     /// "trusted", "changed", "not-trusted-yet", "none", "unknown".
     var enrolledSetState = "unknown"
+    /// Where the state was read: "state directory" (root), "localauth-launcher" (your own,
+    /// without root), or nil when it could not be.
+    var stateSource: String?
 
     static func gather(_ account: Account, options: Options, configPath: String, configIssues: Int) -> Status {
         let system = LinuxSystem()
@@ -91,12 +94,25 @@ struct Status {
                        passwordUsable: system.hasUsablePassword(account.name))
         let store = FileStateStore(directory: options.stateDir)
         if !callerIsRoot {
-            s.stateError = "readable by root only (sudo localauthctl status \(account.name))"
+            // Your own state, through the launcher (it answers for the caller's uid only).
+            switch LauncherStatus.fetch(account, bootID: s.bootID) {
+            case .success(let summary):
+                s.stored = summary.stored
+                s.stateError = summary.stored == nil ? summary.cause : nil
+                s.enrolledSetState = summary.enrolledSet
+                s.stateSource = "localauth-launcher"
+            case .failure(let e):
+                s.stateError = "readable by root only (sudo localauthctl status \(account.name)); "
+                    + "localauth-launcher: \(e.message)"
+                s.enrolledSetState = s.compareEnrolledSet(store)
+            }
+            return s
         } else if !stateDirectoryExists(options.stateDir) {
             s.stored = .fresh  // nothing recorded yet; reading does not create the directory
         } else {
             do { s.stored = try store.load(account.name) } catch { s.stateError = error.description }
         }
+        if s.stored != nil { s.stateSource = "state directory" }
         s.enrolledSetState = s.compareEnrolledSet(store)
         return s
     }
@@ -196,6 +212,9 @@ struct Status {
         }
         out.append(("fingerprint login", login))
         out.append(("enrolled set", enrolledSetText))
+        if stateSource == "localauth-launcher" {
+            out.append(("state", "yours, read through localauth-launcher"))
+        }
         if let stateError {
             out.append(("state", stateError))
         } else if case .damaged(let cause)? = stored {
@@ -267,6 +286,7 @@ struct Status {
             ("fingerprint_login", .bool(fingerprintLoginOn)),
             ("enrolled_set", .string(enrolledSetState)),
             ("state", .string(stateText)),
+            ("state_source", .string(stateSource)),
             ("state_error", .string(stateError ?? stored.flatMap { s -> String? in
                 if case .damaged(let cause) = s { return cause }
                 return nil

@@ -562,3 +562,37 @@ def test_every_message_is_in_every_catalogue():
         entries = set(m.replace('\\"', '"') for m in re.findall(r'^msgid "((?:[^"\\]|\\.)+)"$', po.read_text(), re.M))
         assert ids <= entries, (lang, sorted(ids - entries))
         assert entries <= ids, (lang, "unused entries", sorted(entries - ids))
+
+
+def test_your_own_status_without_root_through_the_launcher(bed_factory, account, tmp_path):
+    """A user reads their own failures, lockout and times without root: localauthctl asks
+    the setuid launcher, which runs the helper for the caller's uid only. (polkit allows the
+    user to list their own prints, as it does in an active desktop session.)"""
+    from launcherbed import LauncherInstallation
+    bed = bed_factory(polkit="allow")
+    bed.enroll(account.name, "right-index-finger", "f1")
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    with LauncherInstallation() as inst:
+        inst.write_config(f"dbus_address = {bed.address}\nfprint_dir = {bed.state_dir}\n"
+                          f"state_dir = {state}\nlockout_threshold = 4\n")
+        now = int(time.time())
+        password_entered(state, account.name, failures=2, last_password=now - 3600,
+                         last_fingerprint=now - 60)
+        as_user = ["setpriv", f"--reuid={account.name}", f"--regid={account.name}", "--clear-groups"]
+        r = plain_run([*as_user, str(inst.ctl), "status", "--json"])
+        assert r.rc == 0, r
+        s = json.loads(r.out)
+        assert s["state_source"] == "localauth-launcher" and s["state"] == "ok", s
+        assert s["consecutive_failures"] == 2 and s["lockout_threshold"] == 4 and s["locked_out"] is False, s
+        assert s["last_password"] == now - 3600 and s["password_this_boot"] is True, s
+        assert s["decision"] == "fingerprint", (s["reader"], s["decision_text"])
+        password_entered(state, account.name, failures=4)
+        s = json.loads(plain_run([*as_user, str(inst.ctl), "status", "--json"]).out)
+        assert s["locked_out"] is True and s["password_required"] == "lockout", s
+        # Another user's state stays root's: the launcher answers for the caller only.
+        r = plain_run([*as_user, str(inst.ctl), "status", "root"])
+        assert r.rc == 77, r
+        text = plain_run([*as_user, str(inst.ctl), "status"])
+        assert "yours, read through localauth-launcher" in text.out, text
+        assert "4 in a row (lockout at 4)" in text.out, text

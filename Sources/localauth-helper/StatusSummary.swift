@@ -1,0 +1,61 @@
+import FprintdClient
+import LocalAuth
+import LocalAuthProtocol
+
+/// `mode=status`: the user's own state, for `localauthctl status` run without root. The
+/// state directory is root's, so a user reads their summary through localauth-launcher,
+/// which runs this helper for the caller's uid only (Unprivileged.swift): nobody learns
+/// anything about another user, and nothing is written. Keys of the result frame:
+/// `state` (fresh, ok, damaged, unreadable), `cause`, `failures`, `last_password`,
+/// `last_fingerprint` (epoch seconds or empty), `boot` (current, other, none), `opted_in`,
+/// `enrolled_set` (trusted, changed, not-trusted-yet, none, unknown).
+enum StatusSummary {
+    static func frame(_ request: HelperRequest, options: Options, log: LogSink) -> Frame {
+        var kv = KeyValues()
+        kv.add("code", "0")
+        kv.add("name", "status")
+        let store = FileStateStore(directory: options.stateDir)
+        let stored: StoredState
+        do {
+            stored = try store.load(request.user)
+        } catch {
+            kv.add("state", "unreadable")
+            kv.add("cause", String(error.description.prefix(300)))
+            return Frame(.result, kv.encoded())
+        }
+        let s = stored.userState
+        switch stored {
+        case .fresh: kv.add("state", "fresh")
+        case .state: kv.add("state", "ok")
+        case .damaged(let cause):
+            kv.add("state", "damaged")
+            kv.add("cause", String(cause.prefix(300)))
+        }
+        kv.add("failures", String(s.consecutiveFailures))
+        kv.add("last_password", s.lastPasswordAt.map(String.init) ?? "")
+        kv.add("last_fingerprint", s.lastFingerprintAt.map(String.init) ?? "")
+        let boot = LinuxSystem().bootID()
+        kv.add("boot", s.bootID == nil ? "none" : (s.bootID == boot ? "current" : "other"))
+        kv.add("opted_in", s.optedIn ? "1" : "0")
+        kv.add("enrolled_set", enrolledSet(request, s, options, store, log))
+        return Frame(.result, kv.encoded())
+    }
+
+    /// Whether the enrolled fingers are the trusted ones: computing it needs the
+    /// installation's secret, which only root reads.
+    private static func enrolledSet(_ request: HelperRequest, _ s: UserState, _ options: Options,
+                                    _ store: FileStateStore, _ log: LogSink) -> String {
+        let sensor = FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
+                                   fprintDir: options.fprintDir, log: log)
+        do {
+            let set = try sensor.enrolledSet(for: request.user.value)
+            guard s.trustedDomainState != nil else { return "not-trusted-yet" }
+            let domain = try DomainState.compute(set, store: store)
+            return Rules(options).enrollmentRefusal(s, current: domain) == nil ? "trusted" : "changed"
+        } catch let e as LAError {
+            return e.code == .biometryNotEnrolled ? "none" : "unknown"
+        } catch {
+            return "unknown"
+        }
+    }
+}
