@@ -25,10 +25,11 @@ enum DoctorCommand {
         only; sudo and sudo -i both ask for the finger; and every PAM service that uses
         pam_localauth.so, run as libpam runs it (@include, include, substack, jumps): the
         module line before the password modules (pam_unix, pam_sss, pam_krb5, pam_winbind,
-        pam_ldap, pam_systemd_home), no pam_fprintd beside it, and the `authsucc` line
-        reached after every password that lets a user in and after no refused one. A fix
-        is printed only when it keeps every user getting in as before. Exit 0 when nothing
-        is a problem (warnings allowed), 1 when something is.
+        pam_ldap, pam_systemd_home), no pam_fprintd beside it, and a lockout cleared after
+        the password of every module that lets users in: by an `account` line (every
+        account), or by the `authsucc` line reached after pam_unix (it checks local
+        passwords only). A fix is printed only when it keeps every user getting in as
+        before. Exit 0 when nothing is a problem (warnings allowed), 1 when something is.
         """,
         flags: Flag.common + [pamDir, helper, module], run: run)
 

@@ -22,10 +22,11 @@ struct DoctorPam {
         // Services whose stacks are the same lines (say, everything in common-auth) are
         // checked once, and the finding names them all.
         var groups: [(key: String, subject: String, rules: [PamRule], account: Bool, services: [String])] = []
-        for name in names {
+        // Debian's common-* files are pieces that services include, never services.
+        for name in names where !name.hasPrefix("common-") {
             guard let rules = reader.authStack(name), rules.contains(where: { $0.isLocalauth }) else { continue }
             users.append(name)
-            let account = reader.stack(name, type: "account")?.contains(where: { $0.isLocalauth }) ?? false
+            let account = accountLineRuns(reader.stack(name, type: "account") ?? [])
             let subject = subjectFile(directory + "/" + name, rules)
             let key = subject + "\u{0}" + rules.map { "\($0.location) \($0.text)" }.joined(separator: "\n")
                 + (account ? "+account" : "")
@@ -51,6 +52,12 @@ struct DoctorPam {
         }
         out += localauthctlService(names)
         return out
+    }
+
+    /// An `account` line of ours that runs when the account is fine (every module succeeds).
+    private func accountLineRuns(_ rules: [PamRule]) -> Bool {
+        let run = PamWalk.run(rules) { _ in "success" }
+        return run.ran.contains { rules[$0].isLocalauth }
     }
 
     /// The file a finding is about: the one holding every line of ours when that is an
@@ -140,7 +147,7 @@ struct ServiceCheck {
             return out
         }
         out += passwordOrder(first)
-        out += authsucc()
+        out += authsucc(first)
         if !out.contains(where: { $0.severity != .ok }) {
             out.append(Finding(severity: .ok, message: soundText(first)))
         }
@@ -193,35 +200,43 @@ struct ServiceCheck {
 
     // MARK: - The authsucc line
 
-    private func authsucc() -> [Finding] {
+    /// Who gets a lockout cleared by their password. The account line (the account phase,
+    /// reached only after the whole auth stack succeeded) clears it for every account; the
+    /// `authsucc` auth line checks the typed password against the local account itself, so
+    /// it clears only for pam_unix's users, and only where a good password reaches it (a
+    /// wrong one reaching it is refused there, no longer a hole).
+    private func authsucc(_ first: Int) -> [Finding] {
+        if accountClears { return [] }
+        // pam-auth-update's lines: its second profile puts the account line in common-account.
+        let accountFix = rules[first].file.hasSuffix("/common-auth")
+            ? "pam-auth-update --enable localauth localauth-authsucc, and `@include common-account` in "
+                + "each service (its account line clears a lockout for every account)"
+            : "add `account required pam_localauth.so` to \(service) (the account phase runs "
+                + "after the whole auth stack succeeded: it clears a lockout for every account)"
         let succs = s.authsuccs
         let firstPassword = s.passwords[0]
+        let repair = StackRepair(service: service, rules: rules).best()
+        let alternative = repair.map { "; or, for programs that skip the account phase, \($0)" } ?? ""
         if succs.isEmpty {
-            if accountClears { return [] }
-            let fix = StackRepair(service: service, rules: rules).best()
-                ?? (rules[firstPassword].file.hasSuffix("/common-auth")
-                    ? "pam-auth-update --enable localauth localauth-authsucc"
-                    : "add `auth optional pam_localauth.so authsucc` to \(service) after \(top(firstPassword))")
-            return [problem("no `authsucc` line after the password module, \(show(firstPassword)): "
-                            + "the password never clears a fingerprint lockout", fix: fix)]
+            let managed = rules[first].file.hasSuffix("/common-auth")  // pam-auth-update's lines
+            return [problem("no line clears a fingerprint lockout after the password module, "
+                            + "\(show(firstPassword)): no `authsucc` line and no `account` line",
+                            fix: managed ? "pam-auth-update --enable localauth localauth-authsucc"
+                                         : accountFix + alternative)]
         }
         var out: [Finding] = []
-        let (afterFailure, missed) = s.authsuccFaults()
-        let repair = StackRepair(service: service, rules: rules).best()
-        for p in missed where !accountClears {
+        let letIn = s.modulesThatLetIn()
+        for p in s.authsuccFaults().missedBy where rules[p].isLocalPassword {
             let succ = succs.first { $0 > p } ?? succs[0]
-            let run = s.passwordAccepted(by: p)
-            let end = run.endedAt.map { " (the stack ends at \(show($0)))" } ?? ""
+            let end = s.passwordAccepted(by: p).endedAt.map { " (the stack ends at \(show($0)))" } ?? ""
             let reason = s.passwords.count > 1 ? " accepted by \(rules[p].moduleName)" : ""
             out.append(problem("\(show(succ)) is not reached after a successful password\(reason)\(end)",
-                               fix: repair.map { "let the stack go on after a good password: " + $0 }))
+                               fix: accountFix + alternative))
         }
-        if let succ = afterFailure {
-            let controls = s.passwords.map { "`\(rules[$0].control.text)`" }
-            let which = s.passwords.count == 1 ? "the password module is \(controls[0])"
-                                               : "the password modules are \(controls.joined(separator: ", "))"
-            out.append(problem("\(show(succ)) is reached even when the password failed (\(which)): it would "
-                               + "clear a lockout without the password", fix: repair))
+        for p in s.passwords where !rules[p].isLocalPassword && letIn.contains(p) {
+            out.append(problem("a password accepted by \(rules[p].moduleName) (\(show(p))) never clears a "
+                               + "fingerprint lockout: the `authsucc` line can check local passwords only",
+                               fix: accountFix))
         }
         return out
     }
@@ -245,12 +260,15 @@ struct ServiceCheck {
 
     private func soundText(_ first: Int) -> String {
         let passwords = s.passwords.map { "\(rules[$0].moduleName) \(rules[$0].location)" }.joined(separator: ", ")
-        let clear: String
+        var clear: String
         if let succ = s.authsuccs.first {
-            clear = "authsucc \(rules[succ].location), reached only after the password succeeded"
+            clear = s.authsuccFaults().afterFailure == nil
+                ? "authsucc \(rules[succ].location), reached only after the password succeeded"
+                : "authsucc \(rules[succ].location), reached after the password (it checks the password itself)"
         } else {
             clear = "the account line clears a lockout after the password"
         }
+        if accountClears && !s.authsuccs.isEmpty { clear += "; the account line clears it for every account" }
         return "\(subject): module line \(rules[first].location), password \(passwords), \(clear)"
     }
 
@@ -323,7 +341,7 @@ struct StackRepair {
         let before = PamScenarios(rules: rules)
         let after = PamScenarios(rules: candidate)
         let faults = after.authsuccFaults()
-        guard faults.afterFailure == nil, faults.missedBy.isEmpty else { return false }
+        guard !faults.missedBy.contains(where: { candidate[$0].isLocalPassword }) else { return false }
         // Every password module that let its users in still does (by where it is written).
         let letIn = Set(before.modulesThatLetIn().map { rules[$0].location })
         let stillIn = Set(after.modulesThatLetIn().map { candidate[$0].location })

@@ -83,6 +83,8 @@ struct PamRule {
     var isAuthsucc: Bool { isLocalauth && arguments.contains("authsucc") }
     var isFirstLine: Bool { isLocalauth && !arguments.contains("authsucc") }
     var isPasswordModule: Bool { PamRule.passwordModules.contains(moduleName) }
+    /// A password the `authsucc` line can check itself (the local account's, as pam_unix).
+    var isLocalPassword: Bool { moduleName == "pam_unix.so" }
     /// A password module that takes the password an earlier module asked for and never asks
     /// itself.
     var neverPrompts: Bool { arguments.contains("use_first_pass") || arguments.contains("use_authtok") }
@@ -337,7 +339,10 @@ struct PamScenarios {
         for p in passwords {
             let run = passwordAccepted(by: p)
             // A stack that refuses this module's users anyway is not ours to judge.
-            if run.succeeded && !run.ran.contains(where: { rules[$0].isAuthsucc }) { missed.append(p) }
+            // The line must come after the password in the run: before it, there is no
+            // password to check yet.
+            let after = run.ran.drop { $0 != p }
+            if run.succeeded && !after.contains(where: { rules[$0].isAuthsucc }) { missed.append(p) }
         }
         return (afterFailure, missed)
     }

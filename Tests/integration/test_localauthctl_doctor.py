@@ -114,11 +114,16 @@ def test_a_missing_authsucc_line(doctor):
     r = doctor.run()
     assert r.rc == 1, r
     [(line, fix)] = problems(r)
-    assert line.startswith(f"problem  {doctor.pam}/sudo: no `authsucc` line after the password "
-                           f"module, {doctor.pam}/common-auth:1 `auth"), line
-    assert "(via line 5 `@include common-auth`)" in line
-    assert fix == ("fix: add `auth optional pam_localauth.so authsucc` to "
-                   f"{doctor.pam}/sudo after line 5"), fix
+    assert line.startswith(f"problem  {doctor.pam}/sudo: no line clears a fingerprint lockout after the "
+                           f"password module, {doctor.pam}/common-auth:1 `auth"), line
+    assert "(via line 5 `@include common-auth`)" in line and "no `account` line" in line
+    assert fix.startswith(f"fix: add `account required pam_localauth.so` to {doctor.pam}/sudo"), fix
+    assert fix.endswith("add `auth optional pam_localauth.so authsucc` to "
+                        f"{doctor.pam}/sudo after line 5"), fix
+    # The account line alone is enough: it clears a lockout for every account.
+    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace(authsucc, "") + "account required pam_localauth.so\n")
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
 
 
 def test_the_module_line_after_the_password_module(doctor):
@@ -146,17 +151,14 @@ def test_a_state_directory_with_the_wrong_mode(doctor):
     assert fix == f"fix: chmod 0700 {doctor.state}"
 
 
-def test_an_authsucc_line_reached_when_the_password_failed(doctor):
+def test_an_authsucc_line_reached_when_the_password_failed_is_no_problem(doctor):
+    # The authsucc line checks the typed password against the local account itself: after
+    # a wrong one (`required` goes on) it clears nothing.
     (doctor.pam / "sudo").write_text(
         "auth sufficient pam_localauth.so\nauth required pam_unix.so\n"
         "auth optional pam_localauth.so authsucc\n")
     r = doctor.run()
-    assert r.rc == 1, r
-    [(line, fix)] = problems(r)
-    assert line.startswith(f"problem  {doctor.pam}/sudo: line 3 `auth optional pam_localauth.so "
-                           "authsucc` is reached even when the password failed"), line
-    assert "`required`" in line
-    assert fix.startswith(f"fix: make {doctor.pam}/sudo:2 `requisite`"), fix
+    assert r.rc == 0 and problems(r) == [], r
 
 
 def test_an_authsucc_line_never_reached_after_the_password(doctor):
@@ -165,15 +167,12 @@ def test_an_authsucc_line_never_reached_after_the_password(doctor):
         "auth optional pam_localauth.so authsucc\n")
     r = doctor.run()
     assert r.rc == 1, r
-    found = problems(r)
-    assert len(found) == 2, found  # never after a good password, and after a bad one
-    line, fix = found[0]
+    [(line, fix)] = problems(r)
     assert ("line 3 `auth optional pam_localauth.so authsucc` is not reached after a "
             "successful password") in line
     assert "(the stack ends at line 2 `auth sufficient pam_unix.so`)" in line
-    assert fix.startswith("fix: let the stack go on after a good password: "
-                          f"make {doctor.pam}/sudo:2 `requisite`"), fix
-    assert "is reached even when the password failed" in found[1][0]
+    assert fix.startswith(f"fix: add `account required pam_localauth.so` to {doctor.pam}/sudo"), fix
+    assert fix.endswith(f"make {doctor.pam}/sudo:2 `requisite` instead of `sufficient`"), fix
 
 
 def test_a_module_line_that_denies_instead_of_falling_back(doctor):
@@ -197,7 +196,7 @@ def test_the_pam_auth_update_layout_is_sound(doctor):
     assert r.rc == 0, r
     # One stack, in common-auth, used by two files: checked and reported once.
     [ok] = [l for l in r.lines if l.startswith("ok ") and "reached only after" in l]
-    assert ok.startswith(f"ok       {doctor.pam}/common-auth (used by common-auth, sudo): "), ok
+    assert ok.startswith(f"ok       {doctor.pam}/common-auth (used by sudo): "), ok
 
 
 def test_config_issues_with_file_and_line(doctor):
@@ -281,14 +280,22 @@ auth	required			pam_permit.so
 @pytest.mark.parametrize("common", [SSSD_COMMON_AUTH, KRB5_COMMON_AUTH], ids=["sssd", "krb5"])
 def test_a_directory_service_stack_has_no_false_problem(doctor, common):
     (doctor.pam / "common-auth").write_text(common)
+    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account required pam_localauth.so\n")
     r = doctor.run()
     assert r.rc == 0, r
     assert problems(r) == [], r
     assert not any("requisite" in l for l in r.lines), r
     [ok] = [l for l in r.lines if l.startswith(f"ok       {doctor.pam}/sudo:")]
-    assert "reached only after the password succeeded" in ok, ok
+    assert "the account line clears it for every account" in ok, ok
     module = "pam_sss.so" if "pam_sss" in common else "pam_krb5.so"
     assert module in ok and "pam_unix.so" in ok, ok
+    # Without the account line a domain user's password never lifts their lockout (the
+    # authsucc line checks local passwords only): a true problem, and the fix keeps them in.
+    (doctor.pam / "sudo").write_text(GOOD_SUDO)
+    r = doctor.run()
+    [(line, fix)] = problems(r)
+    assert f"a password accepted by {module}" in line and "never clears" in line, line
+    assert fix.startswith("fix: add `account required pam_localauth.so`") and "requisite" not in fix, fix
 
 
 def test_a_fix_never_locks_out_the_users_of_another_password_module(doctor):
@@ -303,50 +310,27 @@ def test_a_fix_never_locks_out_the_users_of_another_password_module(doctor):
     r = doctor.run()
     assert r.rc == 1, r
     found = problems(r)
-    assert any("reached even when the password failed" in l for l, _ in found), found
-    assert all("requisite" not in fix for _, fix in found), found
-
-
-def test_the_fix_found_keeps_every_password_module_working(doctor):
-    # The authsucc line before the password modules: moving it behind pam_deny, where the
-    # jumps of both pam_unix and pam_sss land, is the change that keeps both classes of users
-    # (right after pam_unix, say, it would shift pam_unix's jump onto pam_deny).
-    (doctor.pam / "sudo").write_text(
-        "auth sufficient pam_localauth.so\n"
-        "auth optional pam_localauth.so authsucc\n"
-        "auth [success=2 default=ignore] pam_unix.so nullok\n"
-        "auth [success=1 default=ignore] pam_sss.so use_first_pass\n"
-        "auth requisite pam_deny.so\n"
-        "auth required pam_permit.so\n")
-    r = doctor.run()
-    assert r.rc == 1, r
-    found = problems(r)
-    move = (f"move {doctor.pam}/sudo:2 `auth optional pam_localauth.so authsucc` "
-            f"to {doctor.pam}/sudo after line 5")
-    assert found and all(fix.endswith(move) for _, fix in found), found
-    assert any("reached even when the password failed" in l for l, _ in found), found
+    assert any("accepted by pam_sss.so" in l and "never clears" in l for l, _ in found), found
+    assert found and all("requisite" not in fix for _, fix in found), found
 
 
 def test_substack_and_include_are_run_as_libpam_runs_them(doctor):
     (doctor.pam / "password-auth").write_text(
         "auth [success=1 default=ignore] pam_unix.so nullok\nauth requisite pam_deny.so\n"
         "auth sufficient pam_permit.so\n")
-    # In a substack, pam_deny's `die` ends only the substack: the line after it still runs
-    # after a wrong password.
+    # In a substack, `sufficient pam_permit`'s `done` ends only the substack: the authsucc
+    # line after it runs after a good password.
     (doctor.pam / "sudo").write_text(
         "auth sufficient pam_localauth.so\nauth substack password-auth\n"
         "auth optional pam_localauth.so authsucc\n")
-    lines = [l for l, _ in problems(doctor.run())]
-    assert any("is reached even when the password failed" in l for l in lines), lines
-    assert not any("is not reached after a successful password" in l for l in lines), lines
-    # Included, the same `die` ends the whole stack, and `sufficient pam_permit` ends it
-    # before the authsucc line after a good password.
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+    # Included, the same `done` ends the whole stack before the authsucc line.
     (doctor.pam / "sudo").write_text(
         "auth sufficient pam_localauth.so\nauth include password-auth\n"
         "auth optional pam_localauth.so authsucc\n")
     lines = [l for l, _ in problems(doctor.run())]
     assert any("is not reached after a successful password" in l for l in lines), lines
-    assert not any("is reached even when the password failed" in l for l in lines), lines
 
 
 def test_pam_fprintd_beside_the_module_is_a_problem(doctor):

@@ -85,6 +85,7 @@ def test_enabling_the_profiles_puts_our_lines_around_pam_unix(root):
     assert {"localauth", "localauth-authsucc"} <= seen, seen
 
     # What localauthctl doctor makes of it: sound, the authsucc line only after a good password.
+    (root / "etc/pam.d/sudo").write_text("@include common-auth\n@include common-account\n")
     ctl = localauthctl_binary()
     doctor = subprocess.run([ctl, "doctor", "--pam-dir", str(root / "etc/pam.d")],
                             capture_output=True, text=True, timeout=60)
@@ -92,6 +93,7 @@ def test_enabling_the_profiles_puts_our_lines_around_pam_unix(root):
     assert len(common) == 1 and common[0].startswith("ok "), doctor.stdout
     assert "reached only after the password succeeded" in common[0]
 
+    (root / "etc/pam.d/sudo").unlink()
     # Removing them (what the package's prerm does) gives the original file back.
     pam_auth_update(root, "--package", "--remove", "localauth", "localauth-authsucc")
     assert (root / "etc/pam.d/common-auth").read_text() == original
@@ -104,10 +106,11 @@ def test_only_the_first_profile_leaves_lockouts_uncleared(root):
     auth = auth_lines(root / "etc/pam.d/common-auth")
     assert index(auth, "pam_localauth.so") < index(auth, "pam_unix.so")
     assert not [l for l in auth if "authsucc" in l], auth
+    (root / "etc/pam.d/sudo").write_text("@include common-auth\n@include common-account\n")
     doctor = subprocess.run([localauthctl_binary(), "doctor", "--pam-dir", str(root / "etc/pam.d")],
                             capture_output=True, text=True, timeout=60)
     assert doctor.returncode == 1, doctor.stdout
-    assert any(l.startswith("problem ") and "/common-auth: no `authsucc` line" in l
+    assert any(l.startswith("problem ") and "/common-auth (used by sudo): no line clears a fingerprint lockout" in l
                for l in doctor.stdout.splitlines()), doctor.stdout
 
 
@@ -159,14 +162,14 @@ def test_doctor_on_the_stacks_pam_auth_update_writes(root, service):
                  if any(w in ("pam_unix.so", "pam_sss.so", "pam_krb5.so") for w in l)]
     assert len(passwords) == (2 if service else 1), auth
     assert first < min(passwords), auth  # the finger before any password prompt
-    (root / "etc/pam.d/sudo").write_text("@include common-auth\n")
+    (root / "etc/pam.d/sudo").write_text("@include common-auth\n@include common-account\n")
     shutil.copy(REPO / "pam.d" / "localauthctl", root / "etc/pam.d")  # the package ships it
     doctor = subprocess.run([localauthctl_binary(), "doctor", "--pam-dir", str(root / "etc/pam.d")],
                             capture_output=True, text=True, timeout=60)
     lines = doctor.stdout.splitlines()
     # (No bus here: fprintd's absence is a problem of its own; the stacks are what is checked.)
     assert not [l for l in lines if l.startswith(("problem ", "warning ")) and str(root) in l], doctor.stdout
-    stack = [l for l in lines if "/common-auth (used by common-auth, sudo)" in l]
+    stack = [l for l in lines if "/common-auth (used by " in l]
     assert len(stack) == 1 and stack[0].startswith("ok "), doctor.stdout
     assert "reached only after the password succeeded" in stack[0]
     for module in ("pam_unix.so", "pam_sss.so" if service == "sss" else None,
