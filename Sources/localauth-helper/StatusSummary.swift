@@ -52,10 +52,8 @@ enum StatusSummary {
             guard s.trustedDomainState != nil else { return "not-trusted-yet" }
             let domain = try DomainState.compute(set, store: store)
             return Rules(options).enrollmentRefusal(s, current: domain) == nil ? "trusted" : "changed"
-        } catch let e as LAError {
-            return e.code == .biometryNotEnrolled ? "none" : "unknown"
         } catch {
-            return "unknown"
+            return error.code == .biometryNotEnrolled ? "none" : "unknown"
         }
     }
 }

@@ -91,16 +91,25 @@ enum LauncherStatus {
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         }
         guard channel.send(request) else { return .failure(.unavailable("localauth-launcher went away")) }
-        guard channel.waitReadable(milliseconds: 10_000) else {
-            kill(pid, SIGKILL)
-            return .failure(.unavailable("localauth-launcher did not answer"))
+        let deadline = MonotonicClock.millis() + 10_000
+        // The helper says it started (`S`) before its result.
+        for _ in 0..<4 {
+            let left = deadline - MonotonicClock.millis()
+            guard left > 0, channel.waitReadable(milliseconds: Int32(left)) else {
+                kill(pid, SIGKILL)
+                return .failure(.unavailable("localauth-launcher did not answer"))
+            }
+            do {
+                let frame = try channel.receive()
+                if frame.kind == .started { continue }
+                guard frame.kind == .result else {
+                    return .failure(.unavailable("unexpected frame from the launcher"))
+                }
+                return .success(try KeyValues.parse(frame.payload))
+            } catch {
+                return .failure(.unavailable("localauth-launcher: \(error)"))
+            }
         }
-        do {
-            let frame = try channel.receive()
-            guard frame.kind == .result else { return .failure(.unavailable("unexpected frame from the launcher")) }
-            return .success(try KeyValues.parse(frame.payload))
-        } catch {
-            return .failure(.unavailable("localauth-launcher: \(error)"))
-        }
+        return .failure(.unavailable("localauth-launcher sent no result"))
     }
 }
