@@ -421,3 +421,13 @@ def test_the_helpers_messages_follow_the_callers_language(e2e, env, pam_env, exp
     r = e2e.run(password=PASSWORD, env=env, pam_env=pam_env)
     assert r.status == 0, r
     assert r.screen[0] == expected, r.screen
+
+
+def test_the_modules_line_names_tty_rhost_ruser_and_the_rule(e2e):
+    """An administrator reading auth.log sees where the attempt came from and which rule
+    stood before the finger, as pam_unix's lines show the first."""
+    r = e2e.run(password=PASSWORD, items={"tty": "/dev/pts/77", "rhost": "localhost", "ruser": "operator"})
+    assert r.status == 0, r
+    first = r.logs[0]
+    assert (first["tty"], first["rhost"], first["ruser"]) == ("/dev/pts/77", "localhost", "operator"), first
+    assert first["result"] == "biometryLockout" and first["reason"] == "never-used", first
