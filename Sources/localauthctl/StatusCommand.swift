@@ -60,8 +60,21 @@ enum StatusCommand {
         return Exit.ok
     }
 
+    /// Pads to a column by what a terminal shows: CJK characters take two cells.
     private static func pad(_ s: String, _ width: Int) -> String {
-        s.count >= width ? s + " " : s + String(repeating: " ", count: width - s.count)
+        let cells = s.unicodeScalars.reduce(0) { $0 + (isWide($1) ? 2 : 1) }
+        return cells >= width ? s + " " : s + String(repeating: " ", count: width - cells)
+    }
+
+    private static func isWide(_ c: Unicode.Scalar) -> Bool {
+        switch c.value {
+        case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
+             0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
+             0xFFE0...0xFFE6:
+            return true
+        default:
+            return false
+        }
     }
 }
 
@@ -154,7 +167,7 @@ struct Status {
     /// rules (lockout, the password preconditions, the switch), fprintd, the enrolled set.
     var decision: (kind: String, reason: String?, text: String) {
         if passwordUsable == false {
-            return ("password", "no-password", "the account has no usable password, so no fingerprint either")
+            return ("password", "no-password", tr(cliLanguage, "the account has no usable password, so no fingerprint either"))
         }
         guard let stored else {
             // Root could not read it: the module cannot either, and goes to the password.
@@ -167,7 +180,7 @@ struct Status {
             return ("password", key, text)
         case .notOptedIn?:
             return ("off", "not-opted-in",
-                    "fingerprint login is off for \(account.name): the module steps aside (localauthctl enable)")
+                    tr(cliLanguage, "fingerprint login is off for %s: the module steps aside (localauthctl enable)", account.name))
         case nil: break
         }
         switch enrolled {
@@ -176,10 +189,10 @@ struct Status {
         case .success:
             if enrolledSetState == "changed" {
                 return ("password", "enrollment-changed",
-                        "the enrolled fingers changed since they were trusted: the password first")
+                        tr(cliLanguage, "the enrolled fingers changed since they were trusted: the password first"))
             }
             return ("fingerprint", nil,
-                    "a finger (up to \(rules.maxTries) tries), then the password")
+                    tr(cliLanguage, "a finger (up to %s tries), then the password", rules.maxTries))
         }
     }
 
@@ -191,66 +204,66 @@ struct Status {
     // MARK: - Output
 
     var lines: [(String, String)] {
-        var out: [(String, String)] = [("user", "\(account.name) (uid \(account.uid))")]
+        var out: [(String, String)] = [(tr(cliLanguage, "user"), "\(account.name) (uid \(account.uid))")]
         switch enrolled {
         case .success(let set):
-            out.append(("reader", set.deviceName))
-            out.append(("enrolled fingers", set.fingers.joined(separator: ", ")))
+            out.append((tr(cliLanguage, "reader"), set.deviceName))
+            out.append((tr(cliLanguage, "enrolled fingers"), set.fingers.joined(separator: ", ")))
         case .failure(let e) where e.code == .biometryNotEnrolled:
-            out.append(("reader", "present"))
-            out.append(("enrolled fingers", "none (fprintd-enroll)"))
+            out.append((tr(cliLanguage, "reader"), tr(cliLanguage, "present")))
+            out.append((tr(cliLanguage, "enrolled fingers"), tr(cliLanguage, "none (fprintd-enroll)")))
         case .failure(let e):
-            out.append(("reader", "unavailable: \(e.cause.isEmpty ? e.code.name : e.cause)"))
-            out.append(("enrolled fingers", "unknown"))
+            out.append((tr(cliLanguage, "reader"), tr(cliLanguage, "unavailable: %s", e.cause.isEmpty ? e.code.name : e.cause)))
+            out.append((tr(cliLanguage, "enrolled fingers"), tr(cliLanguage, "unknown")))
         }
         let login: String
         switch (options.optIn, switchOn) {
-        case (.optional, _): login = "on (opt_in = optional)"
-        case (.required, true?): login = "on (turned on with localauthctl enable)"
-        case (.required, false?): login = "off (opt_in = required; localauthctl enable)"
-        case (.required, nil): login = "unknown (opt_in = required)"
+        case (.optional, _): login = tr(cliLanguage, "on (opt_in = optional)")
+        case (.required, true?): login = tr(cliLanguage, "on (turned on with localauthctl enable)")
+        case (.required, false?): login = tr(cliLanguage, "off (opt_in = required; localauthctl enable)")
+        case (.required, nil): login = tr(cliLanguage, "unknown (opt_in = required)")
         }
-        out.append(("fingerprint login", login))
-        out.append(("enrolled set", enrolledSetText))
+        out.append((tr(cliLanguage, "fingerprint login"), login))
+        out.append((tr(cliLanguage, "enrolled set"), enrolledSetText))
         if stateSource == "localauth-launcher" {
-            out.append(("state", "yours, read through localauth-launcher"))
+            out.append((tr(cliLanguage, "state"), tr(cliLanguage, "yours, read through localauth-launcher")))
         }
         if let stateError {
-            out.append(("state", stateError))
+            out.append((tr(cliLanguage, "state"), stateError))
         } else if case .damaged(let cause)? = stored {
-            out.append(("state", "damaged: \(cause)"))
+            out.append((tr(cliLanguage, "state"), tr(cliLanguage, "damaged: %s", cause)))
         }
         if let failures, let lockedOut {
-            out.append(("failed matches", "\(failures) in a row (lockout at \(rules.lockoutThreshold))"))
-            out.append(("locked out", lockedOut ? "yes (the password clears it; localauthctl reset)" : "no"))
-            out.append(("last password", timeText(userState?.lastPasswordAt)))
-            out.append(("last fingerprint", timeText(userState?.lastFingerprintAt)))
-            out.append(("password this boot", passwordThisBoot == true ? "yes" : "no"))
+            out.append((tr(cliLanguage, "failed matches"), tr(cliLanguage, "%s in a row (lockout at %s)", failures, rules.lockoutThreshold)))
+            out.append((tr(cliLanguage, "locked out"), lockedOut ? tr(cliLanguage, "yes (the password clears it; localauthctl reset)") : tr(cliLanguage, "no")))
+            out.append((tr(cliLanguage, "last password"), timeText(userState?.lastPasswordAt)))
+            out.append((tr(cliLanguage, "last fingerprint"), timeText(userState?.lastFingerprintAt)))
+            out.append((tr(cliLanguage, "password this boot"), passwordThisBoot == true ? tr(cliLanguage, "yes") : tr(cliLanguage, "no")))
         }
-        if passwordUsable == false { out.append(("account password", "none usable")) }
+        if passwordUsable == false { out.append((tr(cliLanguage, "account password"), tr(cliLanguage, "none usable"))) }
         let d = decision
         let next: String
         switch d.kind {
-        case "fingerprint": next = "fingerprint: \(d.text)"
-        case "password": next = "password first: \(d.text)"
-        case "off": next = "password: \(d.text)"
-        case "unavailable": next = "password: fingerprints unavailable (\(d.text))"
+        case "fingerprint": next = tr(cliLanguage, "fingerprint: %s", d.text)
+        case "password": next = tr(cliLanguage, "password first: %s", d.text)
+        case "off": next = tr(cliLanguage, "password: %s", d.text)
+        case "unavailable": next = tr(cliLanguage, "password: fingerprints unavailable (%s)", d.text)
         default: next = d.text
         }
-        out.append(("next sign-in", next))
+        out.append((tr(cliLanguage, "next sign-in"), next))
         if configIssues > 0 {
-            out.append(("config", "\(configPath): \(configIssues) issue(s), see localauthctl doctor"))
+            out.append((tr(cliLanguage, "config"), tr(cliLanguage, "%s: %s issue(s), see localauthctl doctor", configPath, configIssues)))
         }
         return out
     }
 
     private var enrolledSetText: String {
         switch enrolledSetState {
-        case "trusted": return "trusted"
-        case "changed": return "changed since it was trusted (the password, then localauthctl enable)"
-        case "not-trusted-yet": return "not trusted yet (recorded at the next password or enable)"
-        case "none": return "nothing enrolled"
-        default: return "unknown"
+        case "trusted": return tr(cliLanguage, "trusted")
+        case "changed": return tr(cliLanguage, "changed since it was trusted (the password, then localauthctl enable)")
+        case "not-trusted-yet": return tr(cliLanguage, "not trusted yet (recorded at the next password or enable)")
+        case "none": return tr(cliLanguage, "nothing enrolled")
+        default: return tr(cliLanguage, "unknown")
         }
     }
 
@@ -309,7 +322,7 @@ struct Status {
     }
 
     private func timeText(_ t: Timestamp?) -> String {
-        guard let t else { return "never" }
+        guard let t else { return tr(cliLanguage, "never") }
         return "\(formatTime(t)) (\(ageText(now - t)))"
     }
 }

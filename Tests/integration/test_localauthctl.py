@@ -596,3 +596,22 @@ def test_your_own_status_without_root_through_the_launcher(bed_factory, account,
         text = plain_run([*as_user, str(inst.ctl), "status"])
         assert "yours, read through localauth-launcher" in text.out, text
         assert "4 in a row (lockout at 4)" in text.out, text
+
+
+def test_status_reads_in_the_users_language(ctl, account):
+    password_entered(ctl.state_dir, account.name, failures=2)
+    clean = {k: v for k, v in os.environ.items() if k not in ("LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES")}
+    r = ctl.run("status", account.name, env={**clean, "LANG": "zh_TW.UTF-8"})
+    assert r.rc == 0, r
+    rows = dict((l.split(":", 1)[0], l.split(":", 1)[1].strip()) for l in r.lines if ":" in l)
+    assert rows["比對失敗"] == "連續 2 次（5 次鎖定）", rows
+    assert rows["已鎖定"] == "否", rows
+    assert rows["下次登入"].startswith("指紋："), rows
+    # The values line up on a terminal, where a CJK character takes two cells.
+    import unicodedata
+    width = lambda text: sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    columns = {width(l[:len(l) - len(l.split(":", 1)[1].lstrip())]) for l in r.lines if ":" in l}
+    assert columns == {21}, (columns, r.lines)
+    # JSON keys stay the same in every language.
+    j = json.loads(ctl.run("status", account.name, "--json", env={**clean, "LANG": "zh_TW.UTF-8"}).out)
+    assert j["consecutive_failures"] == 2 and j["decision"] == "fingerprint", j
