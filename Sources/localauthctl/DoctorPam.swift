@@ -79,7 +79,7 @@ struct DoctorPam {
                 out.append(Finding(severity: .warning,
                                    message: "\(what) asks for the password only: \(directory)/\(service) does not use "
                                        + "pam_localauth.so",
-                                   fix: "add the two lines of \(directory)/\(users.contains("sudo") ? "sudo" : users[0]) "
+                                   fix: "add the pam_localauth.so lines of \(directory)/\(users.contains("sudo") ? "sudo" : users[0]) "
                                        + "to \(directory)/\(service), or pam-auth-update --enable localauth "
                                        + "localauth-authsucc"))
             }
