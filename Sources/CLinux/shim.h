@@ -6,6 +6,7 @@
 static const long la_sys_read = SYS_read;
 static const long la_sys_readv = SYS_readv;
 static const long la_sys_pread64 = SYS_pread64;
+
 /* gettext (glibc's libintl): dgettext, dngettext, bindtextdomain. */
 #include <libintl.h>
 /* Bumped to make gettext forget the translations it looked up, after LANGUAGE changes
