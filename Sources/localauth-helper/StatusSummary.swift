@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FprintdClient
 import LocalAuth
 import LocalAuthProtocol
@@ -16,8 +19,10 @@ enum StatusSummary {
         kv.add("name", "status")
         let store = FileStateStore(directory: options.stateDir)
         let stored: StoredState
+        var st = stat()
         do {
-            stored = try store.load(request.user)
+            // Reading never creates the directory (the store would, on first use).
+            stored = lstat(options.stateDir, &st) != 0 && errno == ENOENT ? .fresh : try store.load(request.user)
         } catch {
             kv.add("state", "unreadable")
             kv.add("cause", String(error.description.prefix(300)))
