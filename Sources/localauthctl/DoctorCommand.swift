@@ -74,7 +74,8 @@ enum DoctorCommand {
         }
         let problems = findings.filter { $0.severity == .problem }.count
         let warnings = findings.filter { $0.severity == .warning }.count
-        say("doctor: \(problems) problem\(problems == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")")
+        say("doctor: " + trn(cliLanguage, "%s problem", "%s problems", problems, problems) + ", "
+            + trn(cliLanguage, "%s warning", "%s warnings", warnings, warnings))
         return problems > 0 ? Exit.failed : Exit.ok
     }
 

@@ -37,7 +37,7 @@ enum ResetCommand {
         case .failure(let e): return fail(spec, e)
         }
         guard stateDirectoryExists(options.stateDir) else {
-            say("reset \(account.name): nothing to reset (no state directory \(options.stateDir))")
+            say(tr(cliLanguage, "reset %s: nothing to reset (no state directory %s)", account.name, options.stateDir))
             return Exit.ok
         }
         var before: StoredState = .fresh
@@ -76,9 +76,20 @@ enum ResetCommand {
         default:
             break
         }
-        say("reset \(account.name): \(what)")
+        // The log line above stays English (what administrators grep); the screen speaks the
+        // user's language.
+        let L = cliLanguage
+        switch before {
+        case .fresh: say(tr(L, "reset %s: nothing to reset (no state recorded)", account.name))
+        case .damaged(let cause): say(tr(L, "reset %s: damaged state replaced by a fresh one (%s)", account.name, cause))
+        case .state(let s) where s.consecutiveFailures == 0:
+            say(tr(L, "reset %s: nothing to reset (no failed matches)", account.name))
+        case .state(let s):
+            say(trn(L, "reset %s: %s consecutive failed match cleared", "reset %s: %s consecutive failed matches cleared",
+                    s.consecutiveFailures, account.name, s.consecutiveFailures))
+        }
         if let still = stillRequired(account, options) {
-            say("reset \(account.name): the password is still required before the next fingerprint: \(still)")
+            say(tr(L, "reset %s: the password is still required before the next fingerprint: %s", account.name, still))
         }
         return Exit.ok
     }

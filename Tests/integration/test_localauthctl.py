@@ -615,3 +615,15 @@ def test_status_reads_in_the_users_language(ctl, account):
     # JSON keys stay the same in every language.
     j = json.loads(ctl.run("status", account.name, "--json", env={**clean, "LANG": "zh_TW.UTF-8"}).out)
     assert j["consecutive_failures"] == 2 and j["decision"] == "fingerprint", j
+
+
+def test_reset_and_doctor_speak_the_users_language_with_plural_forms(ctl, account):
+    clean = {k: v for k, v in os.environ.items() if k not in ("LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES")}
+    password_entered(ctl.state_dir, account.name, failures=1)
+    r = ctl.run("reset", account.name)
+    assert r.lines == [f"reset {account.name}: 1 consecutive failed match cleared"], r  # singular
+    password_entered(ctl.state_dir, account.name, failures=5)
+    r = ctl.run("reset", account.name, env={**clean, "LANG": "zh_CN.UTF-8"})
+    assert r.rc == 0 and r.lines == [f"重置 {account.name}：已清除连续 5 次匹配失败"], r
+    r = ctl.run("doctor", account.name, env={**clean, "LANGUAGE": "zh_TW", "LANG": "en_US.UTF-8"})
+    assert r.last.startswith("doctor: ") and "個問題" in r.last and "個警告" in r.last, r
