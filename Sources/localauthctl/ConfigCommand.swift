@@ -15,7 +15,7 @@ enum ConfigCommand {
         --json prints one object: options (key: value), sources (key: file:line or
         default), files (read, in order) and problems.
         """,
-        flags: Flag.common + [.json], run: run)
+        flags: Flag.common.filter { $0 != .user } + [.json], run: run)
 
     static func run(_ inv: Invocation) -> Int32 {
         guard inv.positional.isEmpty else {
