@@ -9,7 +9,9 @@ enum Exit {
     /// cancelled, or doctor found a problem.
     static let failed: Int32 = 1
     /// Refused by a rule: locked out, the password is required first, the enrolled set
-    /// changed, fingerprint login is off for the user, or the account has no password.
+    /// changed, fingerprint login is off for the user, or the account has no password; or
+    /// the command would change nothing under the configuration (enable/disable with
+    /// opt_in = optional).
     static let refused: Int32 = 2
     /// Wrong usage: an unknown command or option, a missing or extra argument (EX_USAGE).
     static let usage: Int32 = 64
@@ -24,7 +26,7 @@ enum Exit {
     static let table: [(Int32, String)] = [
         (ok, "done (matched, changed, shown; doctor: no problem)"),
         (failed, "the check failed (no match, wrong password, cancelled; doctor: problems)"),
-        (refused, "refused by a rule (locked out, password first, enrolled set changed, off)"),
+        (refused, "refused by a rule (locked out, password first, set changed), or no change"),
         (usage, "wrong usage"),
         (noUser, "no such user"),
         (unavailable, "fprintd, a reader, enrolled prints or the state directory unavailable"),
