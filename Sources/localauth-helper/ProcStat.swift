@@ -3,11 +3,14 @@ import Glibc
 #endif
 
 /// The fields of /proc/PID/stat the helper needs: the controlling terminal and the start
-/// time, which together with the session id tell one login session from a later one, and
-/// the job-control state that says whether the process is the terminal's foreground job.
+/// time, which together with the session id tell one login session from a later one, the
+/// job-control state that says whether the process is the terminal's foreground job, and
+/// the parent, which for polkit's agent helper is the agent.
 struct ProcStat {
     /// Field 3: R, S, D, T (stopped), t (traced), Z, ...
     let state: Character
+    /// Field 4: the parent process.
+    let parent: Int32
     /// Field 5: the process group.
     let processGroup: Int32
     /// Field 7: the controlling terminal's device number (0: none).
@@ -36,10 +39,11 @@ struct ProcStat {
         // ')'; the first field after it is field 3.
         guard let close = text.lastIndex(of: ")") else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 19, let state = fields[0].first, let group = Int32(fields[2]),
-              let tty = Int64(fields[4]), let foreground = Int32(fields[5]),
-              let start = UInt64(fields[19]) else { return nil }
+        guard fields.count > 19, let state = fields[0].first, let ppid = Int32(fields[1]),
+              let group = Int32(fields[2]), let tty = Int64(fields[4]),
+              let foreground = Int32(fields[5]), let start = UInt64(fields[19]) else { return nil }
         self.state = state
+        parent = ppid
         processGroup = group
         terminal = UInt64(truncatingIfNeeded: tty)
         foregroundGroup = foreground

@@ -17,7 +17,9 @@ enum Presence {
         if session == .logindAbsent {
             log.log(.info, "logind is not running: whether someone is at the reader is judged from the terminal and PAM_RHOST only")
         }
-        if options.requirePresence, let why = nobodyThere(request) {
+        if let agent = PolkitAgent(request) {
+            if let refusal = agent.refusal(requirePresence: options.requirePresence, log: log) { return refusal }
+        } else if options.requirePresence, let why = nobodyThere(request) {
             return LAError(.notInteractive, reason: .noTerminal, cause: why)
         }
         if !options.lidExternalReader && lidClosed(options.lidPath) {

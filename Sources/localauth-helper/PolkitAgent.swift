@@ -1,0 +1,93 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CSystemd
+import LocalAuth
+
+/// polkit's authentication agents (pkttyagent, GNOME's and KDE's dialogs, the agent run0 and
+/// systemctl start) run the setuid `polkit-agent-helper-1`, which runs the `polkit-1` stack
+/// with pipes on stdin and stdout and an emptied environment: the helper's own stdin and
+/// display never show anyone. Who can be at the reader is a question about the agent, the
+/// agent helper's parent: polkitd asks only the agent registered for the subject's session
+/// or process, so the agent's session is the subject's.
+struct PolkitAgent {
+    let pid: Int32
+
+    /// The agent, when the caller is polkit's agent helper (whatever directory the system
+    /// keeps it in). Only on the root path: polkit's agent helper is setuid root.
+    init?(_ request: HelperRequest) {
+        guard request.terminalOwner == nil, let caller = request.callerPID, caller > 0,
+              Self.executable(of: caller)?.hasSuffix("/polkit-agent-helper-1") == true,
+              let parent = ProcStat(pid: caller)?.parent else { return nil }
+        pid = parent
+    }
+
+    /// Why nobody can be at the reader for this agent, or nil when someone can. A remote
+    /// session is refused even with `require_presence = no`.
+    func refusal(requirePresence: Bool, log: LogSink) -> LAError? {
+        // pid 1 (or 0): an agent helper started by the service manager for a socket
+        // (polkit-agent-helper.socket), whose agent is not its parent.
+        guard pid > 1 else {
+            return requirePresence ? LAError(.notInteractive, reason: .noTerminal,
+                                             cause: "polkit's agent helper has no agent process (socket-activated)") : nil
+        }
+        if let session = Self.session(of: pid) {
+            defer { free(session) }
+            let name = Presence.printable(String(cString: session))
+            if sd_session_is_remote(session) > 0 {
+                return LAError(.notInteractive, reason: .remoteSession, cause: "the polkit agent's session \(name) is remote")
+            }
+            var seat: UnsafeMutablePointer<CChar>?
+            guard sd_session_get_seat(session, &seat) >= 0, let seat else {
+                return requirePresence ? LAError(.notInteractive, reason: .noTerminal,
+                                                 cause: "the polkit agent's session \(name) has no seat") : nil
+            }
+            free(seat)
+            return nil
+        }
+        guard requirePresence else { return nil }
+        if sd_booted() > 0 {
+            return LAError(.notInteractive, reason: .noTerminal, cause: "the polkit agent (pid \(pid)) is in no login session")
+        }
+        // Without logind: what the module reports for other callers, asked of the agent.
+        log.log(.info, "no logind: presence for polkit from the agent's terminal and display (pid \(pid))")
+        if let stat = ProcStat(pid: pid), stat.terminal != 0 { return nil }
+        if Self.namesDisplay(pid) { return nil }
+        return LAError(.notInteractive, reason: .noTerminal,
+                       cause: "the polkit agent (pid \(pid)) has no terminal and no graphical session")
+    }
+
+    private static func session(of pid: Int32) -> UnsafeMutablePointer<CChar>? {
+        var session: UnsafeMutablePointer<CChar>?
+        guard sd_pid_get_session(pid, &session) >= 0 else { return nil }
+        return session
+    }
+
+    private static func executable(of pid: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// DISPLAY or WAYLAND_DISPLAY, not empty, in the agent's environment (as the module
+    /// looks at the application's).
+    private static func namesDisplay(_ pid: Int32) -> Bool {
+        let fd = open("/proc/\(pid)/environ", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 8192)
+        while bytes.count < 1 << 20 {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { break }
+            bytes += chunk[0..<n]
+        }
+        return bytes.split(separator: 0).contains { entry in
+            for name in ["DISPLAY=", "WAYLAND_DISPLAY="] where entry.starts(with: name.utf8) {
+                if entry.count > name.utf8.count { return true }
+            }
+            return false
+        }
+    }
+}
