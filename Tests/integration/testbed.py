@@ -17,7 +17,10 @@ What runs (all started by this module, every PID recorded, only those PIDs stopp
 * polkit: ``polkit="real"`` (default) runs ``/usr/lib/polkit-1/polkitd --no-debug`` on that
   bus (root callers are authorised; the daemon drops to the ``polkitd`` user itself);
   ``"deny"`` runs dbusmock's polkitd template, which refuses every check; ``"allow"`` the
-  same template with ``AllowUnknown(true)``; ``None`` no polkit at all.
+  same template with ``AllowUnknown(true)``; ``None`` no polkit at all. With
+  ``polkit_rules=TEXT`` the real polkitd runs in a private mount namespace where a directory
+  holding TEXT as its only rules file is bind-mounted over ``/etc/polkit-1/rules.d`` (the
+  machine's rules are never touched; ``/usr/share/polkit-1/rules.d`` still applies).
 * ``/usr/libexec/fprintd -t`` with ``STATE_DIRECTORY=DIR/state RUNTIME_DIRECTORY=DIR/run
   FP_DRIVERS_ALLOWLIST=virtual_device FP_VIRTUAL_DEVICE=DIR/virtdev.sock``.
   ``reader=False``: the allowlist names no driver, so fprintd runs with no device at all.
@@ -801,15 +804,19 @@ class BedClient:
 class Bed(BedClient):
     """A private system bus with polkit and the real fprintd (see the module docstring).
 
-    ``Bed(reader=True, fprintd=True, polkit="real", keep=False, start=True)``;
-    use as a context manager, or call ``stop()``."""
+    ``Bed(reader=True, fprintd=True, polkit="real", polkit_rules=None, keep=False,
+    start=True)``; use as a context manager, or call ``stop()``."""
 
     def __init__(self, reader: bool = True, fprintd: bool = True,
                  polkit: Optional[str] = "real", keep: Optional[bool] = None,
-                 start: bool = True, startup_timeout: float = 10.0):
+                 start: bool = True, startup_timeout: float = 10.0,
+                 polkit_rules: Optional[str] = None):
         if polkit not in ("real", "deny", "allow", None):
             raise ValueError(f"polkit must be 'real', 'deny', 'allow' or None: {polkit!r}")
+        if polkit_rules is not None and polkit != "real":
+            raise ValueError("polkit_rules needs polkit='real'")
         self.reader_present, self.fprintd_wanted, self.polkit_mode = reader, fprintd, polkit
+        self.polkit_rules = polkit_rules
         self.keep = keep if keep is not None else os.environ.get("LOCALAUTH_BED_KEEP") == "1"
         self.startup_timeout = startup_timeout
         self.dir: Optional[Path] = None
@@ -927,7 +934,16 @@ class Bed(BedClient):
             raise BedError(f"dbus-daemon did not start: {self.log('dbus')}")
 
     def _spawn_polkit(self) -> None:
-        if self.polkit_mode == "real":
+        if self.polkit_mode == "real" and self.polkit_rules is not None:
+            rules = self.dir / "polkit-rules"
+            rules.mkdir(mode=0o755)
+            (rules / "10-localauth-test.rules").write_text(self.polkit_rules)
+            (rules / "10-localauth-test.rules").chmod(0o644)
+            # unshare execs the shell, which execs polkitd: the recorded PID is polkitd's.
+            argv = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                    'mount --bind "$1" /etc/polkit-1/rules.d && exec "$2" --no-debug',
+                    "sh", str(rules), POLKITD]
+        elif self.polkit_mode == "real":
             argv = [POLKITD, "--no-debug"]
         else:
             argv = [PYTHON, "-m", "dbusmock", "--system", "-t", "polkitd"]

@@ -1,0 +1,229 @@
+"""A desktop as a packaged install makes it, inside a private mount namespace: the
+machine's own /etc with the product's files added, the module where PAM finds it by its
+plain name, the test bed's bus at the standard path, and a syslog the test reads.
+
+Run with /usr/bin/python3, as root. Nothing on the machine is edited:
+
+* ``Namespace``: an argv prefix (``prefix()``) that runs a command in a private mount
+  namespace. ``overlay(DIR)`` puts an overlay over DIR whose upper layer is a directory of
+  the test's: what the test writes there, and what programs in the namespace write to DIR,
+  lands in it and nowhere else; it outlives one command, so ``pam-auth-update`` run in one
+  namespace leaves its /etc/pam.d for the programs run in the next. ``/run`` gets a fresh
+  overlay for each command with ``/run/dbus/system_bus_socket`` linking to the bed's bus
+  (setuid programs such as pkexec and sudo ignore DBUS_SYSTEM_BUS_ADDRESS, and utmp and
+  sudo's time stamps stay private), ``/dev`` one with ``/dev/log`` linking to the test's
+  syslog socket (launcherbed.Syslog), and ``bind(TARGET, FILE)`` puts a file over another.
+* ``Desktop``: a ``LauncherInstallation`` seen through a Namespace: ``/etc`` overlaid with
+  ``/etc/security/localauth.conf`` (the root path's configuration; the launcher's copy in
+  the prefix gets the same text), the module copied into the overlaid PAM module directory
+  as ``pam_localauth.so``, service files, sudoers and doas rules written into the overlay,
+  ``pam_auth_update()`` running Debian's own tool in the namespace over the machine's real
+  /etc/pam.d, /var/lib/pam and debconf database, with our profiles added to
+  /usr/share/pam-configs. Empty throwaway copies of wtmp, btmp, lastlog and faillog are put
+  over the machine's for ``login``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import system
+from launcherbed import LauncherInstallation, Syslog
+
+REPO = Path(__file__).resolve().parents[2]
+PROFILES = REPO / "pam.d" / "pam-configs"
+LOGS = ("/var/log/wtmp", "/var/log/btmp", "/var/log/lastlog", "/var/log/faillog")
+
+
+def module_dir() -> Path:
+    """Where libpam finds modules by plain name (the directory holding pam_unix.so)."""
+    found = sorted(glob.glob("/usr/lib/*/security/pam_unix.so") + glob.glob("/lib/*/security/pam_unix.so"))
+    if not found:
+        raise RuntimeError("no pam_unix.so: cannot tell where PAM modules live")
+    return Path(os.path.realpath(found[0])).parent
+
+
+_SCRIPT = r'''
+set -e
+t=$1; shift
+mount -t tmpfs -o mode=0755 localauth-test "$t"
+mkdir "$t/run-up" "$t/run-work"
+mount -t overlay localauth-test -o "lowerdir=/run,upperdir=$t/run-up,workdir=$t/run-work" /run
+while [ "$1" != "--" ]; do
+    case $1 in
+    overlay)
+        mount -t overlay localauth-test -o "lowerdir=$2,upperdir=$3,workdir=$4" "$2"
+        shift 4 ;;
+    bind)
+        mount --bind "$3" "$2"
+        shift 3 ;;
+    bus)
+        mkdir -p /run/dbus
+        rm -f /run/dbus/system_bus_socket
+        ln -s "$2" /run/dbus/system_bus_socket
+        shift 2 ;;
+    log)
+        mkdir "$t/dev" "$t/dev-up" "$t/dev-work"
+        mount --rbind /dev "$t/dev"
+        mount -t overlay localauth-test -o "lowerdir=$t/dev,upperdir=$t/dev-up,workdir=$t/dev-work" /dev
+        for sub in pts shm mqueue; do
+            if [ -d "$t/dev/$sub" ]; then mount --rbind "$t/dev/$sub" "/dev/$sub"; fi
+        done
+        rm -f /dev/log
+        ln -s "$2" /dev/log
+        shift 2 ;;
+    *) echo "namespace: unknown action $1" >&2; exit 125 ;;
+    esac
+done
+shift
+exec "$@"
+'''
+
+
+class Namespace:
+    """See the module docstring. ``close()`` removes every directory it made."""
+
+    def __init__(self, bus: Optional[Path] = None, syslog: Optional[Syslog] = None):
+        self.root = Path(tempfile.mkdtemp(prefix="localauth-desktop-"))
+        self.root.chmod(0o755)
+        self.bus, self.syslog = bus, syslog
+        self._overlays: dict[str, Path] = {}
+        self._binds: dict[str, Path] = {}
+        self._count = 0
+
+    def overlay(self, target: str) -> Path:
+        """The upper directory over ``target`` (made on first use)."""
+        if target not in self._overlays:
+            if not Path(target).is_dir():
+                raise RuntimeError(f"{target} is not a directory: nothing to overlay")
+            upper = self.root / "upper" / target.strip("/").replace("/", "+")
+            upper.mkdir(parents=True, mode=0o755)
+            upper.chmod(0o755)
+            self._overlays[target] = upper
+        return self._overlays[target]
+
+    def bind(self, target: str, source: Path) -> None:
+        if not Path(target).exists():
+            raise RuntimeError(f"{target} does not exist: nothing to bind over")
+        self._binds[target] = Path(source)
+
+    def prefix(self) -> list:
+        """A fresh namespace for one command (run as root; the command may drop to a user)."""
+        self._count += 1
+        run = self.root / f"ns{self._count}"
+        run.mkdir(mode=0o755)
+        actions: list[str] = []
+        # Overlays in path order, so /etc comes before anything bound below it.
+        for target in sorted(self._overlays):
+            work = self.root / "work" / f"{self._count}-{target.strip('/').replace('/', '+')}"
+            work.mkdir(parents=True)
+            actions += ["overlay", target, str(self._overlays[target]), str(work)]
+        for target, source in self._binds.items():
+            actions += ["bind", target, str(source)]
+        if self.bus is not None:
+            actions += ["bus", str(self.bus)]
+        if self.syslog is not None:
+            actions += ["log", str(self.syslog.path)]
+        return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                _SCRIPT, "sh", str(run), *actions, "--"]
+
+    def run(self, argv: list, **kw) -> subprocess.CompletedProcess:
+        """``argv`` in a fresh namespace, as root, its output captured."""
+        kw.setdefault("capture_output", True)
+        kw.setdefault("text", True)
+        kw.setdefault("timeout", 120)
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        return subprocess.run([*self.prefix(), *argv], **kw)
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    os.chown(path, 0, 0)
+    path.chmod(mode)
+
+
+class Desktop(contextlib.ExitStack):
+    """See the module docstring. ``config`` holds the options every test here needs (the
+    bed's prints, a state directory of its own); ``configure(**options)`` adds more."""
+
+    def __init__(self, inst: LauncherInstallation, bed, syslog: Optional[Syslog] = None):
+        super().__init__()
+        self.inst, self.bed, self.syslog = inst, bed, syslog
+        self.ns = Namespace(bus=bed.dir / "system_bus_socket", syslog=syslog)
+        self.callback(self.ns.close)
+        self.state = self.ns.root / "state"
+        self.state.mkdir(mode=0o700)
+        self.etc = self.ns.overlay("/etc")
+        modules = self.ns.overlay(str(module_dir()))
+        shutil.copy(inst.module, modules / "pam_localauth.so")
+        (modules / "pam_localauth.so").chmod(0o644)
+        logs = self.ns.root / "logs"
+        logs.mkdir(mode=0o755)
+        for path in LOGS:
+            if Path(path).exists():
+                copy = logs / Path(path).name
+                copy.touch(mode=0o664)
+                self.ns.bind(path, copy)
+        self.configure()
+
+    def configure(self, **extra) -> None:
+        options = dict(state_dir=str(self.state), fprint_dir=str(self.bed.state_dir),
+                       scan_timeout="10")
+        options.update({k: str(v) for k, v in extra.items()})
+        text = "".join(f"{k} = {v}\n" for k, v in options.items())
+        _write(self.etc / "security" / "localauth.conf", text)
+        self.inst.write_config(text)
+
+    def pam_file(self, name: str, text: str) -> Path:
+        """``/etc/pam.d/NAME`` in the namespace."""
+        path = self.etc / "pam.d" / name
+        _write(path, text)
+        return path
+
+    def sudoers(self, user, service: Optional[str] = None) -> None:
+        """Lets ``user`` run anything through sudo: no cached credentials, no lecture."""
+        u = str(user)
+        text = (f"Defaults:{u} timestamp_timeout=0\nDefaults:{u} !lecture\n"
+                + (f"Defaults:{u} pam_service={service}\n" if service else "")
+                + f"{u} ALL=(ALL:ALL) ALL\n")
+        draft = self.ns.root / "sudoers-draft"
+        _write(draft, text, 0o440)
+        system._run(["visudo", "-c", "-q", "-f", str(draft)])
+        _write(self.etc / "sudoers.d" / "localauth-test", text, 0o440)
+
+    def doas(self, user) -> None:
+        _write(self.etc / "doas.conf", f"permit {user} as root\n", 0o644)
+
+    def pam_auth_update(self, *args: str) -> subprocess.CompletedProcess:
+        """Debian's pam-auth-update on the machine's /etc/pam.d, in the namespace, with the
+        product's profiles added to the machine's own."""
+        configs = self.ns.overlay("/usr/share/pam-configs")
+        for profile in PROFILES.iterdir():
+            _write(configs / profile.name, profile.read_text())
+        self.ns.overlay("/var/lib/pam")
+        self.ns.overlay("/var/cache/debconf")
+        env = {"PATH": system.SAFE_PATH, "DEBIAN_FRONTEND": "noninteractive", "LANG": "C.UTF-8"}
+        proc = self.ns.run(["pam-auth-update", *args], env=env)
+        if proc.returncode != 0 or "Local modifications" in proc.stderr:
+            raise RuntimeError(f"pam-auth-update {' '.join(args)}: {proc.stdout}{proc.stderr}")
+        return proc
+
+    def stack(self, name: str) -> str:
+        """``/etc/pam.d/NAME`` as programs in the namespace see it."""
+        return self.ns.run(["cat", f"/etc/pam.d/{name}"]).stdout
+
+    def run_on_pty(self, argv: list, user=None, env: Optional[dict] = None,
+                   timeout: float = 60) -> system.PtyRun:
+        return system.run_on_pty(argv, env=env, user=user, prefix=self.ns.prefix(),
+                                 timeout=timeout)

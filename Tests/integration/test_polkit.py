@@ -1,0 +1,320 @@
+"""polkit for real: pkexec with pkttyagent on a pseudo-terminal, the real polkitd on the
+test bed's bus, the setuid polkit-agent-helper-1, and the project's pam.d/polkit-1 as it
+ships.
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_polkit.py
+
+Everything a user's pkexec touches runs in a private mount namespace (desktop.Desktop): the
+bed's bus at /run/dbus/system_bus_socket (pkexec and the agent helper are setuid and ignore
+DBUS_SYSTEM_BUS_ADDRESS), pam.d/polkit-1 as /etc/pam.d/polkit-1 with the module found by
+its plain name, and /etc/security/localauth.conf naming the bed's prints and a state
+directory of the test's. polkitd runs in a namespace of its own with one rule over
+/etc/polkit-1/rules.d: pkexec asks the subject's own password (auth_self), as on a desktop
+where the user is an administrator (Debian's default rule would ask any member of the sudo
+group). Nothing on the machine changes.
+
+There is no logind here, so polkitd knows no session: pkttyagent registers for the shell
+that runs pkexec (`--process $$`, the subject pkexec names), which polkit allows without a
+session. pkexec's own text agent cannot be used: it registers as root (pkexec is setuid)
+and polkitd then refuses the agent helper's answer ("No session for cookie") whatever the
+password; that is polkit's, and the same without localauth.
+
+The helper decides presence from the agent (the agent helper's parent): here pkttyagent,
+with the terminal as its controlling terminal. An agent with no terminal and no display
+gets no scan: `polkit-agent-helper-1` is then driven directly, as an agent drives it (its
+line protocol), from a process with neither. What ran for real there: the agent helper, its
+PAM conversation and result, the module and helper; polkitd then refuses the made-up
+cookie.
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pexpect
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+from desktop import Desktop  # noqa: E402
+from launcherbed import LauncherInstallation, Syslog  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+FINGER = "right-index-finger"
+ENROLLED, OTHER = "f1", "f9"
+AGENT_HELPER = "/usr/lib/polkit-1/polkit-agent-helper-1"
+SWIPE = "Swipe your right index finger across the fingerprint reader"
+FIRST_USE = "Your password is required before fingerprints can be used"
+LOCKED = "Fingerprint locked after 5 failed attempts — enter your password to unlock"
+ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
+PASSWORD_PROMPT = re.compile(r"(^|\n)Password: ")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# pkexec asks for the subject's own password (a desktop whose user is an administrator).
+AUTH_SELF = """polkit.addRule(function(action, subject) {
+    if (action.id == "org.freedesktop.policykit.exec") return polkit.Result.AUTH_SELF;
+});
+"""
+# pkttyagent registered for this shell (the subject pkexec names: its parent), then pkexec.
+PKEXEC = ('d=$(mktemp -d) && mkfifo "$d/ready" || exit 1\n'
+          'pkttyagent --process $$ --notify-fd 3 3>"$d/ready" &\n'
+          'agent=$!\n'
+          'cat "$d/ready" >/dev/null; rm -r "$d"\n'
+          'pkexec id -un; status=$?\n'
+          'kill $agent 2>/dev/null; exit $status\n')
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="runs as root"),
+    pytest.mark.skipif(not (Path("/usr/bin/pkexec").is_file() and Path(AGENT_HELPER).is_file()
+                            and Path("/usr/bin/pkttyagent").is_file()),
+                       reason="pkexec, pkttyagent or polkit-agent-helper-1 missing"),
+]
+
+
+@pytest.fixture(scope="module")
+def inst():
+    with LauncherInstallation() as i:
+        yield i
+
+
+@pytest.fixture
+def syslog():
+    s = Syslog()
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@dataclass
+class Run:
+    status: int
+    screen: list                    # what the agent showed, one line each, colours removed
+    results: list                   # what each presented finger gave
+    events: list                    # bed events during the run
+    prompts: int                    # password prompts answered or interrupted
+    output: str = field(default="", repr=False)
+
+    @property
+    def verify_starts(self):
+        return [e for e in self.events if e.name == "VerifyFingerSelected"]
+
+    @property
+    def matched(self):
+        return any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in self.events)
+
+    @property
+    def authorized(self):
+        return self.status == 0 and self.screen[-1:] == ["root"]
+
+
+class Polkit:
+    """A desktop with pam.d/polkit-1 as shipped, a throwaway user with the right index
+    finger enrolled as print f1, and pkexec run by that user with pkttyagent."""
+
+    def __init__(self, inst, bed, syslog, user):
+        self.bed, self.user = bed, user
+        self.desktop = Desktop(inst, bed, syslog)
+        self.desktop.pam_file("polkit-1", (REPO / "pam.d" / "polkit-1").read_text())
+        bed.enroll(user.name, FINGER, ENROLLED)
+
+    def close(self):
+        self.desktop.close()
+
+    def state(self) -> dict:
+        text = (self.desktop.state / f"{self.user.name}.state").read_text()
+        return dict(line.split("=", 1) for line in text.splitlines()[1:] if "=" in line)
+
+    def pkexec(self, fingers=(), answers=(), interrupt=False) -> Run:
+        """pkexec as the user: presents ``fingers`` as the agent asks for them, types
+        ``answers`` at the password prompts in turn; a further prompt is interrupted."""
+        mark = self.bed.mark()
+        pt = self.desktop.run_on_pty(["/bin/sh", "-c", PKEXEC], user=self.user)
+        results, prompts = [], 0
+        try:
+            for p in fingers:
+                pt.expect(ASK_FINGER, timeout=20)
+                results.append(self.bed.reader.inject(f"SCAN {p}", timeout=15))
+            for answer in answers:
+                pt.expect(PASSWORD_PROMPT, timeout=20)
+                prompts += 1
+                pt.sendline(answer)
+            if pt.expect([PASSWORD_PROMPT, pexpect.EOF], timeout=30) == 0:
+                prompts += 1
+                pt.interrupt()
+                if not interrupt:
+                    pt.note("\n<unexpected password prompt: interrupted>\n")
+            res = pt.finish(timeout=20)
+        finally:
+            pt.kill()
+        screen = [ANSI.sub("", l).strip() for l in system.screen_lines(res.output)]
+        run = Run(res.status, [l for l in screen if l], results, self.bed.events(mark),
+                  prompts, res.output)
+        if run.status == 0:      # no success without a match in this run or the password
+            assert run.matched or self.user.password in answers, run
+        return run
+
+    def first_password(self):
+        r = self.pkexec(answers=[self.user.password])
+        assert r.authorized and FIRST_USE in " ".join(r.screen), r
+        assert r.verify_starts == []
+        return r
+
+
+@pytest.fixture
+def polkit(inst, bed_factory, syslog):
+    bed = bed_factory(polkit_rules=AUTH_SELF)
+    with system.ThrowawayUser(prefix="la-pk-") as user:
+        p = Polkit(inst, bed, syslog, user)
+        try:
+            yield p
+        finally:
+            p.close()
+
+
+def shown(run, text):
+    """How often the agent showed a line containing ``text``."""
+    return sum(text in line for line in run.screen)
+
+
+# --- pkexec with pkttyagent ----------------------------------------------------------------
+
+def test_pkexec_first_use_takes_the_password_then_the_finger(polkit):
+    polkit.first_password()
+    r = polkit.pkexec([ENROLLED])
+    assert r.authorized, r
+    assert r.results == ["verify-match"] and r.prompts == 0
+    assert shown(r, SWIPE) == 1, r.screen              # the message reached the agent
+    assert polkit.state()["failures"] == "0"
+
+
+def test_pkexec_three_wrong_fingers_then_the_password(polkit):
+    polkit.first_password()
+    r = polkit.pkexec([OTHER] * 3, answers=[polkit.user.password])
+    assert r.authorized, r
+    assert r.results == ["verify-no-match"] * 3
+    assert shown(r, "Fingerprint not recognized — 2 tries left") == 1, r.screen
+    assert shown(r, "Fingerprint not recognized — 1 try left") == 1, r.screen
+    assert shown(r, "Fingerprint not recognized — use your password") == 1, r.screen
+    assert r.prompts == 1 and len(r.verify_starts) == 3
+    assert polkit.state()["failures"] == "0"            # the password cleared the count
+
+
+def test_pkexec_lockout_then_the_password_in_the_same_agent_clears_it(polkit):
+    polkit.first_password()
+    r = polkit.pkexec([OTHER] * 3, answers=["wrong"])
+    assert not r.authorized and r.status != 0, r
+    assert polkit.state()["failures"] == "3"
+    r = polkit.pkexec([OTHER] * 2, answers=[polkit.user.password])
+    assert r.authorized, r
+    assert r.results == ["verify-no-match"] * 2
+    assert shown(r, LOCKED) == 1, r.screen
+    assert polkit.state()["failures"] == "0"            # cleared by the same agent's password
+    r = polkit.pkexec(answers=[])                       # would fail at a password prompt
+    assert r.prompts == 1 and r.verify_starts, r        # ... but the finger is asked first
+    r = polkit.pkexec([ENROLLED])
+    assert r.authorized and r.prompts == 0, r
+
+
+def test_pkexec_locked_out_goes_straight_to_the_password(polkit):
+    polkit.first_password()
+    polkit.pkexec([OTHER] * 3, answers=["wrong"])
+    polkit.pkexec([OTHER] * 2, interrupt=True)
+    assert polkit.state()["failures"] == "5"
+    r = polkit.pkexec(answers=["wrong"])
+    assert not r.authorized and r.verify_starts == [], r
+    assert shown(r, LOCKED) == 1, r.screen
+    assert polkit.state()["failures"] == "5"            # a wrong password clears nothing
+
+
+# --- a dialog: no terminal ----------------------------------------------------------------
+
+@dataclass
+class DialogRun:
+    events: list                    # (kind, text): INFO, ERROR, PROMPT, HELPER, PKEXEC
+    results: list
+    bed_events: list
+
+    def texts(self, kind):
+        return [t for k, t in self.events if k == kind]
+
+    @property
+    def authorized(self):
+        pkexec = self.texts("PKEXEC")
+        return len(pkexec) == 1 and pkexec[0].startswith("0 root")
+
+    @property
+    def verify_starts(self):
+        return [e for e in self.bed_events if e.name == "VerifyFingerSelected"]
+
+
+def dialog(polkit, fingers=(), answers=(), display=True) -> DialogRun:
+    """pkexec authorised through polkit_dialog.py, a dialog-shaped agent run as the user
+    without a terminal (setsid), with DISPLAY=:0 when ``display``: presents ``fingers`` as
+    the dialog asks for them; ``answers`` are typed at its password prompts, then Cancel."""
+    import io
+    from pexpect.popen_spawn import PopenSpawn
+    script = polkit.desktop.ns.root / "polkit_dialog.py"
+    if not script.exists():
+        script.write_text((Path(__file__).parent / "polkit_dialog.py").read_text())
+        script.chmod(0o644)
+    env = system.default_env(DISPLAY=":0" if display else None)
+    argv = [*polkit.desktop.ns.prefix(),
+            *system.as_user(polkit.user, ["setsid", "/usr/bin/python3", str(script),
+                                          polkit.user.name, *answers])]
+    mark = polkit.bed.mark()
+    agent = PopenSpawn(argv, env=env, timeout=60, encoding="utf-8")
+    agent.logfile_read = log = io.StringIO()
+    results = []
+    try:
+        for p in fingers:
+            agent.expect(f"INFO {SWIPE}", timeout=20)
+            results.append(polkit.bed.reader.inject(f"SCAN {p}", timeout=15))
+        agent.expect("PKEXEC [^\n]*\n", timeout=60)
+    finally:
+        if agent.proc.poll() is None:
+            agent.kill(9)
+        agent.wait()
+    events = [tuple(l.split(" ", 1)) if " " in l else (l, "")
+              for l in log.getvalue().splitlines() if l]
+    run = DialogRun(events, results, polkit.bed.events(mark))
+    if run.authorized:        # no success without a match in this run or the password
+        assert any(e.name == "VerifyStatus" and e.args[0] == "verify-match"
+                   for e in run.bed_events) or polkit.user.password in answers, run
+    return run
+
+
+def test_dialog_offers_the_finger_and_shows_the_messages(polkit):
+    r = dialog(polkit, answers=[polkit.user.password])
+    assert r.authorized, r.events
+    assert r.texts("ERROR") == [FIRST_USE] and r.verify_starts == [], r.events
+    r = dialog(polkit, fingers=[OTHER, ENROLLED])
+    assert r.authorized, r.events
+    assert r.results == ["verify-no-match", "verify-match"]
+    assert r.texts("PROMPT") == [], r.events               # no password asked
+    assert r.texts("INFO").count(SWIPE) == 2, r.events
+    assert "Fingerprint not recognized — 2 tries left" in r.texts("ERROR") + r.texts("INFO")
+
+
+def test_dialog_lockout_is_cleared_by_the_password_typed_in_the_dialog(polkit):
+    dialog(polkit, answers=[polkit.user.password])
+    r = dialog(polkit, fingers=[OTHER] * 3, answers=["wrong"])
+    assert not r.authorized and r.texts("HELPER") == ["FAILURE"], r.events
+    r = dialog(polkit, fingers=[OTHER] * 2, answers=[polkit.user.password])
+    assert r.authorized, r.events
+    assert LOCKED in r.texts("ERROR") + r.texts("INFO"), r.events
+    assert polkit.state()["failures"] == "0"
+    r = dialog(polkit, fingers=[ENROLLED])
+    assert r.authorized and r.texts("PROMPT") == [], r.events
+
+
+def test_an_agent_with_no_terminal_and_no_display_gets_no_scan(polkit):
+    dialog(polkit, answers=[polkit.user.password])
+    r = dialog(polkit, display=False, answers=[polkit.user.password])
+    assert r.authorized, r.events
+    assert r.verify_starts == [], r.events                # nobody there: no scan at all
+    assert r.texts("INFO") == [] and len(r.texts("PROMPT")) == 1, r.events
+    r = dialog(polkit, display=False)                      # and the Cancel fails it
+    assert not r.authorized and r.verify_starts == [], r.events
