@@ -30,13 +30,30 @@ enum Presence {
 
     /// A text conversation reads the terminal the application runs on; a graphical one
     /// shows a dialog. Neither: a script. A terminal named but stdin elsewhere: the password
-    /// comes from a pipe (`sudo -S`, `echo … | su`).
+    /// comes from a pipe (`sudo -S`, `echo … | su`) -- unless the terminal is a virtual
+    /// console and the caller has no controlling terminal at all: a greeter (GDM on Wayland
+    /// names its VT in PAM_TTY and no display), whose screen is that console.
     static func nobodyThere(_ request: HelperRequest) -> String? {
         if request.stdinTTY { return nil }
+        if greeterOnConsole(request) { return nil }
         if request.ttyDevicePath != nil {
             return "the conversation does not read the terminal (password from a pipe)"
         }
         return request.display ? nil : "no terminal and no graphical session"
+    }
+
+    /// PAM_TTY is a virtual console (major 4, minor 1-63: on the machine's own screen and
+    /// keyboard) and the root caller has no controlling terminal. Not on the launcher path,
+    /// where the caller's word about its terminal counts for nothing.
+    static func greeterOnConsole(_ request: HelperRequest) -> Bool {
+        guard request.terminalOwner == nil, let path = request.ttyDevicePath,
+              let pid = request.callerPID, pid > 0, let caller = ProcStat(pid: pid),
+              caller.terminal == 0 else { return false }
+        var st = stat()
+        guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFCHR else { return false }
+        let device = UInt64(st.st_rdev)
+        let major = (device >> 8) & 0xfff, minor = (device & 0xff) | ((device >> 12) & 0xfff00)
+        return major == 4 && (1...63).contains(minor)
     }
 
     /// ACPI's lid state file says `state:      closed`; logind reads the same switch.
