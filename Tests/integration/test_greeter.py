@@ -325,3 +325,30 @@ def test_one_conversation_returns_to_the_password_when_no_finger_comes(greeter):
     assert o.rv == "PAM_SUCCESS" and len(o.scans) == 1 and not o.matched, o
     assert len(o.prompts()) == 1, o              # the module returned; pam_unix asked
     assert KEYRING_GOT in o.logs, o
+
+
+# --- GDM on Wayland: a virtual console in PAM_TTY, no display -------------------------------
+
+WAYLAND = {"tty": "/dev/tty1"}
+
+
+@pytest.mark.skipif(not Path("/dev/tty1").is_char_device(), reason="no /dev/tty1")
+def test_gdm_on_a_console_gets_the_finger(greeter):
+    greeter.first_password()
+    greeter.install(GDM_FINGERPRINT["debian"])
+    o = greeter.drive(fingers=[ENROLLED], items=WAYLAND)
+    assert o.rv == "PAM_SUCCESS" and o.results == ["verify-match"] and o.prompts() == [], o
+
+
+@pytest.mark.skipif(not Path("/dev/tty1").is_char_device(), reason="no /dev/tty1")
+def test_a_console_named_with_the_password_from_a_pipe_gets_no_scan(greeter):
+    """`sudo -S` on a console: the caller has that terminal, stdin is a pipe."""
+    greeter.first_password()
+    greeter.install({"la-pipe": ONE_CONVERSATION})
+    mark = greeter.bed.mark()
+    script = (f"echo {greeter.user.password} | pamtester -I tty=/dev/tty1 la-pipe "
+              f"{greeter.user.name} authenticate")
+    pt = system.run_on_pty(greeter.world.command(["/bin/sh", "-c", script]))
+    res = pt.finish(timeout=30)
+    assert res.status == 0 and "successfully authenticated" in res.output, res.output
+    assert [e for e in greeter.bed.events(mark) if e.name == "VerifyFingerSelected"] == []
