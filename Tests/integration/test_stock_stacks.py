@@ -1,0 +1,274 @@
+"""The stacks pam-auth-update writes, driven by the real programs through their own stock
+service files: sudo, sudo -i (Debian's sudo-i), su, login, pkexec (polkit-1), doas and a
+screen locker (vlock).
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_stock_stacks.py
+
+Each test has a desktop in a private mount namespace (desktop.Desktop) over the machine's
+own /etc, /var/lib/pam, debconf database and PAM module directory: the product's profiles
+are added to /usr/share/pam-configs, Debian's own `pam-auth-update --enable` runs there
+on the machine's real common-* files, and the module is where PAM finds it by its plain
+name. No service file is written by the test: /etc/pam.d/sudo, sudo-i, su, login, doas,
+/usr/lib/pam.d/polkit-1 and /etc/pam.d/other (vlock ships none) are the machine's, each
+including common-auth. What the test adds in the namespace: a sudoers drop-in and
+/etc/doas.conf letting the throwaway user run commands as root, /etc/security/localauth.conf
+(the bed's prints, a state directory of the test's), and polkitd's rule that pkexec asks
+the subject's own password (test_polkit.py says why). Nothing on the machine changes.
+
+For each program: the first use takes the password; the finger then runs the command;
+three wrong fingers, then the password; five failures lock fingerprints out (no scan,
+straight to the password, a wrong password clears nothing); the password clears it; and
+where nobody can be at the reader (the password from a pipe, a remote host, an agent with
+no terminal) no scan happens at all.
+"""
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pexpect
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+from desktop import PROFILES, Desktop  # noqa: E402
+from launcherbed import LauncherInstallation, Syslog  # noqa: E402
+from test_polkit import AUTH_SELF, PKEXEC, dialog  # noqa: E402
+
+FINGER = "right-index-finger"
+ENROLLED, OTHER = "f1", "f9"
+FIRST_USE = "Your password is required before fingerprints can be used"
+LOCKED = "Fingerprint locked after 5 failed attempts — enter your password to unlock"
+ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
+SKIP_PROMPT = re.compile(r"[(（][^\r\n]*[)）] ?")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+FAILED = re.compile(r"Login incorrect|Authentication failure|Sorry, try again|"
+                    r"incorrect password|AUTHENTICATION FAILED|Permission denied")
+
+
+@dataclass(frozen=True)
+class Caller:
+    name: str
+    argv: tuple              # {user} and {target} are filled in
+    prompt: str              # the password prompt (a regular expression)
+    run_as: str = "user"     # "user", "runner" (su: another user) or "root" (login)
+    terminal: bool = True    # the finger prompt is followed by the skip prompt
+    before: str = ""         # what the program asks first (vlock: press Enter)
+    shell: bool = False      # login: a shell to run `id -un` in
+
+
+CALLERS = {c.name: c for c in [
+    Caller("sudo", ("sudo", "-k", "id", "-un"), r"\[sudo\] password for \S+: "),
+    Caller("sudo-i", ("sudo", "-k", "-i", "id", "-un"), r"\[sudo\] password for \S+: "),
+    Caller("su", ("su", "-", "{target}", "-c", "id -un"), r"(^|\n)Password: ", run_as="runner"),
+    Caller("login", ("/bin/login", "{target}"), r"(^|\n)Password: ", run_as="root", shell=True),
+    Caller("doas", ("doas", "id", "-un"), r"doas \(\S+\) password: "),
+    Caller("vlock", ("vlock", "-c"), r"(^|\n)\S*'?s? ?Password: ",
+           before=r"Please press \[ENTER\] to unlock"),
+    Caller("pkexec", ("/bin/sh", "-c", PKEXEC), r"(^|\n)Password: ", terminal=False),
+]}
+# What a successful run prints last (vlock prints nothing: its status says it).
+SUCCESS_LINE = {"sudo": "root", "sudo-i": "root", "su": "{target}", "login": "{target}",
+                "doas": "root", "pkexec": "root", "vlock": None}
+PROGRAMS = {"sudo": "sudo", "sudo-i": "sudo", "su": "su", "login": "/bin/login",
+            "doas": "doas", "vlock": "vlock", "pkexec": "pkexec"}
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+
+def present(name):
+    return shutil.which(PROGRAMS[name]) is not None or Path(PROGRAMS[name]).is_file()
+
+
+@pytest.fixture(scope="module")
+def inst():
+    with LauncherInstallation() as i:
+        yield i
+
+
+@dataclass
+class Run:
+    ok: bool
+    screen: list
+    results: list
+    events: list
+    prompts: int
+    output: str = field(default="", repr=False)
+
+    @property
+    def scans(self):
+        return [e for e in self.events if e.name == "VerifyFingerSelected"]
+
+    @property
+    def matched(self):
+        return any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in self.events)
+
+    def shown(self, text):
+        return any(text in line for line in self.screen)
+
+
+class Stock:
+    """A desktop where pam-auth-update enabled the product's profiles; a throwaway user
+    (the one who authenticates, right index finger enrolled) and another (su's runner)."""
+
+    def __init__(self, inst, bed, syslog, user, runner):
+        self.bed, self.user, self.runner = bed, user, runner
+        self.desktop = Desktop(inst, bed, syslog)
+        profiles = sorted(p.name for p in PROFILES.iterdir())
+        self.desktop.pam_auth_update("--enable", *profiles)
+        self.desktop.sudoers(user)
+        self.desktop.doas(user)
+        bed.enroll(user.name, FINGER, ENROLLED)
+
+    def close(self):
+        self.desktop.close()
+
+    def failures(self) -> str:
+        text = (self.desktop.state / f"{self.user.name}.state").read_text()
+        return dict(l.split("=", 1) for l in text.splitlines()[1:] if "=" in l)["failures"]
+
+    def drive(self, caller: Caller, fingers=(), answers=(), argv=None, piped=False) -> Run:
+        """Runs the caller's program on a terminal: presents ``fingers`` as it asks for
+        them, types ``answers`` at its password prompts; a further prompt ends the run
+        (``piped``: the password comes from a pipe, the prompt shows and is not typed at)."""
+        fill = {"user": self.user.name, "target": self.user.name}
+        argv = argv or [a.format(**fill) for a in caller.argv]
+        who = {"user": self.user, "runner": self.runner, "root": None}[caller.run_as]
+        mark = self.bed.mark()
+        pt = self.desktop.run_on_pty(argv, user=who)
+        results, prompts, ok = [], 0, False
+        try:
+            if caller.before:
+                pt.expect(caller.before, timeout=20)
+                pt.sendline("")
+            for p in fingers:
+                pt.expect(ASK_FINGER, timeout=20)
+                if caller.terminal:
+                    pt.expect(SKIP_PROMPT, timeout=20)
+                results.append(self.bed.reader.inject(f"SCAN {p}", timeout=15))
+            for answer in answers:
+                pt.expect(caller.prompt, timeout=20)
+                prompts += 1
+                pt.sendline(answer)
+            ended = [pexpect.EOF] if piped else [pexpect.EOF, caller.prompt, FAILED]
+            if caller.shell:
+                if pt.expect([r"[$#] ", FAILED, caller.prompt], timeout=30) == 0:
+                    pt.sendline("id -un; exit")
+                else:
+                    ended = [FAILED, pexpect.EOF]       # asked again: index 0 ends it
+            i = pt.expect(ended, timeout=30) if ended[0] is pexpect.EOF else 1
+            if i == 0:
+                res = pt.finish(timeout=20)
+                line = SUCCESS_LINE[caller.name]
+                lines = [ANSI.sub("", l).strip() for l in system.screen_lines(res.output)]
+                want = line.format(**fill) if line else None
+                # A password from a pipe is not echoed: the output follows the prompt.
+                ok = res.status == 0 and (want is None or any(
+                    l == want or l.endswith(" " + want) for l in lines[-2:]))
+            else:
+                pt.note("\n<asked again: ended>\n")
+        finally:
+            pt.kill()
+        screen = [ANSI.sub("", l).strip() for l in system.screen_lines(pt.output)]
+        run = Run(ok, screen, results, self.bed.events(mark), prompts, pt.output)
+        if run.ok:               # no success without a match in this run or the password
+            assert run.matched or self.user.password in answers \
+                or any(self.user.password in a for a in argv), run
+        return run
+
+
+@pytest.fixture
+def stock(inst, bed_factory):
+    syslog = Syslog()
+    bed = bed_factory(polkit_rules=AUTH_SELF)
+    with system.ThrowawayUser(prefix="la-st-") as user, \
+            system.ThrowawayUser(prefix="la-st-run-") as runner:
+        s = Stock(inst, bed, syslog, user, runner)
+        try:
+            yield s
+        finally:
+            s.close()
+            syslog.close()
+
+
+@pytest.mark.parametrize("name", sorted(CALLERS))
+def test_stock_stack_finger_fallback_lockout_and_clearing(stock, name):
+    if not present(name):
+        pytest.skip(f"{PROGRAMS[name]} is not installed")
+    caller, pw = CALLERS[name], stock.user.password
+    r = stock.drive(caller, answers=[pw])                       # first use: the password
+    assert r.ok and r.shown(FIRST_USE) and r.scans == [], r
+    r = stock.drive(caller, [ENROLLED])                         # match
+    assert r.ok and r.prompts == 0 and r.results == ["verify-match"], r
+    r = stock.drive(caller, [OTHER] * 3, answers=[pw])          # three wrong, then password
+    assert r.ok and r.results == ["verify-no-match"] * 3 and r.prompts == 1, r
+    assert stock.failures() == "0"
+    r = stock.drive(caller, [OTHER] * 3, answers=["wrong"])     # ... and a wrong password
+    assert not r.ok and stock.failures() == "3", r
+    r = stock.drive(caller, [OTHER] * 2, answers=["wrong"])     # five: locked out
+    assert not r.ok and r.shown(LOCKED), r
+    assert stock.failures() == "5"
+    r = stock.drive(caller, answers=["wrong"])                  # locked: no scan at all
+    assert not r.ok and r.scans == [] and r.shown(LOCKED), r
+    assert stock.failures() == "5"                              # a wrong password clears nothing
+    r = stock.drive(caller, answers=[pw])                       # the password clears it
+    assert r.ok and r.scans == [], r
+    assert stock.failures() == "0"
+    r = stock.drive(caller, [ENROLLED])                         # and the finger is back
+    assert r.ok and r.prompts == 0, r
+
+
+# --- nobody at the reader ---------------------------------------------------------------------
+
+def no_scan(stock, caller, argv, answers=(), piped=False):
+    stock.drive(caller, answers=[stock.user.password])           # past the first use
+    r = stock.drive(caller, answers=answers, argv=argv, piped=piped)
+    assert r.scans == [], r
+    return r
+
+
+@pytest.mark.parametrize("name", ["sudo", "sudo-i"])
+def test_sudo_with_the_password_from_a_pipe_gets_no_scan(stock, name):
+    pw = stock.user.password
+    flags = "-k -S -i" if name == "sudo-i" else "-k -S"
+    r = no_scan(stock, CALLERS[name], ["/bin/sh", "-c", f"echo {pw} | sudo {flags} id -un"],
+                piped=True)
+    assert r.ok, r
+
+
+def test_su_with_the_password_from_a_pipe_gets_no_scan(stock):
+    pw, target = stock.user.password, stock.user.name
+    r = no_scan(stock, CALLERS["su"], ["/bin/sh", "-c", f"echo {pw} | su - {target} -c 'id -un'"],
+                piped=True)
+    assert r.ok, r
+
+
+def test_login_from_a_remote_host_gets_no_scan(stock):
+    r = no_scan(stock, CALLERS["login"], ["/bin/login", "-h", "far.example.org", stock.user.name],
+                answers=[stock.user.password])
+    assert r.ok and r.prompts == 1, r
+
+
+@pytest.mark.skipif(not present("doas"), reason="doas is not installed")
+def test_doas_with_stdin_not_a_terminal_gets_no_scan(stock):
+    """doas names no PAM_TTY and reads the password from /dev/tty: with stdin elsewhere the
+    helper cannot tell a person is there, so the password is asked at once."""
+    r = no_scan(stock, CALLERS["doas"], ["/bin/sh", "-c", "doas id -un </dev/null"],
+                answers=[stock.user.password])
+    assert r.ok and r.prompts == 1, r
+
+
+def test_pkexec_agent_without_terminal_or_display_gets_no_scan(stock):
+    stock.drive(CALLERS["pkexec"], answers=[stock.user.password])
+    polkit = _PolkitView(stock)
+    r = dialog(polkit, display=False, answers=[stock.user.password])
+    assert r.authorized and r.verify_starts == [], r.events
+
+
+class _PolkitView:
+    """What test_polkit.dialog needs from a desktop."""
+
+    def __init__(self, stock):
+        self.desktop, self.bed, self.user = stock.desktop, stock.bed, stock.user
