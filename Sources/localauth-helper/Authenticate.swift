@@ -6,9 +6,11 @@ import SystemEvents
 /// `mode=authenticate`: the first line of the stack. Runs the policy with the fprintd
 /// sensor and the file store; the password itself is left to the stack's next module.
 enum Authenticate {
-    static func run(_ request: HelperRequest, options: Options, channel: FrameChannel,
+    static func run(_ request: HelperRequest, options configured: Options, channel: FrameChannel,
                     log: LogSink) -> EvaluationMachine.Outcome {
-        if let refusal = Presence.refusal(request, options: options, log: log) { return .failure(refusal) }
+        if let refusal = Presence.refusal(request, options: configured, log: log) { return .failure(refusal) }
+        var options = configured
+        if !ctrlCSkips(request) { options.fallbackTitle = "" }
         let ui = FrameUI(channel: channel, language: request.language,
                          style: promptStyle(request, options), silent: request.silent,
                          isOwner: { request.callerIsTheUser }, log: log)
@@ -33,6 +35,17 @@ enum Authenticate {
                               context: request.eventContext)
         }
         return settle(outcome, ui: ui)
+    }
+
+    /// Without a terminal prompt, skipping to the password is Ctrl-C, which reaches the
+    /// module only through the caller's controlling terminal. A greeter or a dialog's agent
+    /// helper has none, and Ctrl-C at pkttyagent ends pkexec itself: there the hint would
+    /// promise what does not happen, so no skip is offered (the finger, the tries or
+    /// scan_timeout, then the password).
+    static func ctrlCSkips(_ request: HelperRequest) -> Bool {
+        if PolkitAgent(request) != nil { return false }
+        guard let pid = request.callerPID, pid > 0, let caller = ProcStat(pid: pid) else { return true }
+        return caller.terminal != 0
     }
 
     /// A prompt on a terminal we can end ourselves gets Enter-to-skip (or the concurrent
