@@ -101,6 +101,12 @@ GDM_FINGERPRINT = {
         "session    optional                    pam_gnome_keyring.so auto_start"]},
 }
 
+# The README's: pam.d/gdm-fingerprint as the project ships it.
+GDM_FINGERPRINT["shipped"] = {"gdm-fingerprint": [
+    l.replace("pam_localauth.so", OURS)
+    for l in (Path(__file__).resolve().parents[2] / "pam.d" / "gdm-fingerprint").read_text().splitlines()
+    if l.strip() and not l.startswith("#")]}
+
 # A password conversation: Debian's gdm-password, and a one-conversation greeter
 # (LightDM's, SDDM's) with the product's two lines around common-auth.
 GDM_PASSWORD = [
@@ -245,6 +251,7 @@ def test_gdm_fingerprint_the_finger_logs_in(greeter, distro):
     assert o.results == ["verify-match"]
     assert o.prompts() == [], o                  # the conversation was never asked anything
     assert o.shown()[0] == SWIPE, o              # the greeter has something to show
+    assert not any("Ctrl-C" in t for t in o.shown()), o   # no key a greeter could send
 
 
 @pytest.mark.parametrize("distro", DISTROS)
@@ -273,7 +280,13 @@ def test_gdm_fingerprint_lockout_fails_the_service_without_a_scan(greeter, distr
 
 
 @pytest.mark.parametrize("distro", DISTROS)
-def test_gdm_fingerprint_user_not_opted_in_fails_the_service(greeter, distro):
+def test_gdm_fingerprint_user_not_opted_in_fails_the_service(greeter, distro, request):
+    if distro != "fedora":
+        # Fedora's line is [success=done default=bad]; the others' `required`.
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "the module still answers PAM_IGNORE for a user who has not opted in: at a "
+            "`required` line followed by optional modules that succeed, the service "
+            "succeeds with nothing (PAM_AUTHINFO_UNAVAIL is due with issue 11)")))
     greeter.first_password()
     greeter.install(GDM_FINGERPRINT[distro], opt_in="required")
     o = greeter.drive()

@@ -187,6 +187,7 @@ def test_pkexec_first_use_takes_the_password_then_the_finger(polkit):
     assert r.authorized, r
     assert r.results == ["verify-match"] and r.prompts == 0
     assert shown(r, SWIPE) == 1, r.screen              # the message reached the agent
+    assert shown(r, "Ctrl-C") == 0, r.screen           # which would end pkexec, not skip
     assert polkit.state()["failures"] == "0"
 
 
@@ -295,6 +296,7 @@ def test_dialog_offers_the_finger_and_shows_the_messages(polkit):
     assert r.results == ["verify-no-match", "verify-match"]
     assert r.texts("PROMPT") == [], r.events               # no password asked
     assert r.texts("INFO").count(SWIPE) == 2, r.events
+    assert not any("Ctrl-C" in t for k, t in r.events), r.events  # a dialog has no Ctrl-C
     assert "Fingerprint not recognized — 2 tries left" in r.texts("ERROR") + r.texts("INFO")
 
 
