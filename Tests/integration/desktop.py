@@ -162,6 +162,13 @@ class Desktop(contextlib.ExitStack):
         self.inst, self.bed, self.syslog = inst, bed, syslog
         self.ns = Namespace(bus=bed.dir / "system_bus_socket", syslog=syslog)
         self.callback(self.ns.close)
+        try:
+            self._setup(inst, bed)
+        except BaseException:
+            self.close()
+            raise
+
+    def _setup(self, inst, bed) -> None:
         self.state = self.ns.root / "state"
         self.state.mkdir(mode=0o700)
         self.etc = self.ns.overlay("/etc")

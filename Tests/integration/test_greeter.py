@@ -137,14 +137,18 @@ class Greeter:
     def __init__(self, inst, bed, user, syslog):
         self.inst, self.bed, self.user, self.syslog = inst, bed, user, syslog
         self.tmp = Path(tempfile.mkdtemp(prefix="localauth-greeter-"))
-        self.tmp.chmod(0o755)
-        self.state = self.tmp / "state"
-        self.state.mkdir(mode=0o700)
-        (self.tmp / "world").mkdir(mode=0o755)
-        self.world = PamWorld(root=self.tmp / "world")
-        for common in sorted(Path("/etc/pam.d").glob("common-*")):
-            self.world.service(common.name, common.read_text().splitlines())
-        bed.enroll(user.name, FINGER, ENROLLED)
+        try:
+            self.tmp.chmod(0o755)
+            self.state = self.tmp / "state"
+            self.state.mkdir(mode=0o700)
+            (self.tmp / "world").mkdir(mode=0o755)
+            self.world = PamWorld(root=self.tmp / "world")
+            for common in sorted(Path("/etc/pam.d").glob("common-*")):
+                self.world.service(common.name, common.read_text().splitlines())
+            bed.enroll(user.name, FINGER, ENROLLED)
+        except BaseException:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
 
     def close(self):
         self.world.close()

@@ -117,8 +117,12 @@ class Polkit:
     def __init__(self, inst, bed, syslog, user):
         self.bed, self.user = bed, user
         self.desktop = Desktop(inst, bed, syslog)
-        self.desktop.pam_file("polkit-1", (REPO / "pam.d" / "polkit-1").read_text())
-        bed.enroll(user.name, FINGER, ENROLLED)
+        try:
+            self.desktop.pam_file("polkit-1", (REPO / "pam.d" / "polkit-1").read_text())
+            bed.enroll(user.name, FINGER, ENROLLED)
+        except BaseException:
+            self.desktop.close()
+            raise
 
     def close(self):
         self.desktop.close()

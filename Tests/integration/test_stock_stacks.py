@@ -116,11 +116,15 @@ class Stock:
     def __init__(self, inst, bed, syslog, user, runner):
         self.bed, self.user, self.runner = bed, user, runner
         self.desktop = Desktop(inst, bed, syslog)
-        profiles = sorted(p.name for p in PROFILES.iterdir())
-        self.desktop.pam_auth_update("--enable", *profiles)
-        self.desktop.sudoers(user)
-        self.desktop.doas(user)
-        bed.enroll(user.name, FINGER, ENROLLED)
+        try:
+            profiles = sorted(p.name for p in PROFILES.iterdir())
+            self.desktop.pam_auth_update("--enable", *profiles)
+            self.desktop.sudoers(user)
+            self.desktop.doas(user)
+            bed.enroll(user.name, FINGER, ENROLLED)
+        except BaseException:
+            self.desktop.close()
+            raise
 
     def close(self):
         self.desktop.close()
