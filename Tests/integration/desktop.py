@@ -21,6 +21,9 @@ Run with /usr/bin/python3, as root. Nothing on the machine is edited:
   /etc/pam.d, /var/lib/pam and debconf database, with our profiles added to
   /usr/share/pam-configs. Empty throwaway copies of wtmp, btmp, lastlog and faillog are put
   over the machine's for ``login``.
+* ``LoginSession``: logind's record of a session (a cgroup named like its scope, its file
+  in /run/systemd/sessions) for machines where logind cannot run; ``prefix(session=...)``
+  runs a command in it, ``prefix(logind=True)`` makes sd_booted() say logind runs.
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -69,6 +74,14 @@ while [ "$1" != "--" ]; do
         rm -f /run/dbus/system_bus_socket
         ln -s "$2" /run/dbus/system_bus_socket
         shift 2 ;;
+    logind)
+        mkdir -p /run/systemd/system
+        shift ;;
+    session)
+        mkdir -p /run/systemd/sessions
+        cp "$3" "/run/systemd/sessions/$2"
+        echo $$ > "$4/cgroup.procs"
+        shift 4 ;;
     log)
         mkdir "$t/dev" "$t/dev-up" "$t/dev-work"
         mount --rbind /dev "$t/dev"
@@ -85,6 +98,55 @@ done
 shift
 exec "$@"
 '''
+
+
+class LoginSession:
+    """logind's record of a login session, for a machine where logind does not run:
+    sd-login (which the helper and polkitd use) finds a process's session from its cgroup
+    (``.../session-ID.scope``) and reads the rest from /run/systemd/sessions/ID. This makes
+    a cgroup of that name in the unified hierarchy (a unique name, removed on ``close()``)
+    and the file's text; ``Namespace.prefix(session=...)`` puts the command in the cgroup
+    and the file in the namespace's /run. logind itself is not running: this is its state
+    only, what a test can give where no init system runs it."""
+
+    HIERARCHIES = ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
+
+    def __init__(self, user, remote: bool = False, seat: Optional[str] = "seat0",
+                 session_type: str = "tty"):
+        base = next((Path(h) for h in self.HIERARCHIES
+                     if Path(h, "cgroup.procs").exists() and Path(h, "cgroup.subtree_control").exists()),
+                    None)
+        if base is None:
+            raise RuntimeError("no cgroup v2 hierarchy to name a session in")
+        self.id = "la" + secrets.token_hex(4)
+        self.slice = base / f"localauth-test-{self.id}.slice"
+        self.scope = self.slice / f"session-{self.id}.scope"
+        self.scope.mkdir(parents=True)
+        fields = {"UID": user.uid, "USER": user.name, "ACTIVE": 1, "STATE": "active",
+                  "REMOTE": int(remote), "TYPE": session_type, "CLASS": "user",
+                  "SCOPE": f"session-{self.id}.scope"}
+        if remote:
+            fields["REMOTE_HOST"] = "far.example.org"
+        if seat:
+            fields.update(SEAT=seat, VTNR=1)
+        self.text = "".join(f"{k}={v}\n" for k, v in fields.items())
+
+    def close(self) -> None:
+        """Removes the cgroups once their processes are gone (moving stragglers to the
+        root first, which a test's killed process group may leave for a moment)."""
+        root = self.slice.parent
+        for _ in range(100):
+            try:
+                for d in (self.scope, self.slice):
+                    if d.exists():
+                        d.rmdir()
+                return
+            except OSError:
+                with contextlib.suppress(OSError):
+                    for pid in (self.scope / "cgroup.procs").read_text().split():
+                        (root / "cgroup.procs").write_text(pid)
+                time.sleep(0.05)
+        raise RuntimeError(f"could not remove {self.scope}")
 
 
 class Namespace:
@@ -114,12 +176,20 @@ class Namespace:
             raise RuntimeError(f"{target} does not exist: nothing to bind over")
         self._binds[target] = Path(source)
 
-    def prefix(self) -> list:
-        """A fresh namespace for one command (run as root; the command may drop to a user)."""
+    def prefix(self, session: Optional[LoginSession] = None, logind: bool = False) -> list:
+        """A fresh namespace for one command (run as root; the command may drop to a user).
+        ``session``: the command runs in that login session; ``logind``: the namespace's
+        /run says logind runs (sd_booted), as on a machine booted with systemd."""
         self._count += 1
         run = self.root / f"ns{self._count}"
         run.mkdir(mode=0o755)
         actions: list[str] = []
+        if logind:
+            actions += ["logind"]
+        if session is not None:
+            record = self.root / f"session-{self._count}"
+            record.write_text(session.text)
+            actions += ["session", session.id, str(record), str(session.scope)]
         # Overlays in path order, so /etc comes before anything bound below it.
         for target in sorted(self._overlays):
             work = self.root / "work" / f"{self._count}-{target.strip('/').replace('/', '+')}"
@@ -231,6 +301,7 @@ class Desktop(contextlib.ExitStack):
         return self.ns.run(["cat", f"/etc/pam.d/{name}"]).stdout
 
     def run_on_pty(self, argv: list, user=None, env: Optional[dict] = None,
-                   timeout: float = 60) -> system.PtyRun:
-        return system.run_on_pty(argv, env=env, user=user, prefix=self.ns.prefix(),
+                   timeout: float = 60, **namespace) -> system.PtyRun:
+        """``namespace``: ``session=``, ``logind=`` as for ``Namespace.prefix``."""
+        return system.run_on_pty(argv, env=env, user=user, prefix=self.ns.prefix(**namespace),
                                  timeout=timeout)

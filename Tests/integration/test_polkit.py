@@ -39,7 +39,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from desktop import Desktop  # noqa: E402
+from desktop import Desktop, LoginSession  # noqa: E402
 from launcherbed import LauncherInstallation, Syslog  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,11 +131,12 @@ class Polkit:
         text = (self.desktop.state / f"{self.user.name}.state").read_text()
         return dict(line.split("=", 1) for line in text.splitlines()[1:] if "=" in line)
 
-    def pkexec(self, fingers=(), answers=(), interrupt=False) -> Run:
+    def pkexec(self, fingers=(), answers=(), interrupt=False, **namespace) -> Run:
         """pkexec as the user: presents ``fingers`` as the agent asks for them, types
-        ``answers`` at the password prompts in turn; a further prompt is interrupted."""
+        ``answers`` at the password prompts in turn; a further prompt is interrupted.
+        ``namespace``: a login session for it all, or logind running (desktop.Namespace)."""
         mark = self.bed.mark()
-        pt = self.desktop.run_on_pty(["/bin/sh", "-c", PKEXEC], user=self.user)
+        pt = self.desktop.run_on_pty(["/bin/sh", "-c", PKEXEC], user=self.user, **namespace)
         results, prompts = [], 0
         try:
             for p in fingers:
@@ -232,6 +233,54 @@ def test_pkexec_locked_out_goes_straight_to_the_password(polkit):
     assert not r.authorized and r.verify_starts == [], r
     assert shown(r, LOCKED) == 1, r.screen
     assert polkit.state()["failures"] == "5"            # a wrong password clears nothing
+
+
+# --- logind's view of the agent ------------------------------------------------------------
+# logind cannot run here (no init system), so these give the helper and polkitd logind's
+# record of a session instead: a cgroup named like the session's scope holding pkexec,
+# pkttyagent and the agent helper, and the session's file in /run/systemd/sessions
+# (desktop.LoginSession). sd-login reads exactly these; what logind would do to make them
+# is not exercised.
+
+@pytest.fixture
+def session_for(polkit):
+    made = []
+
+    def make(**kw):
+        s = LoginSession(polkit.user, **kw)
+        made.append(s)
+        return s
+    yield make
+    for s in made:
+        s.close()
+
+
+def test_logind_agent_in_a_local_session_on_a_seat_gets_the_finger(polkit, session_for):
+    local = session_for()
+    polkit.pkexec(answers=[polkit.user.password], session=local, logind=True)
+    r = polkit.pkexec([ENROLLED], session=local, logind=True)
+    assert r.authorized and r.prompts == 0, r
+
+
+def test_logind_agent_in_a_remote_session_gets_no_scan(polkit, session_for):
+    polkit.first_password()
+    remote = session_for(remote=True)
+    r = polkit.pkexec(answers=[polkit.user.password], session=remote, logind=True)
+    assert r.authorized and r.verify_starts == [], r      # straight to the password
+    assert shown(r, SWIPE) == 0, r.screen
+
+
+def test_logind_agent_in_a_session_without_a_seat_gets_no_scan(polkit, session_for):
+    polkit.first_password()
+    seatless = session_for(seat=None)
+    r = polkit.pkexec(answers=[polkit.user.password], session=seatless, logind=True)
+    assert r.authorized and r.verify_starts == [], r
+
+
+def test_logind_running_and_the_agent_in_no_session_gets_no_scan(polkit):
+    polkit.first_password()
+    r = polkit.pkexec(answers=[polkit.user.password], logind=True)
+    assert r.authorized and r.verify_starts == [], r
 
 
 # --- a dialog: no terminal ----------------------------------------------------------------
