@@ -114,7 +114,7 @@ class Stock:
     (the one who authenticates, right index finger enrolled) and another (su's runner)."""
 
     def __init__(self, inst, bed, syslog, user, runner):
-        self.bed, self.user, self.runner = bed, user, runner
+        self.bed, self.user, self.runner, self.syslog = bed, user, runner, syslog
         self.desktop = Desktop(inst, bed, syslog)
         try:
             profiles = sorted(p.name for p in PROFILES.iterdir())
@@ -276,3 +276,49 @@ class _PolkitView:
 
     def __init__(self, stock):
         self.desktop, self.bed, self.user = stock.desktop, stock.bed, stock.user
+
+
+# --- GDM's password conversation through common-auth -------------------------------------------
+
+def greeter(stock, service, answers=(), fingers=()):
+    """One greeter-shaped conversation (test_greeter.py: its own session, PAM_XDISPLAY=:0,
+    messages shown, prompts answered from ``answers`` then failed, pam_acct_mgmt) with the
+    real libpam in the desktop's namespace. Returns (driver output, bed events, syslog)."""
+    import json
+    import subprocess
+    driver = stock.desktop.ns.root / "pamenv_driver.py"
+    if not driver.exists():
+        shutil.copy(Path(__file__).parent / "pamenv.py", driver)
+    spec = dict(service=service, user=stock.user.name, answers=list(answers),
+                items={"xdisplay": ":0", "tty": ":0"}, pam_env={}, flags=[], interrupt_on=None,
+                interrupt_delay=0.3, answer_delay=0.0, ignore_signals=[], inheritable_fd=False,
+                real_uid=None, acct_mgmt=True)
+    mark, log_mark = stock.bed.mark(), stock.syslog.mark()
+    injection = stock.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
+    proc = subprocess.run([*stock.desktop.ns.prefix(), "setsid", "/usr/bin/python3", str(driver),
+                           "--drive"], input=json.dumps(spec), capture_output=True, text=True,
+                          timeout=90, env={"PATH": system.SAFE_PATH, "LANG": "C.UTF-8"})
+    if injection:
+        injection.wait(20)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out, stock.bed.events(mark), [m for _, m in stock.syslog.lines[log_mark:]]
+
+
+def test_gdm_password_through_the_profiles_records_the_password_then_takes_the_finger(stock):
+    """With the profiles enabled, Debian's gdm-password (which includes common-auth) is a
+    finger-first conversation itself: the first login after boot takes the password, which
+    the keyring module receives and which counts as the password for the product's rules;
+    later logins take the finger in the same conversation."""
+    from test_greeter import FIRST_USE as FIRST, GDM_PASSWORD, KEYRING_GOT
+    stock.desktop.pam_file("gdm-password", "".join(l + "\n" for l in GDM_PASSWORD))
+    out, events, logs = greeter(stock, "gdm-password", answers=[stock.user.password])
+    assert out["rv"] == "PAM_SUCCESS" and out["acct"] == "PAM_SUCCESS", out
+    assert [t for s, t in out["messages"] if s == "PAM_ERROR_MSG"] == [FIRST], out
+    assert KEYRING_GOT in logs, logs
+    assert not [e for e in events if e.name == "VerifyFingerSelected"]
+    out, events, logs = greeter(stock, "gdm-password", fingers=[ENROLLED])
+    assert out["rv"] == "PAM_SUCCESS", out
+    assert not [t for s, t in out["messages"] if s.startswith("PAM_PROMPT")], out
+    assert any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in events)
+    assert stock.failures() == "0"
