@@ -33,7 +33,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from desktop import PROFILES, Desktop  # noqa: E402
+from desktop import PROFILES, Desktop, LoginSession  # noqa: E402
 from launcherbed import LauncherInstallation, Syslog  # noqa: E402
 from test_polkit import AUTH_SELF, PKEXEC, dialog  # noqa: E402
 
@@ -133,7 +133,8 @@ class Stock:
         text = (self.desktop.state / f"{self.user.name}.state").read_text()
         return dict(l.split("=", 1) for l in text.splitlines()[1:] if "=" in l)["failures"]
 
-    def drive(self, caller: Caller, fingers=(), answers=(), argv=None, piped=False) -> Run:
+    def drive(self, caller: Caller, fingers=(), answers=(), argv=None, piped=False,
+              **namespace) -> Run:
         """Runs the caller's program on a terminal: presents ``fingers`` as it asks for
         them, types ``answers`` at its password prompts; a further prompt ends the run
         (``piped``: the password comes from a pipe, the prompt shows and is not typed at)."""
@@ -141,7 +142,7 @@ class Stock:
         argv = argv or [a.format(**fill) for a in caller.argv]
         who = {"user": self.user, "runner": self.runner, "root": None}[caller.run_as]
         mark = self.bed.mark()
-        pt = self.desktop.run_on_pty(argv, user=who)
+        pt = self.desktop.run_on_pty(argv, user=who, **namespace)
         results, prompts, ok = [], 0, False
         try:
             if caller.before:
@@ -262,6 +263,22 @@ def test_doas_with_stdin_not_a_terminal_gets_no_scan(stock):
     r = no_scan(stock, CALLERS["doas"], ["/bin/sh", "-c", "doas id -un </dev/null"],
                 answers=[stock.user.password])
     assert r.ok and r.prompts == 1, r
+
+
+@pytest.mark.parametrize("name", ["sudo", "sudo-i", "su", "doas", "vlock"])
+def test_in_a_remote_login_session_there_is_no_scan(stock, name):
+    """logind's record of an SSH session (desktop.LoginSession: logind itself cannot run
+    here) around the program: the password at once."""
+    if not present(name):
+        pytest.skip(f"{PROGRAMS[name]} is not installed")
+    caller = CALLERS[name]
+    stock.drive(caller, answers=[stock.user.password])           # past the first use
+    remote = LoginSession(stock.user, remote=True, seat=None)
+    try:
+        r = stock.drive(caller, answers=[stock.user.password], session=remote, logind=True)
+    finally:
+        remote.close()
+    assert r.ok and r.scans == [] and r.prompts == 1, r
 
 
 def test_pkexec_agent_without_terminal_or_display_gets_no_scan(stock):
