@@ -284,13 +284,7 @@ def test_gdm_fingerprint_lockout_fails_the_service_without_a_scan(greeter, distr
 
 
 @pytest.mark.parametrize("distro", DISTROS)
-def test_gdm_fingerprint_user_not_opted_in_fails_the_service(greeter, distro, request):
-    if distro != "fedora":
-        # Fedora's line is [success=done default=bad]; the others' `required`.
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "the module still answers PAM_IGNORE for a user who has not opted in: at a "
-            "`required` line followed by optional modules that succeed, the service "
-            "succeeds with nothing (PAM_AUTHINFO_UNAVAIL is due with issue 11)")))
+def test_gdm_fingerprint_user_not_opted_in_fails_the_service(greeter, distro):
     greeter.first_password()
     greeter.install(GDM_FINGERPRINT[distro], opt_in="required")
     o = greeter.drive()

@@ -309,7 +309,7 @@ def greeter(stock, service, answers=(), fingers=()):
     spec = dict(service=service, user=stock.user.name, answers=list(answers),
                 items={"xdisplay": ":0", "tty": ":0"}, pam_env={}, flags=[], interrupt_on=None,
                 interrupt_delay=0.3, answer_delay=0.0, ignore_signals=[], inheritable_fd=False,
-                real_uid=None, acct_mgmt=True)
+                real_uid=None, account=True)
     mark, log_mark = stock.bed.mark(), stock.syslog.mark()
     injection = stock.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
     proc = subprocess.run([*stock.desktop.ns.prefix(), "setsid", "/usr/bin/python3", str(driver),
@@ -330,7 +330,7 @@ def test_gdm_password_through_the_profiles_records_the_password_then_takes_the_f
     from test_greeter import FIRST_USE as FIRST, GDM_PASSWORD, KEYRING_GOT
     stock.desktop.pam_file("gdm-password", "".join(l + "\n" for l in GDM_PASSWORD))
     out, events, logs = greeter(stock, "gdm-password", answers=[stock.user.password])
-    assert out["rv"] == "PAM_SUCCESS" and out["acct"] == "PAM_SUCCESS", out
+    assert out["rv"] == "PAM_SUCCESS" and out["acct_rv"] == "PAM_SUCCESS", out
     assert [t for s, t in out["messages"] if s == "PAM_ERROR_MSG"] == [FIRST], out
     assert KEYRING_GOT in logs, logs
     assert not [e for e in events if e.name == "VerifyFingerSelected"]
