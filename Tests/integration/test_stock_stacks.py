@@ -198,15 +198,37 @@ def stock(inst, bed_factory):
             syslog.close()
 
 
-@pytest.mark.parametrize("name", sorted(CALLERS))
+# vlock waits for a prompt's answer in pselect6(2), not read(2): the helper takes that as a
+# prompt nobody reads, and ends none of vlock's prompts itself (after a match or a wrong
+# finger); vlock goes on only when Enter is pressed after the touch. So vlock is not in the
+# whole flow below; its finger is an expected failure, its lockout is checked without one.
+VLOCK_WAITS = pytest.mark.xfail(strict=True, reason=(
+    "the helper ends no vlock prompt after a touch: vlock waits in pselect6(2), which the "
+    "check that the caller reads its terminal does not count as reading"))
+
+
+def matches(stock, caller):
+    r = stock.drive(caller, [ENROLLED])
+    assert r.ok and r.prompts == 0 and r.results == ["verify-match"], r
+
+
+def test_vlock_the_finger_unlocks(stock, request):
+    if not present("vlock"):
+        pytest.skip("vlock is not installed")
+    request.applymarker(VLOCK_WAITS)
+    caller = CALLERS["vlock"]
+    stock.drive(caller, answers=[stock.user.password])
+    matches(stock, caller)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CALLERS if n != "vlock"))
 def test_stock_stack_finger_fallback_lockout_and_clearing(stock, name):
     if not present(name):
         pytest.skip(f"{PROGRAMS[name]} is not installed")
     caller, pw = CALLERS[name], stock.user.password
     r = stock.drive(caller, answers=[pw])                       # first use: the password
     assert r.ok and r.shown(FIRST_USE) and r.scans == [], r
-    r = stock.drive(caller, [ENROLLED])                         # match
-    assert r.ok and r.prompts == 0 and r.results == ["verify-match"], r
+    matches(stock, caller)                                      # match
     r = stock.drive(caller, [OTHER] * 3, answers=[pw])          # three wrong, then password
     assert r.ok and r.results == ["verify-no-match"] * 3 and r.prompts == 1, r
     assert stock.failures() == "0"
@@ -221,8 +243,25 @@ def test_stock_stack_finger_fallback_lockout_and_clearing(stock, name):
     r = stock.drive(caller, answers=[pw])                       # the password clears it
     assert r.ok and r.scans == [], r
     assert stock.failures() == "0"
-    r = stock.drive(caller, [ENROLLED])                         # and the finger is back
-    assert r.ok and r.prompts == 0, r
+    matches(stock, caller)                                      # and the finger is back
+
+
+def test_vlock_lockout_and_clearing_without_a_touch(stock):
+    """What of vlock's flow needs no prompt ended by the helper: a lockout reached
+    elsewhere (sudo) holds at vlock, a wrong password clears nothing, the password does."""
+    if not (present("vlock") and present("sudo")):
+        pytest.skip("vlock or sudo is not installed")
+    vlock, sudo, pw = CALLERS["vlock"], CALLERS["sudo"], stock.user.password
+    stock.drive(vlock, answers=[pw])
+    stock.drive(sudo, [OTHER] * 3, answers=["wrong"])
+    stock.drive(sudo, [OTHER] * 2, answers=["wrong"])
+    assert stock.failures() == "5"
+    r = stock.drive(vlock, answers=["wrong"])
+    assert not r.ok and r.scans == [] and r.shown(LOCKED), r
+    assert stock.failures() == "5"
+    r = stock.drive(vlock, answers=[pw])
+    assert r.ok and r.scans == [], r
+    assert stock.failures() == "0"
 
 
 # --- nobody at the reader ---------------------------------------------------------------------
