@@ -41,6 +41,8 @@ FINGER = "right-index-finger"
 ENROLLED, OTHER = "f1", "f9"
 FIRST_USE = "Your password is required before fingerprints can be used"
 LOCKED = "Fingerprint locked after 5 failed attempts — enter your password to unlock"
+# What login and su (and greeters) say instead: the person there may not be the owner.
+UNAVAILABLE = "Fingerprint sign-in is not available — use the password"
 ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
 SKIP_PROMPT = re.compile(r"[(（][^\r\n]*[)）] ?")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -57,13 +59,24 @@ class Caller:
     terminal: bool = True    # the finger prompt is followed by the skip prompt
     before: str = ""         # what the program asks first (vlock: press Enter)
     shell: bool = False      # login: a shell to run `id -un` in
+    owner: bool = True       # run by the account's owner, so told the account's state
+
+    @property
+    def first_use(self):
+        return FIRST_USE if self.owner else UNAVAILABLE
+
+    @property
+    def locked(self):
+        return LOCKED if self.owner else UNAVAILABLE
 
 
 CALLERS = {c.name: c for c in [
     Caller("sudo", ("sudo", "-k", "id", "-un"), r"\[sudo\] password for \S+: "),
     Caller("sudo-i", ("sudo", "-k", "-i", "id", "-un"), r"\[sudo\] password for \S+: "),
-    Caller("su", ("su", "-", "{target}", "-c", "id -un"), r"(^|\n)Password: ", run_as="runner"),
-    Caller("login", ("/bin/login", "{target}"), r"(^|\n)Password: ", run_as="root", shell=True),
+    Caller("su", ("su", "-", "{target}", "-c", "id -un"), r"(^|\n)Password: ", run_as="runner",
+           owner=False),
+    Caller("login", ("/bin/login", "{target}"), r"(^|\n)Password: ", run_as="root", shell=True,
+           owner=False),
     Caller("doas", ("doas", "id", "-un"), r"doas \(\S+\) password: "),
     Caller("vlock", ("vlock", "-c"), r"(^|\n)\S*'?s? ?Password: ",
            before=r"Please press \[ENTER\] to unlock"),
@@ -227,7 +240,7 @@ def test_stock_stack_finger_fallback_lockout_and_clearing(stock, name):
         pytest.skip(f"{PROGRAMS[name]} is not installed")
     caller, pw = CALLERS[name], stock.user.password
     r = stock.drive(caller, answers=[pw])                       # first use: the password
-    assert r.ok and r.shown(FIRST_USE) and r.scans == [], r
+    assert r.ok and r.shown(caller.first_use) and r.scans == [], r
     matches(stock, caller)                                      # match
     r = stock.drive(caller, [OTHER] * 3, answers=[pw])          # three wrong, then password
     assert r.ok and r.results == ["verify-no-match"] * 3 and r.prompts == 1, r
@@ -235,10 +248,11 @@ def test_stock_stack_finger_fallback_lockout_and_clearing(stock, name):
     r = stock.drive(caller, [OTHER] * 3, answers=["wrong"])     # ... and a wrong password
     assert not r.ok and stock.failures() == "3", r
     r = stock.drive(caller, [OTHER] * 2, answers=["wrong"])     # five: locked out
-    assert not r.ok and r.shown(LOCKED), r
+    assert not r.ok and r.shown(caller.locked), r
     assert stock.failures() == "5"
     r = stock.drive(caller, answers=["wrong"])                  # locked: no scan at all
-    assert not r.ok and r.scans == [] and r.shown(LOCKED), r
+    assert not r.ok and r.scans == [] and r.shown(caller.locked), r
+    assert caller.owner or not r.shown(LOCKED), r              # nothing about the account
     assert stock.failures() == "5"                              # a wrong password clears nothing
     r = stock.drive(caller, answers=[pw])                       # the password clears it
     assert r.ok and r.scans == [], r
@@ -336,7 +350,7 @@ class _PolkitView:
 
 # --- GDM's password conversation through common-auth -------------------------------------------
 
-def greeter(stock, service, answers=(), fingers=()):
+def greeter(stock, service, answers=(), fingers=(), items=None, **namespace):
     """One greeter-shaped conversation (test_greeter.py: its own session, PAM_XDISPLAY=:0,
     messages shown, prompts answered from ``answers`` then failed, pam_acct_mgmt) with the
     real libpam in the desktop's namespace. Returns (driver output, bed events, syslog)."""
@@ -346,12 +360,13 @@ def greeter(stock, service, answers=(), fingers=()):
     if not driver.exists():
         shutil.copy(Path(__file__).parent / "pamenv.py", driver)
     spec = dict(service=service, user=stock.user.name, answers=list(answers),
-                items={"xdisplay": ":0", "tty": ":0"}, pam_env={}, flags=[], interrupt_on=None,
+                items=items or {"xdisplay": ":0", "tty": ":0"}, pam_env={}, flags=[],
+                interrupt_on=None,
                 interrupt_delay=0.3, answer_delay=0.0, ignore_signals=[], inheritable_fd=False,
-                real_uid=None, account=True)
+                real_uid=None, account=True, cgroup=None)
     mark, log_mark = stock.bed.mark(), stock.syslog.mark()
     injection = stock.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
-    proc = subprocess.run([*stock.desktop.ns.prefix(), "setsid", "/usr/bin/python3", str(driver),
+    proc = subprocess.run([*stock.desktop.ns.prefix(**namespace), "setsid", "/usr/bin/python3", str(driver),
                            "--drive"], input=json.dumps(spec), capture_output=True, text=True,
                           timeout=90, env={"PATH": system.SAFE_PATH, "LANG": "C.UTF-8"})
     if injection:
@@ -366,7 +381,7 @@ def test_gdm_password_through_the_profiles_records_the_password_then_takes_the_f
     finger-first conversation itself: the first login after boot takes the password, which
     the keyring module receives and which counts as the password for the product's rules;
     later logins take the finger in the same conversation."""
-    from test_greeter import FIRST_USE as FIRST, GDM_PASSWORD, KEYRING_GOT
+    from test_greeter import GDM_PASSWORD, KEYRING_GOT, UNAVAILABLE as FIRST
     stock.desktop.pam_file("gdm-password", "".join(l + "\n" for l in GDM_PASSWORD))
     out, events, logs = greeter(stock, "gdm-password", answers=[stock.user.password])
     assert out["rv"] == "PAM_SUCCESS" and out["acct_rv"] == "PAM_SUCCESS", out
@@ -378,3 +393,26 @@ def test_gdm_password_through_the_profiles_records_the_password_then_takes_the_f
     assert not [t for s, t in out["messages"] if s.startswith("PAM_PROMPT")], out
     assert any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in events)
     assert stock.failures() == "0"
+
+
+@pytest.mark.skipif(not Path("/dev/tty1").is_char_device(), reason="no /dev/tty1")
+@pytest.mark.xfail(strict=True, reason=(
+    "where logind runs, a caller in no login session gets no scan, and GDM's worker "
+    "authenticates before pam_systemd puts it in one: GDM's fingerprint conversation (and "
+    "gdm-password through the profiles, LightDM's and SDDM's helpers) never offers the "
+    "finger there"), raises=AssertionError)
+def test_gdm_fingerprint_where_logind_runs_offers_the_finger(stock):
+    """GDM's worker: root, no terminal, its VT in PAM_TTY, in no session yet (logind's
+    record says it runs: desktop.Namespace(logind=True))."""
+    stock.desktop.pam_file("gdm-fingerprint", (Path(__file__).resolve().parents[2] / "pam.d"
+                                               / "gdm-fingerprint").read_text())
+    stock.desktop.configure(scan_timeout=2)
+    stock.drive(CALLERS["sudo"], answers=[stock.user.password])   # the password once
+    # The same conversation where logind does not run offers the finger (not an
+    # AssertionError when it does not: that would be a broken test, not the known gap).
+    out, events, logs = greeter(stock, "gdm-fingerprint", items={"tty": "/dev/tty1"})
+    if not [e for e in events if e.name == "VerifyFingerSelected"]:
+        raise RuntimeError(f"no scan even without logind: {out} {logs}")
+    out, events, logs = greeter(stock, "gdm-fingerprint", items={"tty": "/dev/tty1"},
+                                logind=True)
+    assert [e for e in events if e.name == "VerifyFingerSelected"], (out, logs)
