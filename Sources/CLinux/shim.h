@@ -12,3 +12,7 @@ static const long la_sys_pread64 = SYS_pread64;
 /* Bumped to make gettext forget the translations it looked up, after LANGUAGE changes
  * (GNU gettext's documented way; glibc exports it). */
 extern int _nl_msg_cat_cntr;
+static const long la_sys_poll = SYS_poll;
+static const long la_sys_select = SYS_select;
+static const long la_sys_pselect6 = SYS_pselect6;
+static const long la_sys_ppoll = SYS_ppoll;

@@ -12,7 +12,12 @@ enum Presence {
         if request.isRemote {
             return LAError(.notInteractive, reason: .remoteSession, cause: "remote host \(printable(request.rhost))")
         }
-        let session = LoginSession.facts(of: request.callerPID)
+        var session = LoginSession.facts(of: request.callerPID)
+        if session == .noSession, greeterShaped(request) {
+            // A login manager's worker authenticates before pam_systemd puts it in a session:
+            // the person is whoever sits at seat0, in front of its active session.
+            session = LoginSession.activeSession(ofSeat: "seat0")
+        }
         if let refusal = LoginSessionRule.refusal(session) { return refusal }
         if session == .logindAbsent {
             log.log(.info, "logind is not running: whether someone is at the reader is judged from the terminal and PAM_RHOST only")
@@ -40,6 +45,14 @@ enum Presence {
             return "the conversation does not read the terminal (password from a pipe)"
         }
         return request.display ? nil : "no terminal and no graphical session"
+    }
+
+    /// A login manager's worker (GDM, LightDM, SDDM): run by root, no controlling terminal,
+    /// on a virtual console (PAM_TTY) or a display. Never on the launcher path.
+    static func greeterShaped(_ request: HelperRequest) -> Bool {
+        guard request.terminalOwner == nil, request.callerUID == 0, let pid = request.callerPID,
+              pid > 0, ProcStat(pid: pid)?.terminal == 0 else { return false }
+        return greeterOnConsole(request) || request.display
     }
 
     /// PAM_TTY is a virtual console (major 4, minor 1-63: on the machine's own screen and
@@ -85,6 +98,16 @@ enum LoginSession {
         return .session(id: String(cString: name), remote: flag(sd_session_is_remote(name)),
                         seat: text { sd_session_get_seat(name, &$0) },
                         active: flag(sd_session_is_active(name)))
+    }
+
+    /// What logind says about the session in front of `seat` (its active one).
+    static func activeSession(ofSeat seat: String) -> LoginSessionFacts {
+        var name: UnsafeMutablePointer<CChar>?
+        let r = sd_seat_get_active(seat, &name, nil)
+        guard r >= 0, let name else { return .unknown("\(seat) has no active session") }
+        defer { free(name) }
+        return .session(id: String(cString: name), remote: flag(sd_session_is_remote(name)),
+                        seat: seat, active: flag(sd_session_is_active(name)))
     }
 
     /// The session's type (`x11`, `wayland`, `tty`, ...), nil without logind or a session.

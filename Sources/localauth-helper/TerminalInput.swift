@@ -57,21 +57,30 @@ final class TerminalInput {
     deinit { close(fd) }
 
     /// The caller is the terminal's foreground job, not stopped, and one of its threads is
-    /// blocked in a read of this terminal: the prompt is really being read (its input
-    /// already flushed, as sudo and Linux-PAM do before reading), so one newline ends it.
+    /// blocked waiting for the terminal's input: the prompt is really being read (its
+    /// input already flushed, as sudo and Linux-PAM do before reading), so one newline ends
+    /// it.
     func callerIsReading() -> Bool {
         guard let stat = ProcStat(pid: callerPID), stat.runsInForeground,
               stat.terminal == device else { return false }
-        return TerminalInput.threads(of: callerPID).contains { readsDevice(pid: callerPID, thread: $0) }
+        return TerminalInput.threads(of: callerPID).contains { waitsForInput(pid: callerPID, thread: $0) }
     }
 
     /// Whether the thread is in read(2), readv(2) or pread(2) on a descriptor of this
-    /// terminal (/proc/PID/task/TID/syscall: the call's number, then its arguments).
-    private func readsDevice(pid: Int32, thread: String) -> Bool {
+    /// terminal, or waits in poll(2)/select(2) (and their p- forms) with the terminal as its
+    /// standard input, as vlock does (/proc/PID/task/TID/syscall: the call's number, then
+    /// its arguments; which descriptors a poll waits on is not shown there).
+    private func waitsForInput(pid: Int32, thread: String) -> Bool {
         guard let line = TerminalInput.firstLine("/proc/\(pid)/task/\(thread)/syscall") else { return false }
         let words = line.split(separator: " ")
-        guard words.count > 1, let call = Int(words[0]), TerminalInput.readCalls.contains(call),
+        guard words.count > 1, let call = Int(words[0]) else { return false }
+        if TerminalInput.pollCalls.contains(call) { return isThisTerminal(pid: pid, descriptor: 0) }
+        guard TerminalInput.readCalls.contains(call),
               let descriptor = Int(words[1].dropFirst(2), radix: 16) else { return false }
+        return isThisTerminal(pid: pid, descriptor: descriptor)
+    }
+
+    private func isThisTerminal(pid: Int32, descriptor: Int) -> Bool {
         var st = stat()
         guard stat("/proc/\(pid)/fd/\(descriptor)", &st) == 0, (st.st_mode & S_IFMT) == S_IFCHR else { return false }
         // sudo reads /dev/tty, which is the caller's controlling terminal: `device`.
@@ -82,6 +91,8 @@ final class TerminalInput {
     private static let controllingTerminalAlias = UInt64(5) << 8
 
     private static let readCalls: Set<Int> = [Int(la_sys_read), Int(la_sys_readv), Int(la_sys_pread64)]
+    private static let pollCalls: Set<Int> = [Int(la_sys_poll), Int(la_sys_select),
+                                              Int(la_sys_pselect6), Int(la_sys_ppoll)]
 
     private static func threads(of pid: Int32) -> [String] {
         guard let dir = opendir("/proc/\(pid)/task") else { return [] }

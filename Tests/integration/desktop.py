@@ -82,6 +82,11 @@ while [ "$1" != "--" ]; do
         cp "$3" "/run/systemd/sessions/$2"
         echo $$ > "$4/cgroup.procs"
         shift 4 ;;
+    seat)
+        mkdir -p /run/systemd/sessions /run/systemd/seats
+        cp "$3" "/run/systemd/sessions/$2"
+        printf 'ACTIVE=%s\nACTIVE_UID=0\n' "$2" > /run/systemd/seats/seat0
+        shift 3 ;;
     log)
         mkdir "$t/dev" "$t/dev-up" "$t/dev-work"
         mount --rbind /dev "$t/dev"
@@ -176,10 +181,13 @@ class Namespace:
             raise RuntimeError(f"{target} does not exist: nothing to bind over")
         self._binds[target] = Path(source)
 
-    def prefix(self, session: Optional[LoginSession] = None, logind: bool = False) -> list:
+    def prefix(self, session: Optional[LoginSession] = None, logind: bool = False,
+               seat_session: Optional[LoginSession] = None) -> list:
         """A fresh namespace for one command (run as root; the command may drop to a user).
         ``session``: the command runs in that login session; ``logind``: the namespace's
-        /run says logind runs (sd_booted), as on a machine booted with systemd."""
+        /run says logind runs (sd_booted), as on a machine booted with systemd;
+        ``seat_session``: that session is seat0's active one (the command is not in it:
+        a login manager's worker, in front of the greeter's session)."""
         self._count += 1
         run = self.root / f"ns{self._count}"
         run.mkdir(mode=0o755)
@@ -190,6 +198,10 @@ class Namespace:
             record = self.root / f"session-{self._count}"
             record.write_text(session.text)
             actions += ["session", session.id, str(record), str(session.scope)]
+        if seat_session is not None:
+            record = self.root / f"seat-session-{self._count}"
+            record.write_text(seat_session.text)
+            actions += ["seat", seat_session.id, str(record)]
         # Overlays in path order, so /etc comes before anything bound below it.
         for target in sorted(self._overlays):
             work = self.root / "work" / f"{self._count}-{target.strip('/').replace('/', '+')}"

@@ -211,30 +211,22 @@ def stock(inst, bed_factory):
             syslog.close()
 
 
-# vlock waits for a prompt's answer in pselect6(2), not read(2): the helper takes that as a
-# prompt nobody reads, and ends none of vlock's prompts itself (after a match or a wrong
-# finger); vlock goes on only when Enter is pressed after the touch. So vlock is not in the
-# whole flow below; its finger is an expected failure, its lockout is checked without one.
-VLOCK_WAITS = pytest.mark.xfail(strict=True, reason=(
-    "the helper ends no vlock prompt after a touch: vlock waits in pselect6(2), which the "
-    "check that the caller reads its terminal does not count as reading"))
-
-
 def matches(stock, caller):
     r = stock.drive(caller, [ENROLLED])
     assert r.ok and r.prompts == 0 and r.results == ["verify-match"], r
 
 
-def test_vlock_the_finger_unlocks(stock, request):
+def test_vlock_the_finger_unlocks(stock):
+    """vlock waits for its prompt's answer in pselect6(2) on the terminal, not in read(2):
+    that counts as reading it, so a touch ends vlock's prompt by itself."""
     if not present("vlock"):
         pytest.skip("vlock is not installed")
-    request.applymarker(VLOCK_WAITS)
     caller = CALLERS["vlock"]
     stock.drive(caller, answers=[stock.user.password])
     matches(stock, caller)
 
 
-@pytest.mark.parametrize("name", sorted(n for n in CALLERS if n != "vlock"))
+@pytest.mark.parametrize("name", sorted(CALLERS))
 def test_stock_stack_finger_fallback_lockout_and_clearing(stock, name):
     if not present(name):
         pytest.skip(f"{PROGRAMS[name]} is not installed")
@@ -396,23 +388,28 @@ def test_gdm_password_through_the_profiles_records_the_password_then_takes_the_f
 
 
 @pytest.mark.skipif(not Path("/dev/tty1").is_char_device(), reason="no /dev/tty1")
-@pytest.mark.xfail(strict=True, reason=(
-    "where logind runs, a caller in no login session gets no scan, and GDM's worker "
-    "authenticates before pam_systemd puts it in one: GDM's fingerprint conversation (and "
-    "gdm-password through the profiles, LightDM's and SDDM's helpers) never offers the "
-    "finger there"), raises=AssertionError)
-def test_gdm_fingerprint_where_logind_runs_offers_the_finger(stock):
-    """GDM's worker: root, no terminal, its VT in PAM_TTY, in no session yet (logind's
-    record says it runs: desktop.Namespace(logind=True))."""
+@pytest.mark.parametrize("greeter_session,scans", [
+    (dict(), True),                          # seat0's active session: the local greeter
+    (dict(remote=True), False),              # seat0 in front of a remote session: nobody
+    (None, False),                           # no active session on seat0: nobody
+])
+def test_gdm_fingerprint_where_logind_runs_asks_whoever_is_at_the_seat(stock, greeter_session,
+                                                                       scans):
+    """GDM's worker: root, no terminal, its VT in PAM_TTY, in no session yet (it
+    authenticates before pam_systemd puts it in one), where logind runs. The person is
+    whoever sits in front of seat0's active session, the greeter's own: local, a finger;
+    remote or none, no scan."""
     stock.desktop.pam_file("gdm-fingerprint", (Path(__file__).resolve().parents[2] / "pam.d"
                                                / "gdm-fingerprint").read_text())
     stock.desktop.configure(scan_timeout=2)
     stock.drive(CALLERS["sudo"], answers=[stock.user.password])   # the password once
-    # The same conversation where logind does not run offers the finger (not an
-    # AssertionError when it does not: that would be a broken test, not the known gap).
-    out, events, logs = greeter(stock, "gdm-fingerprint", items={"tty": "/dev/tty1"})
-    if not [e for e in events if e.name == "VerifyFingerSelected"]:
-        raise RuntimeError(f"no scan even without logind: {out} {logs}")
-    out, events, logs = greeter(stock, "gdm-fingerprint", items={"tty": "/dev/tty1"},
-                                logind=True)
-    assert [e for e in events if e.name == "VerifyFingerSelected"], (out, logs)
+    seat = None if greeter_session is None else LoginSession(
+        stock.user, seat="seat0", session_type="wayland", **greeter_session)
+    try:
+        out, events, logs = greeter(stock, "gdm-fingerprint", items={"tty": "/dev/tty1"},
+                                    logind=True, seat_session=seat)
+    finally:
+        if seat is not None:
+            seat.close()
+    started = [e for e in events if e.name == "VerifyFingerSelected"]
+    assert bool(started) == scans, (out, logs)
