@@ -23,7 +23,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from launcherbed import Syslog, namespace_prefix  # noqa: E402
-from test_faults import ENROLLED, PRESENT, USER, Real, check, needs_helper, prompts  # noqa: E402
+from test_faults import (ENROLLED, NOBODY, PRESENT, USER, Real, check, needs_helper,  # noqa: E402
+                         prompts)
 from pamenv import PamWorld, outcomes  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root (mounts, cgroups)")
@@ -114,7 +115,10 @@ def test_a_caller_in_no_session_is_not_asked(real, logind):
     """`systemd-run --user --pty sudo ...` from an SSH login, a service, a cron job."""
     logind.session(REMOTE=0, SEAT="seat0", ACTIVE=1)
     mark = real.bed.mark()
-    no_scan(real, attempt(real, logind, in_session=False), mark, "in no login session")
+    # Without a display: a root caller with no terminal and a display is taken for a login
+    # manager's worker, judged by seat0's active session (test_stock_stacks.py).
+    no_scan(real, attempt(real, logind, in_session=False, env=NOBODY), mark,
+            "in no login session")
 
 
 @pytest.mark.parametrize("fields,cause", [
