@@ -8,6 +8,8 @@ let package = Package(
     name: "localauth",
     products: [
         .library(name: "LocalAuth", targets: ["LocalAuth"]),
+        // Apple's LocalAuthentication API for Swift programs, the system's policy behind it.
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .executable(name: "localauth-helper", targets: ["localauth-helper"]),
         .executable(name: "localauthctl", targets: ["localauthctl"]),
     ],
@@ -42,6 +44,10 @@ let package = Package(
 
         // The frames between pam_localauth.so and the helper (docs/PROTOCOL.md).
         .target(name: "LocalAuthProtocol"),
+
+        // Apple's API for applications (Foundation is fine here: not on the helper's start-up
+        // path). A thin client of the root side over the frame protocol; no policy of its own.
+        .target(name: "LocalAuthentication", dependencies: ["LocalAuthProtocol"]),
 
         .executableTarget(name: "localauth-helper",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CSystemd",
