@@ -58,6 +58,10 @@ let package = Package(
         // Test support: many of these processes hammer one state file at once.
         .executableTarget(name: "store-hammer", dependencies: ["LocalAuth"],
                           path: "Tests/Support/store-hammer"),
+        // Test support: an application of the LocalAuthentication API, as the integration
+        // tests run it as an ordinary user.
+        .executableTarget(name: "la-probe", dependencies: ["LocalAuthentication"],
+                          path: "Tests/Support/la-probe"),
         .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthProtocol", "store-hammer"]),
     ],
     // Swift 6 tools (the code uses typed throws); the sources keep the Swift 5 language mode.
