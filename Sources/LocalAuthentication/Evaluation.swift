@@ -39,6 +39,15 @@ final class Evaluation: @unchecked Sendable {
 
     /// Runs to the end; blocks the calling thread.
     func run() -> AppResult {
+        let result = runToEnd()
+        // Whatever happened on the way, an evaluation the application ended is its cancel.
+        if isCancelled && request.operation == .evaluate {
+            return AppResult(error: .make(.appCancel, debug: "the context was invalidated or the task cancelled"))
+        }
+        return result
+    }
+
+    private func runToEnd() -> AppResult {
         let connection: RootConnection
         do { connection = try start() } catch { return AppResult(error: error) }
         defer { connection.finish() }
@@ -50,10 +59,6 @@ final class Evaluation: @unchecked Sendable {
         }
         let result = converse(connection)
         ui?.evaluationDidEnd()
-        // Whatever the root side answered last, an evaluation the application ended is its cancel.
-        if isCancelled && request.operation == .evaluate {
-            return AppResult(error: .make(.appCancel, debug: "the context was invalidated or the task cancelled"))
-        }
         return result
     }
 

@@ -106,10 +106,9 @@ open class LAContext: NSObject, @unchecked Sendable {
         let handle = Handle()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, Error>) in
-                let evaluation = start(policy, localizedReason: localizedReason) { success, error in
+                start(policy, localizedReason: localizedReason, handle: handle) { success, error in
                     if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: success) }
                 }
-                handle.set(evaluation)
             }
         } onCancel: {
             handle.cancel()
@@ -141,17 +140,18 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     // MARK: - Internals
 
-    @discardableResult
-    private func start(_ policy: LAPolicy, localizedReason: String,
-                       reply: @escaping @Sendable (Bool, Error?) -> Void) -> Evaluation? {
+    /// `handle`: the async form's, told about the evaluation before it starts, so that a
+    /// cancellation that came first ends it before it reaches the root side.
+    private func start(_ policy: LAPolicy, localizedReason: String, handle: Handle? = nil,
+                       reply: @escaping @Sendable (Bool, Error?) -> Void) {
         let queue = DispatchQueue(label: "localauth.LAContext.evaluatePolicy")
         if let refused = refusal(policy, reason: localizedReason) {
             queue.async { reply(false, refused) }
-            return nil
+            return
         }
         if interactionNotAllowed {
             queue.async { reply(false, LAError.make(.notInteractive, debug: "interactionNotAllowed is set")) }
-            return nil
+            return
         }
         let ui = userInterface ?? LATerminalInterface()
         let fallback = fallbackTitle(policy)
@@ -162,13 +162,13 @@ open class LAContext: NSObject, @unchecked Sendable {
         let evaluation = Evaluation(request: request, prompt: prompt, ui: ui)
         let id = ObjectIdentifier(evaluation)
         lock.withLock { running[id] = evaluation }
+        handle?.set(evaluation)
         queue.async { [self] in
             let result = evaluation.run()
             lock.withLock { running[id] = nil }
             record(result, biometry: false)
             reply(result.error == nil, result.error)
         }
-        return evaluation
     }
 
     /// What fails before the root side is asked: an invalidated context, an empty reason,
@@ -216,12 +216,12 @@ private final class Handle: @unchecked Sendable {
     private var evaluation: Evaluation?
     private var cancelled = false
 
-    func set(_ e: Evaluation?) {
+    func set(_ e: Evaluation) {
         let cancelNow: Bool = lock.withLock {
             evaluation = e
             return cancelled
         }
-        if cancelNow { e?.cancel() }
+        if cancelNow { e.cancel() }
     }
 
     func cancel() {
