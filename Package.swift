@@ -62,6 +62,7 @@ let package = Package(
         // tests run it as an ordinary user.
         .executableTarget(name: "la-probe", dependencies: ["LocalAuthentication"],
                           path: "Tests/Support/la-probe"),
+        .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthProtocol", "store-hammer"]),
     ],
     // Swift 6 tools (the code uses typed throws); the sources keep the Swift 5 language mode.
