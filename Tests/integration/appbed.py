@@ -37,18 +37,19 @@ PASSWORD_PROMPT = re.compile(r"Password: ")
 RESULT = re.compile(r"^RESULT (.*)$", re.M)
 
 
-def app_binary(product: str) -> Path:
-    """build/test/PRODUCT, built unless LOCALAUTH_SKIP_BUILD=1 and it is there already."""
+def app_binary(product: str, package: Path = REPO) -> Path:
+    """build/test/PRODUCT of the Swift package at ``package`` (this one, or an example's),
+    built unless LOCALAUTH_SKIP_BUILD=1 and it is there already."""
     out = REPO / "build" / "test" / product
     if os.environ.get("LOCALAUTH_SKIP_BUILD") == "1" and out.is_file():
         return out
     env = dict(os.environ)
     if Path("/opt/swift/usr/bin").is_dir():
         env["PATH"] = "/opt/swift/usr/bin:" + env.get("PATH", system.SAFE_PATH)
-    flags = ["-c", "release", "--static-swift-stdlib"]
-    subprocess.run(["swift", "build", *flags, "--product", product], cwd=REPO, env=env, check=True,
+    flags = ["-c", "release", "--static-swift-stdlib", "--package-path", str(package)]
+    subprocess.run(["swift", "build", *flags, "--product", product], env=env, check=True,
                    capture_output=True)
-    bin_dir = subprocess.run(["swift", "build", *flags, "--show-bin-path"], cwd=REPO, env=env,
+    bin_dir = subprocess.run(["swift", "build", *flags, "--show-bin-path"], env=env,
                              check=True, capture_output=True, text=True).stdout.strip()
     out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(Path(bin_dir) / product, out)
