@@ -1,0 +1,89 @@
+"""The example application (Examples/FingerprintSwitch): the seeds' settings switch (seed
+004) and changed-fingers check (seed 003), run as an ordinary user against the real fprintd,
+the virtual reader and the product installed with its setuid launcher (appbed.AppWorld).
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_app_example.py
+"""
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+from appbed import ENROLLED, OTHER, REPO, AppWorld, app_binary  # noqa: E402
+from launcherbed import LauncherInstallation, Syslog  # noqa: E402
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+
+@pytest.fixture(scope="module")
+def inst():
+    with LauncherInstallation() as i:
+        yield i
+
+
+@pytest.fixture(scope="module")
+def example():
+    return app_binary("fingerprint-switch", REPO / "Examples" / "FingerprintSwitch")
+
+
+@pytest.fixture
+def world(inst, bed, example):
+    tmp = Path(tempfile.mkdtemp(prefix="localauth-example-"))
+    tmp.chmod(0o755)
+    syslog = Syslog()
+    try:
+        with system.ThrowawayUser(prefix="la-ex-") as user:
+            w = AppWorld(inst, bed, syslog, user, tmp, example)
+            settings = tmp / "settings"
+            settings.mkdir()
+            os.chown(settings, user.uid, user.gid)
+            w.settings = str(settings / "fingerprint-switch.json")
+            yield w
+    finally:
+        syslog.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def step(world, command, **kw):
+    return world.run(command, "--settings", world.settings, **kw)
+
+
+def test_the_switch_needs_a_finger_and_notices_a_changed_set(world):
+    on = step(world, "on", fingers=[ENROLLED])
+    assert on.status == 0 and "Fingerprint login is on." in on.output, on.output
+    status = step(world, "status")
+    assert "fingerprint login: on" in status.output and "enrolled fingers: unchanged" in status.output
+    login = step(world, "login", fingers=[ENROLLED])
+    assert login.status == 0 and "Signed in with your fingerprint." in login.output, login.output
+    # Another finger enrolled: the stored domain state no longer matches (seed 003).
+    world.bed.enroll(world.user.name, "left-thumb", "f2")
+    changed = step(world, "status")
+    assert "enrolled fingers: changed since it was turned on" in changed.output, changed.output
+    refused = step(world, "login")
+    assert refused.status == 1 and "fingerprint login is off until you turn it on again" in refused.output
+    assert refused.scans == []
+    assert "fingerprint login: off" in step(world, "status").output
+
+
+def test_a_wrong_finger_leaves_the_switch_off(world):
+    on = step(world, "on", fingers=[OTHER] * 3)
+    assert on.status == 1 and "Fingerprint not recognized: fingerprint login stays off." in on.output
+    assert "fingerprint login: off" in step(world, "status").output
+    assert world.state_values()["failures"] == "3"
+
+
+def test_after_a_lockout_the_password_unlocks_and_the_finger_turns_it_on(world):
+    world.configure(lockout_threshold="1")
+    locked = step(world, "on", fingers=[OTHER], password="not-the-password")   # locked out at once
+    assert locked.status == 1 and "Password not accepted" in locked.output, locked.output
+    assert world.state_values()["failures"] == "1"
+    on = step(world, "on", fingers=[ENROLLED], password=world.user.password)
+    assert "Fingerprints are locked: enter your password to unlock them." in on.output, on.output
+    assert "Password accepted." in on.output and "Fingerprint login is on." in on.output
+    assert on.status == 0
+    assert world.state_values()["failures"] == "0"
