@@ -77,6 +77,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// Whether `policy` can be evaluated now, without asking the user anything and without
     /// starting the reader. On `false`, `error` (if given) holds an `NSError` in
     /// `LAErrorDomain` with Apple's code.
+    @discardableResult
     open func canEvaluatePolicy(_ policy: LAPolicy, error: UnsafeMutablePointer<NSError?>?) -> Bool {
         let failure: LAError?
         if let refused = refusal(policy, reason: nil) {
@@ -129,6 +130,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     private var credentials: [LACredentialType: Data] = [:]
 
     /// Kept for `isCredentialSet`; no policy here uses an application credential.
+    @discardableResult
     open func setCredential(_ credential: Data?, type: LACredentialType) -> Bool {
         lock.withLock { credentials[type] = credential }
         return true
