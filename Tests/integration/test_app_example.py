@@ -87,3 +87,56 @@ def test_after_a_lockout_the_password_unlocks_and_the_finger_turns_it_on(world):
     assert "Password accepted." in on.output and "Fingerprint login is on." in on.output
     assert on.status == 0
     assert world.state_values()["failures"] == "0"
+
+
+# --- the seeds' own code (Tests/SeedPort), as ported, run by the same user -----------------
+
+@pytest.fixture(scope="module")
+def seed_port():
+    return app_binary("seed-port", REPO / "Tests" / "SeedPort")
+
+
+@pytest.fixture
+def seeds(inst, bed, seed_port):
+    tmp = Path(tempfile.mkdtemp(prefix="localauth-seeds-"))
+    tmp.chmod(0o755)
+    syslog = Syslog()
+    try:
+        with system.ThrowawayUser(prefix="la-seed-") as user:
+            home = tmp / "home"      # UserDefaults (seed 004) needs a home to write to
+            home.mkdir()
+            os.chown(home, user.uid, user.gid)
+            w = AppWorld(inst, bed, syslog, user, tmp, seed_port)
+            w.env = {"HOME": str(home)}
+            yield w
+    finally:
+        syslog.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_seed_004_switch_turns_on_with_a_finger_and_the_login_screen_signs_in(seeds):
+    on = seeds.run("004-on", "4", fingers=[ENROLLED], env=seeds.env)
+    assert "打開成功" in on.output and "switch: on" in on.output, on.output
+    login = seeds.run("004-login", "4", fingers=[ENROLLED], env=seeds.env)
+    assert "logged in" in login.output, login.output
+
+
+def test_seed_004_after_a_lockout_asks_for_the_password_as_on_ios(seeds):
+    seeds.configure(lockout_threshold="1")
+    run = seeds.run("004-on", "6", fingers=[OTHER, ENROLLED], password=seeds.user.password, env=seeds.env)
+    # "Biometry is locked out." contains "Biometry is": the seed asks for the password
+    # (deviceOwnerAuthentication), then turns the switch on with the finger.
+    assert "密碼校驗成功" in run.output and "打開成功" in run.output, run.output
+    assert seeds.state_values()["failures"] == "0"
+
+
+def test_seed_001_delegate_hears_each_outcome(seeds):
+    ok = seeds.run("001", "3", fingers=[ENROLLED])
+    assert "温馨提示: 验证成功！" in ok.output, ok.output
+    failed = seeds.run("001", "3", fingers=[OTHER] * 3)
+    assert "温馨提示: 验证失败！" in failed.output, failed.output
+
+
+def test_seed_003_notices_a_changed_set_of_fingers(seeds):
+    same = seeds.run("003", "1")
+    assert "stored: true" in same.output and "changed: false" in same.output, same.output
