@@ -79,6 +79,8 @@ final class Evaluation: @unchecked Sendable {
                                               debug: "the root side (\(RootSide.program)) ended without a result: \(error)"))
             }
             switch frame.kind {
+            case .started:
+                continue  // the helper has the request
             case .info, .error:
                 ui?.show(frame.text ?? "", isError: frame.kind == .error)
             case .promptEchoOff, .promptEchoOn:
