@@ -11,6 +11,7 @@ the launcher to the helper's `mode=app` (docs/PROTOCOL.md, "Applications"), so t
 is counted in root's state file, the one the PAM module reads: the tests check that file and
 the module's own view of it, under a lock screen's stack and under sudo.
 """
+import concurrent.futures
 import os
 import re
 import shutil
@@ -224,14 +225,13 @@ def test_a_programs_password_check_is_paced_like_the_launchers(world):
     assert "code=0" in out and world.state_values()["failures"] == "0"
     # Lock out again, then four guesses at once.
     assert world.run("eval", "biometrics", fingers=[OTHER]).result["code"] == "-8"
-    cmd = namespace_prefix(world.syslog) + system.as_user(world.user, [str(world.inst.launcher)])
     started = time.monotonic()
-    procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=system.default_env())
-             for _ in range(4)]
-    outs = [p.communicate(app_request(world.user.name) + frame("A", f"guess-{n}".encode()), timeout=60)[0]
-            for n, p in enumerate(procs)]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda n: launcher(world, app_request(world.user.name)
+                                                + frame("A", f"guess-{n}".encode()), world.user),
+                             range(4)))
     assert time.monotonic() - started >= 4 * CHECK_SECONDS * 0.95
-    assert all(b"code=-1\n" in o for o in outs), outs
+    assert all("code=-1\n" in o for o in outs), outs
     assert world.state_values()["password_failures"] == "4"
 
 
@@ -314,10 +314,28 @@ def app_request(user, op="evaluate", policy="owner") -> bytes:
     return frame("Q", "\n".join(f"{k}={v}" for k, v in kv.items()).encode())
 
 
+# A program of the user's own that writes to the launcher by hand. It runs on a terminal,
+# as a program that may evaluate does (through the launcher, whether someone can be at the
+# reader is read from the calling process itself, not from the request).
+FORGER = r"""
+import os, subprocess, sys
+data = bytes.fromhex(sys.argv[2])
+p = subprocess.Popen([sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+out, _ = p.communicate(data, timeout=60)
+print("OUT " + out.hex(), flush=True)
+"""
+
+
 def launcher(world, data: bytes, user) -> str:
-    proc = subprocess.run(namespace_prefix(world.syslog) + system.as_user(user, [str(world.inst.launcher)]),
-                          input=data, capture_output=True, timeout=60, env=system.default_env())
-    return proc.stdout.decode(errors="replace")
+    """What the launcher answers ``data`` written by a program of ``user`` on a terminal."""
+    script = world.app.parent / "forger.py"
+    script.write_text(FORGER)
+    script.chmod(0o644)
+    pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.inst.launcher), data.hex()],
+                           user=user, prefix=namespace_prefix(world.syslog), timeout=60)
+    res = pt.finish(timeout=60)
+    (out,) = re.findall(r"OUT ([0-9a-f]*)", res.output)
+    return bytes.fromhex(out).decode(errors="replace")
 
 
 def test_a_program_cannot_act_for_another_user_or_lift_its_lockout_without_the_password(world):
