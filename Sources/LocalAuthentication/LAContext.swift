@@ -14,7 +14,7 @@ import Foundation
 /// and the state files that `sudo` and the lock screen use, so a program can neither see
 /// nor reset them. `evaluatePolicy` returns at once and replies on a private queue.
 /// Where Apple draws a system dialog, the prompts appear in `userInterface` (by default the
-/// controlling terminal). README.md ("Apple's API for applications") lists what differs.
+/// controlling terminal). docs/API.md lists, symbol by symbol, what differs.
 open class LAContext: NSObject, @unchecked Sendable {
     private let lock = NSLock()
     private var invalidated = false
