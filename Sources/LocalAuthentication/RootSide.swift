@@ -169,6 +169,7 @@ struct AppRequest {
         kv.add("stdin_tty", canInteract ? "1" : "0")
         kv.add("display", Self.graphicalSession ? "1" : "0")
         kv.add("locale", Self.locale)
+        kv.add("language", Self.languageList)
         kv.add("caller_uid", String(getuid()))
         kv.add("pid", String(getpid()))
         if let title = fallbackTitle { kv.add("arg", "fallback_title=" + Self.oneLine(title)) }
@@ -202,6 +203,15 @@ struct AppRequest {
             return plain ? value : ""
         }
         return ""
+    }
+
+    /// gettext's `LANGUAGE` list, as the module sends it: plain or nothing.
+    static var languageList: String {
+        let value = ProcessInfo.processInfo.environment["LANGUAGE"] ?? ""
+        let plain = value.utf8.count < 128 && value.unicodeScalars.allSatisfy {
+            ($0.properties.isAlphabetic && $0.isASCII) || ("0"..."9").contains($0) || "_.@:-".unicodeScalars.contains($0)
+        }
+        return plain ? value : ""
     }
 
     static func oneLine(_ s: String) -> String {
