@@ -362,3 +362,10 @@ def test_companion_policies_fail_without_the_root_side(world):
     run = world.run("can", "3")
     assert (run.result["code"], run.result["desc"]) == ("-11", "No companion device available.")
     assert helper_lines(run) == []
+
+
+def test_the_readers_lines_come_in_the_programs_language(world):
+    run = world.run("eval", "biometrics", fingers=[OTHER, ENROLLED], env={"LANG": "zh_CN.UTF-8"})
+    assert run.result["success"] == "1", run.output
+    assert "指纹" in run.output, run.output                  # the helper's lines, in Chinese
+    assert run.result["desc"] == "-"                          # (and no error to describe)
