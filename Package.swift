@@ -8,6 +8,8 @@ let package = Package(
     name: "localauth",
     products: [
         .library(name: "LocalAuth", targets: ["LocalAuth"]),
+        // Apple's LocalAuthentication API for Swift programs, the system's policy behind it.
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .executable(name: "localauth-helper", targets: ["localauth-helper"]),
         .executable(name: "localauthctl", targets: ["localauthctl"]),
     ],
@@ -43,6 +45,10 @@ let package = Package(
         // The frames between pam_localauth.so and the helper (docs/PROTOCOL.md).
         .target(name: "LocalAuthProtocol"),
 
+        // Apple's API for applications (Foundation is fine here: not on the helper's start-up
+        // path). A thin client of the root side over the frame protocol; no policy of its own.
+        .target(name: "LocalAuthentication", dependencies: ["LocalAuthProtocol"]),
+
         .executableTarget(name: "localauth-helper",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CSystemd",
                                          "CCrypt", "CLinux", "CPathOpen", "SystemEvents"]),
@@ -52,6 +58,11 @@ let package = Package(
         // Test support: many of these processes hammer one state file at once.
         .executableTarget(name: "store-hammer", dependencies: ["LocalAuth"],
                           path: "Tests/Support/store-hammer"),
+        // Test support: an application of the LocalAuthentication API, as the integration
+        // tests run it as an ordinary user.
+        .executableTarget(name: "la-probe", dependencies: ["LocalAuthentication"],
+                          path: "Tests/Support/la-probe"),
+        .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthProtocol", "store-hammer"]),
     ],
     // Swift 6 tools (the code uses typed throws); the sources keep the Swift 5 language mode.

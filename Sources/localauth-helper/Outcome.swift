@@ -18,12 +18,15 @@ enum HelperResult {
 
     /// `reason` names the rule that applied (LAError.Reason.key): biometryLockout is Apple's
     /// one code for the lockout and every "password first" rule, the log says which.
-    static func frame(code: Int, name: String, cause: String, reason: String = "") -> Frame {
+    /// `extra`: keys after those the module reads (an application's domain state).
+    static func frame(code: Int, name: String, cause: String, reason: String = "",
+                      extra: [(String, String)] = []) -> Frame {
         var kv = KeyValues()
         kv.add("code", String(code))
         kv.add("name", name)
         if !reason.isEmpty { kv.add("reason", reason) }
         kv.add("cause", String(cause.prefix(512)))
+        for (key, value) in extra { kv.add(key, value) }
         return Frame(.result, kv.encoded())
     }
 }

@@ -7,7 +7,8 @@ import LocalAuthProtocol
 /// The module's request frame (docs/PROTOCOL.md), checked before anything else happens.
 struct HelperRequest {
     /// `status`: the user's own summary, for localauthctl without root (StatusSummary).
-    enum Mode: String { case authenticate, authsucc, status }
+    /// `app`: an application's LAContext (AppMode.swift), never sent by the module.
+    enum Mode: String { case authenticate, authsucc, status, app }
 
     var mode: Mode
     var user: UserName
@@ -32,6 +33,8 @@ struct HelperRequest {
     /// authsucc mode: what proves the password (AuthSucc.Proof); nil when not named.
     var proof: AuthSucc.Proof?
     var arguments: [String]
+    /// Every key as sent, for what only one mode reads (`op`, `policy` in `mode=app`).
+    var keys = KeyValues()
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -43,7 +46,7 @@ struct HelperRequest {
         let kv: KeyValues
         do { kv = try KeyValues.parse(frame.payload) } catch { throw Invalid("request is not key=value text: \(error)") }
         for key in ["version", "mode", "user", "service", "tty", "rhost", "ruser", "silent", "locale", "language",
-                    "pid", "first_line", "stdin_tty", "display", "proof", "caller_uid"]
+                    "pid", "first_line", "stdin_tty", "display", "proof", "caller_uid", "op", "policy"]
         where kv.count(key) > 1 {
             throw Invalid("request repeats `\(key)`")
         }
@@ -59,7 +62,8 @@ struct HelperRequest {
             callerPID: kv.value("pid").flatMap { Int32($0) },
             callerUID: kv.value("caller_uid").flatMap { uid_t($0) },
             terminalOwner: nil, firstLine: kv.value("first_line") == "1",
-            proof: kv.value("proof").flatMap(AuthSucc.Proof.init(rawValue:)), arguments: kv.values("arg"))
+            proof: kv.value("proof").flatMap(AuthSucc.Proof.init(rawValue:)), arguments: kv.values("arg"),
+            keys: kv)
     }
 
     /// PAM_RHOST naming this machine (or unset) is a local login: empty, localhost, the

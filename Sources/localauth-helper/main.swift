@@ -65,4 +65,7 @@ case .authsucc:
     finish(launch.authsucc(request, options: options, channel: channel, log: log), log: log)
 case .status:
     finish(StatusSummary.frame(request, options: options, log: log), log: log)
+case .app:
+    finish(AppMode.run(request, unprivileged: launch.isUnprivileged, options: options, channel: channel, log: log),
+           log: log)
 }

@@ -98,6 +98,20 @@ import Testing
         #expect(try h.evaluate(events: [.match]).get() == .fingerprint)
     }
 
+    @Test func withTheSwitchOffTheOwnerPolicyThatChecksThePasswordAsksForIt() throws {
+        let h = Harness()
+        h.options.optIn = .required
+        h.passwordEntered()
+        h.ui.password = "wrong"
+        let wrong = h.evaluate(.deviceOwnerAuthentication, events: [], verifier: FixedPassword())
+        #expect(wrong.error?.code == .authenticationFailed)
+        h.ui.password = "secret"
+        #expect(try h.evaluate(.deviceOwnerAuthentication, events: [], verifier: FixedPassword()).get() == .password)
+        #expect(h.sensor.scansStarted == 0)
+        // Without a password check of its own (a PAM stack), the module still steps aside.
+        #expect(h.context().run(.deviceOwnerAuthentication) == .notOptedIn)
+    }
+
     @Test func turningItOffNeedsAMatchOrThePassword() throws {
         let h = Harness()
         h.options.optIn = .required

@@ -187,6 +187,14 @@ public struct EvaluationMachine {
     private mutating func stateLoaded(_ stored: StoredState) -> [Action] {
         switch rules.refusal(stored, now: now, bootID: bootID) {
         case .notOptedIn?:
+            // Where this evaluation checks the password itself (an application's
+            // deviceOwnerAuthentication), fingerprint login being off leaves the password;
+            // in a PAM stack the module steps aside for the stack's password module.
+            if canAskPassword {
+                state = .askingPassword(after: LAError(.biometryNotAvailable, reason: .disabledByConfiguration,
+                                                       cause: "fingerprint login is turned off for this user"))
+                return [.askPassword]
+            }
             state = .finished
             return [.finish(.notOptedIn)]
         case .error(let error)?:

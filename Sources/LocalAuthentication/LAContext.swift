@@ -1,0 +1,236 @@
+import Foundation
+
+/// Apple's `LAContext` for Swift programs on Linux, source-compatible with Apple's:
+///
+///     let context = LAContext()
+///     var error: NSError?
+///     if context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error) {
+///         context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics,
+///                                localizedReason: "Unlock your notes") { success, error in … }
+///     }
+///
+/// The policy is the system's, not the program's: every preflight and evaluation runs in
+/// the root side (`localauth-launcher`, `localauth-helper`), with the lockout, the rules
+/// and the state files that `sudo` and the lock screen use, so a program can neither see
+/// nor reset them. `evaluatePolicy` returns at once and replies on a private queue.
+/// Where Apple draws a system dialog, the prompts appear in `userInterface` (by default the
+/// controlling terminal). docs/API.md lists, symbol by symbol, what differs.
+open class LAContext: NSObject, @unchecked Sendable {
+    private let lock = NSLock()
+    private var invalidated = false
+    private var running: [ObjectIdentifier: Evaluation] = [:]
+    private var lastDomainState: Data?
+    private var lastBiometryType: LABiometryType = .none
+    private var reuseDuration: TimeInterval = 0
+
+    public override init() {
+        super.init()
+    }
+
+    // MARK: - Properties
+
+    /// The fallback button's title: nil gives the default ("Use Password…", or "Enter
+    /// Password" for `deviceOwnerAuthentication`); `""` offers no fallback.
+    open var localizedFallbackTitle: String?
+
+    /// The cancel button's title: nil or `""` gives "Cancel".
+    open var localizedCancelTitle: String?
+
+    /// Apple uses it for prompts the system raises on the context's behalf (keychain items);
+    /// kept here, as nothing else raises prompts.
+    open var localizedReason: String = ""
+
+    /// Kept and bounded as Apple bounds it (0…300 s). No success is reused for an
+    /// application here: the root side cannot tell which session it runs in.
+    open var touchIDAuthenticationAllowableReuseDuration: TimeInterval {
+        get { lock.withLock { reuseDuration } }
+        set {
+            let bounded = newValue.isFinite ? min(max(newValue, 0), LATouchIDAuthenticationMaximumAllowableReuseDuration) : 0
+            lock.withLock { reuseDuration = bounded }
+        }
+    }
+
+    /// True: an evaluation that would need the user (every one here) fails at once with
+    /// `notInteractive`.
+    open var interactionNotAllowed = false
+
+    /// `.touchID` after a `canEvaluatePolicy` that found a reader, else `.none`.
+    open var biometryType: LABiometryType { lock.withLock { lastBiometryType } }
+
+    /// The enrolled set's opaque hash, after a `canEvaluatePolicy` with a biometric policy or
+    /// an evaluation that matched a finger succeeded; nil before that and when no finger is
+    /// enrolled. Compare it with a stored value to notice an added or removed finger.
+    open var evaluatedPolicyDomainState: Data? { lock.withLock { lastDomainState } }
+
+    /// Apple's newer form of the same (iOS 18, macOS 15).
+    open var domainState: LADomainState {
+        lock.withLock {
+            LADomainState(biometry: LADomainStateBiometry(biometryType: lastBiometryType, stateHash: lastDomainState))
+        }
+    }
+
+    /// Where prompts appear (a Linux addition): nil is the controlling terminal.
+    open var userInterface: LAUserInterface?
+
+    // MARK: - Preflight
+
+    /// Whether `policy` can be evaluated now, without asking the user anything and without
+    /// starting the reader. On `false`, `error` (if given) holds an `NSError` in
+    /// `LAErrorDomain` with Apple's code.
+    @discardableResult
+    open func canEvaluatePolicy(_ policy: LAPolicy, error: UnsafeMutablePointer<NSError?>?) -> Bool {
+        let failure: LAError?
+        if let refused = refusal(policy, reason: nil) {
+            failure = refused
+        } else {
+            let evaluation = Evaluation(request: request(.preflight, policy), prompt: nil, ui: nil)
+            let result = evaluation.run()
+            record(result, biometry: true)
+            failure = result.error
+        }
+        error?.pointee = failure.map { $0 as NSError }
+        return failure == nil
+    }
+
+    // MARK: - Evaluation
+
+    /// Evaluates `policy`: returns at once; `reply` comes on a private queue with `true`, or
+    /// `false` and an `LAError`.
+    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String,
+                             reply: @escaping @Sendable (Bool, Error?) -> Void) {
+        start(policy, localizedReason: localizedReason, reply: reply)
+    }
+
+    /// The same as `async throws`: `true`, or an `LAError` thrown. Cancelling the task ends
+    /// the evaluation with `appCancel`, as `invalidate()` does (the context stays usable).
+    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
+        let handle = Handle()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, Error>) in
+                start(policy, localizedReason: localizedReason, handle: handle) { success, error in
+                    if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: success) }
+                }
+            }
+        } onCancel: {
+            handle.cancel()
+        }
+    }
+
+    /// Ends every evaluation in flight with `appCancel`; later calls fail with `invalidContext`.
+    open func invalidate() {
+        let inFlight: [Evaluation] = lock.withLock {
+            invalidated = true
+            return Array(running.values)
+        }
+        for evaluation in inFlight { evaluation.cancel() }
+    }
+
+    // MARK: - Credentials
+
+    private var credentials: [LACredentialType: Data] = [:]
+
+    /// Kept for `isCredentialSet`; no policy here uses an application credential.
+    @discardableResult
+    open func setCredential(_ credential: Data?, type: LACredentialType) -> Bool {
+        lock.withLock { credentials[type] = credential }
+        return true
+    }
+
+    open func isCredentialSet(_ type: LACredentialType) -> Bool {
+        lock.withLock { credentials[type] != nil }
+    }
+
+    // MARK: - Internals
+
+    /// `handle`: the async form's, told about the evaluation before it starts, so that a
+    /// cancellation that came first ends it before it reaches the root side.
+    private func start(_ policy: LAPolicy, localizedReason: String, handle: Handle? = nil,
+                       reply: @escaping @Sendable (Bool, Error?) -> Void) {
+        let queue = DispatchQueue(label: "localauth.LAContext.evaluatePolicy")
+        if let refused = refusal(policy, reason: localizedReason) {
+            queue.async { reply(false, refused) }
+            return
+        }
+        if interactionNotAllowed {
+            queue.async { reply(false, LAError.make(.notInteractive, debug: "interactionNotAllowed is set")) }
+            return
+        }
+        let ui = userInterface ?? LATerminalInterface()
+        let fallback = fallbackTitle(policy)
+        let prompt = LAPrompt(policy: policy, reason: localizedReason, fallbackTitle: fallback,
+                              cancelTitle: (localizedCancelTitle ?? "").isEmpty ? "Cancel" : localizedCancelTitle!)
+        var request = request(.evaluate, policy)
+        request.canInteract = ui.canInteract
+        let evaluation = Evaluation(request: request, prompt: prompt, ui: ui)
+        let id = ObjectIdentifier(evaluation)
+        lock.withLock { running[id] = evaluation }
+        handle?.set(evaluation)
+        queue.async { [self] in
+            let result = evaluation.run()
+            lock.withLock { running[id] = nil }
+            record(result, biometry: false)
+            reply(result.error == nil, result.error)
+        }
+    }
+
+    /// What fails before the root side is asked: an invalidated context, an empty reason,
+    /// a policy that needs a companion device.
+    private func refusal(_ policy: LAPolicy, reason: String?) -> LAError? {
+        if lock.withLock({ invalidated }) {
+            return .make(.invalidContext, debug: "the context was invalidated")
+        }
+        if let reason, reason.isEmpty {
+            return .make(.appCancel, debug: "localizedReason must not be empty")
+        }
+        switch policy {
+        case .deviceOwnerAuthenticationWithCompanion, .deviceOwnerAuthenticationWithWristDetection:
+            return .make(.companionNotAvailable, debug: "there are no companion devices on this system")
+        default:
+            return nil
+        }
+    }
+
+    private func request(_ operation: AppRequest.Operation, _ policy: LAPolicy) -> AppRequest {
+        AppRequest(operation: operation, policy: policy == .deviceOwnerAuthentication ? "owner" : "biometrics",
+                   fallbackTitle: localizedFallbackTitle, canInteract: false)
+    }
+
+    private func fallbackTitle(_ policy: LAPolicy) -> String? {
+        switch localizedFallbackTitle {
+        case ""?: return nil
+        case let title?: return title
+        case nil: return policy == .deviceOwnerAuthentication ? "Enter Password" : "Use Password…"
+        }
+    }
+
+    private func record(_ result: AppResult, biometry: Bool) {
+        lock.withLock {
+            if result.error == nil, let state = result.domainState { lastDomainState = state }
+            if biometry, let type = result.biometry { lastBiometryType = type }
+        }
+    }
+}
+
+/// The evaluation an async call started, for its task's cancellation handler (which may
+/// run before the evaluation exists).
+private final class Handle: @unchecked Sendable {
+    private let lock = NSLock()
+    private var evaluation: Evaluation?
+    private var cancelled = false
+
+    func set(_ e: Evaluation) {
+        let cancelNow: Bool = lock.withLock {
+            evaluation = e
+            return cancelled
+        }
+        if cancelNow { e.cancel() }
+    }
+
+    func cancel() {
+        let e: Evaluation? = lock.withLock {
+            cancelled = true
+            return evaluation
+        }
+        e?.cancel()
+    }
+}

@@ -1,0 +1,272 @@
+import Foundation
+import LocalAuthProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The system's root side: the lockout state, the enrolled-set check and the password
+/// check live in root-only files and in `localauth-helper`, which an ordinary process
+/// reaches only through the setuid `localauth-launcher` (docs/PROTOCOL.md, "Applications").
+/// The application never reads or writes that state itself, so it cannot reset a lockout.
+enum RootSide {
+    /// Where the product is installed: `/usr`, or `LOCALAUTH_PREFIX` for a self-contained
+    /// install (`scripts/install --prefix`) and for tests. The variable only chooses which
+    /// root side this process talks to; it gives the process no power over that side.
+    static var prefix: String {
+        if let p = ProcessInfo.processInfo.environment["LOCALAUTH_PREFIX"], p.hasPrefix("/") { return p }
+        return "/usr"
+    }
+
+    /// The program to start: the launcher for an ordinary process; root starts the helper
+    /// itself (the launcher refuses root, as on the PAM module's path).
+    static var program: String {
+        let dir = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
+        return geteuid() == 0 ? "\(dir)/libexec/localauth/localauth-helper"
+                              : "\(dir)/libexec/localauth/localauth-launcher"
+    }
+}
+
+/// One run of the root side: a child process whose fds 0 and 1 are one end of a socket
+/// pair (a socket rather than pipes so that a write to a helper that went away returns
+/// EPIPE instead of raising SIGPIPE in the application), fd 2 on /dev/null, the
+/// environment `PATH` only, as the module starts it.
+final class RootConnection: @unchecked Sendable {
+    private let fd: Int32
+    private let pid: pid_t
+    private let writeLock = NSLock()
+    private var decoder = FrameDecoder()
+
+    init(program: String) throws(LAError) {
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            throw LAError.make(.biometryNotAvailable, debug: "socketpair: \(String(cString: strerror(errno)))")
+        }
+        // The child's end above 2, so that dup2 onto 0 and 1 always clears its close-on-exec.
+        let child = fcntl(pair[1], F_DUPFD_CLOEXEC, 3)
+        close(pair[1])
+        guard child >= 0 else {
+            close(pair[0])
+            throw LAError.make(.biometryNotAvailable, debug: "fcntl: \(String(cString: strerror(errno)))")
+        }
+        defer { close(child) }
+        var spawned: pid_t = 0
+        let status = Self.spawn(program, fd: child, pid: &spawned)
+        guard status == 0 else {
+            close(pair[0])
+            throw LAError.make(.biometryNotAvailable,
+                               debug: "could not start \(program): \(String(cString: strerror(status)))")
+        }
+        fd = pair[0]
+        pid = spawned
+    }
+
+    private static func spawn(_ program: String, fd: Int32, pid: inout pid_t) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawnattr_init(&attributes)
+        defer {
+            posix_spawn_file_actions_destroy(&actions)
+            posix_spawnattr_destroy(&attributes)
+        }
+        posix_spawn_file_actions_adddup2(&actions, fd, 0)
+        posix_spawn_file_actions_adddup2(&actions, fd, 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Signals at default and unblocked: the application's own settings are not the
+        // root side's (the launcher resets them too).
+        var none = sigset_t()
+        var all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(program), nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nil]
+        defer { for p in argv + envp { free(p) } }
+        return posix_spawn(&pid, program, &actions, &attributes, argv, envp)
+    }
+
+    /// Writes one frame; false when the root side is gone.
+    @discardableResult
+    func send(_ frame: Frame) -> Bool {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        var bytes = frame.encoded()
+        defer { if frame.kind == .answer { bytes.withUnsafeMutableBytes { if let p = $0.baseAddress { explicit_bzero(p, $0.count) } } } }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+
+    /// Blocks until a whole frame has arrived; end of stream or a malformed frame throws.
+    func receive() throws(FrameError) -> Frame {
+        while true {
+            if let frame = try decoder.next() { return frame }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .io(errno)
+            }
+            if n == 0 { throw decoder.pending > 0 ? .truncated : .endOfStream }
+            decoder.append(Array(chunk[0..<n]))
+        }
+    }
+
+    /// Tells the root side the application is done (its end of file): an evaluation in
+    /// flight ends with `appCancel` and its result still comes back.
+    func hangUp() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
+    /// Closes the socket and reaps the child. It exits as soon as it sees the end of file;
+    /// one that does not within 2 s is reaped in the background (it runs as root, so the
+    /// application could not kill it anyway).
+    func finish() {
+        Glibc.close(fd)
+        let child = pid
+        for _ in 0..<200 {
+            var status: Int32 = 0
+            let r = waitpid(child, &status, WNOHANG)
+            if r == child || (r < 0 && errno != EINTR) { return }
+            usleep(10_000)
+        }
+        DispatchQueue.global().async {
+            var status: Int32 = 0
+            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+        }
+    }
+}
+
+/// The request frame of `mode=app` (docs/PROTOCOL.md, "Applications").
+struct AppRequest {
+    enum Operation: String { case preflight, evaluate }
+
+    var operation: Operation
+    /// `biometrics` or `owner`.
+    var policy: String
+    var fallbackTitle: String?
+    var canInteract: Bool
+
+    func frame() -> Frame {
+        var kv = KeyValues()
+        kv.add("version", "1")
+        kv.add("mode", "app")
+        kv.add("op", operation.rawValue)
+        kv.add("policy", policy)
+        kv.add("user", Self.userName)
+        kv.add("service", Self.programName)
+        kv.add("tty", "")
+        kv.add("rhost", "")
+        kv.add("ruser", "")
+        kv.add("silent", "0")
+        kv.add("stdin_tty", canInteract ? "1" : "0")
+        kv.add("display", Self.graphicalSession ? "1" : "0")
+        kv.add("locale", Self.locale)
+        kv.add("language", Self.languageList)
+        kv.add("caller_uid", String(getuid()))
+        kv.add("pid", String(getpid()))
+        if let title = fallbackTitle { kv.add("arg", "fallback_title=" + Self.oneLine(title)) }
+        return Frame(.request, kv.encoded())
+    }
+
+    /// The launcher acts for the real uid, so the request names that user.
+    static var userName: String {
+        guard let pw = getpwuid(getuid()), let name = pw.pointee.pw_name else { return "" }
+        return String(cString: name)
+    }
+
+    /// For the helper's log: which program asked.
+    static var programName: String {
+        oneLine(String(ProcessInfo.processInfo.processName.prefix(64)))
+    }
+
+    static var graphicalSession: Bool {
+        let env = ProcessInfo.processInfo.environment
+        return !(env["DISPLAY"] ?? "").isEmpty || !(env["WAYLAND_DISPLAY"] ?? "").isEmpty
+    }
+
+    /// The message language, as the module sends it: a plain locale name or nothing.
+    static var locale: String {
+        let env = ProcessInfo.processInfo.environment
+        for key in ["LC_ALL", "LC_MESSAGES", "LANG"] {
+            guard let value = env[key], !value.isEmpty else { continue }
+            let plain = value.utf8.count < 64 && value.unicodeScalars.allSatisfy {
+                ($0.properties.isAlphabetic && $0.isASCII) || ("0"..."9").contains($0) || "_.@-".unicodeScalars.contains($0)
+            }
+            return plain ? value : ""
+        }
+        return ""
+    }
+
+    /// gettext's `LANGUAGE` list, as the module sends it: plain or nothing.
+    static var languageList: String {
+        let value = ProcessInfo.processInfo.environment["LANGUAGE"] ?? ""
+        let plain = value.utf8.count < 128 && value.unicodeScalars.allSatisfy {
+            ($0.properties.isAlphabetic && $0.isASCII) || ("0"..."9").contains($0) || "_.@:-".unicodeScalars.contains($0)
+        }
+        return plain ? value : ""
+    }
+
+    static func oneLine(_ s: String) -> String {
+        String(String.UnicodeScalarView(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : $0 }))
+    }
+}
+
+/// The result frame: `code` (0 or an `LAError` raw value), `cause`, and in `mode=app`
+/// `domain_state` (hex) and `biometry`.
+struct AppResult {
+    var error: LAError?
+    var domainState: Data?
+    var biometry: LABiometryType?
+
+    init(_ frame: Frame) {
+        guard let kv = try? KeyValues.parse(frame.payload), let code = kv.value("code").flatMap(Int.init) else {
+            error = LAError.make(.biometryNotAvailable, debug: "the root side sent a result that is not readable")
+            return
+        }
+        let cause = kv.value("cause") ?? ""
+        if code == 0 {
+            error = nil
+        } else if let known = LAError.Code(rawValue: code) {
+            error = LAError.make(known, debug: cause)
+        } else {
+            // A code this library does not know is never a success.
+            error = LAError.make(.biometryNotAvailable, debug: "unknown result code \(code): \(cause)")
+        }
+        domainState = kv.value("domain_state").flatMap(Self.bytes(hex:))
+        biometry = kv.value("biometry").map { $0 == "touchID" ? .touchID : .none }
+    }
+
+    init(error: LAError) {
+        self.error = error
+    }
+
+    private static func bytes(hex: String) -> Data? {
+        let digits = Array(hex.utf8)
+        guard !digits.isEmpty, digits.count % 2 == 0 else { return nil }
+        var out = Data(capacity: digits.count / 2)
+        var i = 0
+        while i < digits.count {
+            guard let hi = nibble(digits[i]), let lo = nibble(digits[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,260 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FprintdClient
+import LocalAuth
+import LocalAuthProtocol
+
+/// `mode=app`: an application's `LAContext` (the `LocalAuthentication` library), started
+/// through `localauth-launcher` like a screen locker's module, so that an ordinary program
+/// is held to the lockout, the enrolled-set check and every rule `sudo` obeys, in root's
+/// state files, and cannot change them except by a match or the password (docs/PROTOCOL.md,
+/// "Applications").
+///
+/// Two steps, named by the request's `op`:
+/// * `preflight` (`canEvaluatePolicy`): the rules and the enrolled set, never a scan;
+/// * `evaluate` (`evaluatePolicy`): the policy with the application as the user interface:
+///   messages go out as `I`/`E`, the password (`policy=owner`) is asked with `P` and checked
+///   here by the check `authsucc` uses (`PacedPasswordCheck` through the launcher).
+///
+/// The result frame adds `domain_state` (the enrolled set's hash, after a match or a
+/// successful preflight) and `biometry` (`touchID` when a reader answers, after a preflight).
+enum AppMode {
+    enum Operation: String { case preflight, evaluate }
+
+    enum Policy: String {
+        case biometrics, owner
+
+        var laPolicy: LAPolicy {
+            self == .biometrics ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
+        }
+    }
+
+    /// How long the helper waits for the application to answer a password prompt: a root
+    /// process must not wait for ever on a program the user controls.
+    static let answerTimeoutMillis: Int32 = 120_000
+
+    /// `unprivileged`: started by the launcher (an ordinary program), so the password check
+    /// is the paced one.
+    static func run(_ request: HelperRequest, unprivileged: Bool, options: Options, channel: FrameChannel,
+                    log: LogSink) -> Frame {
+        guard let op = request.keys.value("op").flatMap(Operation.init(rawValue:)),
+              let policy = request.keys.value("policy").flatMap(Policy.init(rawValue:)) else {
+            return HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
+                                      cause: "mode=app needs op=preflight|evaluate and policy=biometrics|owner")
+        }
+        let who = "user \(request.user) application \(Presence.printable(request.service))"
+            + " (pid \(request.callerPID.map(String.init) ?? "?"))"
+        let frame: Frame
+        switch op {
+        case .preflight:
+            frame = preflight(request, policy: policy, unprivileged: unprivileged, options: options, log: log)
+        case .evaluate:
+            frame = evaluate(request, policy: policy, unprivileged: unprivileged, options: options,
+                             channel: channel, log: log)
+        }
+        log.log(.info, "\(who) \(op.rawValue) \(policy.rawValue): \(summary(frame))")
+        return frame
+    }
+
+    // MARK: - canEvaluatePolicy
+
+    private static func preflight(_ request: HelperRequest, policy: Policy, unprivileged: Bool,
+                                  options: Options, log: LogSink) -> Frame {
+        let env = environment(request, policy: policy, unprivileged: unprivileged, options: options, ui: nil,
+                              wake: [], log: log)
+        let context = LAContext(environment: env)
+        let biometry = readerAnswers(env) ? "touchID" : "none"
+        switch context.preflight(policy.laPolicy) {
+        case .success:
+            return HelperResult.frame(code: 0, name: "success", cause: "preflight",
+                                      extra: domainKey(context) + [("biometry", biometry)])
+        case .failure(let e):
+            return HelperResult.frame(code: e.code.rawValue, name: e.code.name, cause: e.cause,
+                                      reason: e.reason.key, extra: [("biometry", biometry)])
+        }
+    }
+
+    /// Whether a reader is there for the user (Apple sets `biometryType` from the hardware,
+    /// whatever the preflight's outcome).
+    private static func readerAnswers(_ env: LAEnvironment) -> Bool {
+        do {
+            _ = try env.sensor.enrolledSet(for: env.user.value)
+            return true
+        } catch {
+            return error.code == .biometryNotEnrolled
+        }
+    }
+
+    // MARK: - evaluatePolicy
+
+    private static func evaluate(_ request: HelperRequest, policy: Policy, unprivileged: Bool,
+                                 options: Options, channel: FrameChannel, log: LogSink) -> Frame {
+        if let refusal = Presence.refusal(request, options: options, log: log) {
+            return HelperResult.frame(.failure(refusal))
+        }
+        let ui = AppFrameUI(channel: channel, language: request.language, log: log)
+        let wake = AppWakeSource(channel: channel, fallbackOffered: options.fallbackTitle != "")
+        let env = environment(request, policy: policy, unprivileged: unprivileged, options: options, ui: ui,
+                              wake: [wake], log: log)
+        let context = LAContext(environment: env)
+        switch context.run(policy.laPolicy) {
+        case .success(let method):
+            let extra = method == .password ? [] : domainKey(context)
+            return HelperResult.frame(code: 0, name: "success", cause: "matched (\(method.rawValue))", extra: extra)
+        case .notOptedIn:
+            return HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
+                                      cause: "fingerprint login is turned off for this user")
+        case .failure(let e) where e.code == .appCancel && ui.userCancelled:
+            // The application's own Cancel at the password prompt, not the application going away.
+            return HelperResult.frame(code: LAError.Code.userCancel.rawValue, name: "userCancel",
+                                      cause: "the user cancelled the password prompt")
+        case .failure(let e):
+            return HelperResult.frame(.failure(e))
+        }
+    }
+
+    private static func environment(_ request: HelperRequest, policy: Policy, unprivileged: Bool,
+                                    options: Options, ui: AuthenticationUI?, wake: [WakeSource],
+                                    log: LogSink) -> LAEnvironment {
+        var o = options
+        o.reuseDuration = 0  // never reused here: the caller cannot be trusted to say which session it is
+        let store = FileStateStore(directory: o.stateDir)
+        let verifier = AppPasswordVerifier(store: store, rules: Rules(o), unprivileged: unprivileged, log: log)
+        return LAEnvironment(
+            user: request.user, terminal: "",
+            sensor: FprintdSensor(address: o.dbusAddress, busTimeout: o.busTimeout, fprintDir: o.fprintDir, log: log),
+            store: store, options: o, ui: ui, passwordVerifier: policy == .owner ? verifier : nil,
+            log: log, wakeSources: wake, language: request.language)
+    }
+
+    /// The domain state as the library reads it: the hex digest the store keeps.
+    private static func domainKey(_ context: LAContext) -> [(String, String)] {
+        guard let bytes = context.evaluatedPolicyDomainState else { return [] }
+        return [("domain_state", String(decoding: bytes, as: UTF8.self))]
+    }
+
+    private static func summary(_ frame: Frame) -> String {
+        guard let kv = try? KeyValues.parse(frame.payload) else { return "?" }
+        return "\(kv.value("name") ?? "?") (\(kv.value("cause") ?? ""))"
+    }
+}
+
+/// The application as the user interface. It shows its own reason and buttons, so only the
+/// reader's lines go out; the password prompt waits (bounded) for `A` (the password), or `C`
+/// (the user's Cancel).
+final class AppFrameUI: AuthenticationUI {
+    private let channel: FrameChannel
+    private let language: Language
+    private let log: LogSink
+    /// The user pressed Cancel at the password prompt (as opposed to the application going away).
+    private(set) var userCancelled = false
+
+    init(channel: FrameChannel, language: Language, log: LogSink) {
+        self.channel = channel
+        self.language = language
+        self.log = log
+    }
+
+    func show(_ message: UserMessage, error: Bool) {
+        switch message {
+        case .fallbackHint, .reason, .waitingForFinger: return  // the application's own buttons and text
+        default: channel.send(Frame(error ? .error : .info, text: message.text(language)))
+        }
+    }
+
+    func askPassword(prompt: String) -> [UInt8]? {
+        guard channel.send(Frame(.promptEchoOff, text: prompt)) else { return nil }
+        guard channel.waitReadable(milliseconds: AppMode.answerTimeoutMillis) else {
+            log.log(.notice, "the application did not answer the password prompt in time")
+            return nil
+        }
+        let reply: Frame
+        do { reply = try channel.receive() } catch {
+            log.log(.info, "no answer to the password prompt: \(error)")
+            return nil
+        }
+        switch reply.kind {
+        case .answer: return reply.payload
+        case .cancel:
+            userCancelled = true
+            return nil
+        default: return nil
+        }
+    }
+}
+
+/// The application's side of the socket while the reader waits: `C` is a button the user
+/// pressed (`cancel`, or `fallback`, which is a cancel when no fallback is offered), and the
+/// application going away (`invalidate()`, a cancelled task, exit) ends the scan.
+final class AppWakeSource: WakeSource {
+    private let channel: FrameChannel
+    private let fallbackOffered: Bool
+
+    init(channel: FrameChannel, fallbackOffered: Bool) {
+        self.channel = channel
+        self.fallbackOffered = fallbackOffered
+    }
+
+    var fd: Int32 { channel.input }
+
+    func interruption() -> LAError? {
+        let frame: Frame
+        do { frame = try channel.receive() } catch {
+            return LAError(.appCancel, cause: "the application ended the evaluation (\(error))")
+        }
+        guard frame.kind == .cancel else {
+            return LAError(.appCancel, cause: "unexpected frame from the application while scanning")
+        }
+        switch frame.text {
+        case "cancel":
+            return LAError(.userCancel, cause: "the user cancelled in the application")
+        case "fallback":
+            return fallbackOffered
+                ? LAError(.userFallback, cause: "the user chose the fallback in the application")
+                : LAError(.userCancel, cause: "the user cancelled in the application (no fallback offered)")
+        default:
+            return LAError(.appCancel, cause: "a cancel frame the application mode does not know")
+        }
+    }
+}
+
+/// `deviceOwnerAuthentication`'s password, checked as `authsucc` checks it: through the
+/// launcher by `PacedPasswordCheck` (every outcome takes the same time, one check at a
+/// time per user, wrong ones logged and counted), so a program's password prompt is no
+/// better a guessing oracle than `unix_chkpwd`; from root's own program directly.
+final class AppPasswordVerifier: PasswordVerifier {
+    private let store: FileStateStore
+    private let rules: Rules
+    private let unprivileged: Bool
+    private let log: LogSink
+
+    init(store: FileStateStore, rules: Rules, unprivileged: Bool, log: LogSink) {
+        self.store = store
+        self.rules = rules
+        self.unprivileged = unprivileged
+        self.log = log
+    }
+
+    func verify(user: UserName, password: [UInt8]) -> Bool {
+        let verdict = unprivileged
+            ? PacedPasswordCheck(store: store, rules: rules, log: log).check(user: user, password: password)
+            : ShadowPassword.check(user: user, password: password)
+        switch verdict {
+        case .matches?: return true
+        case .differs?: return false
+        case .unprovable(let why)?:
+            log.log(.notice, "application password for \(user) cannot be checked here: \(why)")
+            return false
+        case nil: return false
+        }
+    }
+}
+
+extension Launch {
+    /// Started by the launcher for an ordinary program (not by root).
+    var isUnprivileged: Bool {
+        if case .unprivileged = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+import LocalAuthentication
+
+/// LAContext's behaviour that needs no root side: the reply on a private queue, invalidate,
+/// task cancellation, the refusals that come before the root side is asked. Everything the
+/// root side decides is tested for real in Tests/integration/test_app_api.py.
+@Suite(.serialized) struct LAContextTests {
+    init() {
+        // No root side here: an evaluation that got that far would fail as not available.
+        setenv("LOCALAUTH_PREFIX", "/nonexistent-localauth-prefix", 1)
+    }
+
+    /// Apple's reply comes later, on another queue: the call returns first.
+    @Test func evaluatePolicyReturnsBeforeItRepliesOnAPrivateQueue() {
+        let context = LAContext()
+        let returned = DispatchSemaphore(value: 0)
+        let replied = DispatchSemaphore(value: 0)
+        let outcome = Box()
+        context.evaluatePolicy(.deviceOwnerAuthenticationWithCompanion, localizedReason: "test") { ok, error in
+            // Called inside evaluatePolicy, this would wait for ever for the signal below.
+            outcome.set(returned.wait(timeout: .now() + 5) == .success, ok, error)
+            replied.signal()
+        }
+        returned.signal()
+        #expect(replied.wait(timeout: .now() + 10) == .success)
+        #expect(outcome.afterReturn)
+        #expect(outcome.ok == false)
+        #expect((outcome.error as NSError?)?.code == LAError.companionNotAvailable.rawValue)
+    }
+
+    @Test func theRootSideMissingIsBiometryNotAvailableNeverSuccess() {
+        var error: NSError?
+        #expect(!LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        #expect(error?.domain == LAErrorDomain && error?.code == LAError.biometryNotAvailable.rawValue)
+        #expect(!LAContext().canEvaluatePolicy(.deviceOwnerAuthentication, error: nil))
+    }
+
+    @Test func anInvalidatedContextRefusesEverything() async {
+        let context = LAContext()
+        context.invalidate()
+        var error: NSError?
+        #expect(!context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        #expect(error?.code == LAError.invalidContext.rawValue)
+        do {
+            _ = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
+            Issue.record("no error")
+        } catch LAError.invalidContext {
+        } catch {
+            Issue.record("wrong error \(error)")
+        }
+    }
+
+    @Test func aCancelledTaskEndsWithAppCancel() async {
+        let context = LAContext()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
+        }
+        do {
+            _ = try await task.value
+            Issue.record("no error")
+        } catch {
+            #expect((error as? LAError)?.code == .appCancel)
+        }
+        // The context itself stays usable (unlike invalidate).
+        #expect(!context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
+        var error: NSError?
+        _ = context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error)
+        #expect(error?.code == LAError.biometryNotAvailable.rawValue)
+    }
+
+    @Test func whatFailsBeforeTheRootSideIsAsked() async {
+        let context = LAContext()
+        await #expect {
+            try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "")
+        } throws: { ($0 as? LAError)?.code == .appCancel }
+        context.interactionNotAllowed = true
+        await #expect {
+            try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
+        } throws: { ($0 as? LAError)?.code == .notInteractive }
+        var error: NSError?
+        #expect(!context.canEvaluatePolicy(.deviceOwnerAuthenticationWithWristDetection, error: &error))
+        #expect(error?.code == LAError.companionNotAvailable.rawValue)
+    }
+
+    @Test func propertiesKeepApplesBoundsAndDefaults() {
+        let context = LAContext()
+        #expect(context.biometryType == .none)
+        #expect(context.evaluatedPolicyDomainState == nil)
+        #expect(context.domainState.biometry.stateHash == nil && context.domainState.stateHash == nil)
+        #expect(context.domainState.companion.availableCompanionTypes.isEmpty)
+        context.touchIDAuthenticationAllowableReuseDuration = 1000
+        #expect(context.touchIDAuthenticationAllowableReuseDuration == LATouchIDAuthenticationMaximumAllowableReuseDuration)
+        context.touchIDAuthenticationAllowableReuseDuration = -1
+        #expect(context.touchIDAuthenticationAllowableReuseDuration == 0)
+        #expect(!context.isCredentialSet(.applicationPassword))
+        #expect(context.setCredential(Data([1]), type: .applicationPassword))
+        #expect(context.isCredentialSet(.applicationPassword))
+    }
+
+    /// Seed 001 subclasses LAContext.
+    @Test func aSubclassIsAnLAContext() {
+        final class Wrapper: LAContext { var label = "wrapper" }
+        let w = Wrapper()
+        w.localizedFallbackTitle = ""
+        let asContext: LAContext = w
+        #expect(asContext.localizedFallbackTitle == "")
+        #expect(!w.canEvaluatePolicy(.deviceOwnerAuthenticationWithCompanion, error: nil))
+    }
+}
+
+private final class Box: @unchecked Sendable {
+    private let lock = NSLock()
+    private(set) var afterReturn = false
+    private(set) var ok = true
+    private(set) var error: Error?
+
+    func set(_ afterReturn: Bool, _ ok: Bool, _ error: Error?) {
+        lock.withLock {
+            self.afterReturn = afterReturn
+            self.ok = ok
+            self.error = error
+        }
+    }
+}

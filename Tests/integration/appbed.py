@@ -1,0 +1,137 @@
+"""What the tests of applications need (the LocalAuthentication library): an application
+built against it, run as an ordinary user, talking to the product installed with its setuid
+launcher, the real fprintd and the virtual reader.
+
+Run with /usr/bin/python3, as root.
+
+* ``app_binary(product)``: a Swift executable of this package that uses the library,
+  ``la-probe`` (Tests/Support/la-probe) or the example, built with the static Swift
+  runtime (``swift build -c release --static-swift-stdlib``) into ``build/test/``; with
+  ``LOCALAUTH_SKIP_BUILD=1`` the copy already there is used when there is one.
+* ``AppWorld(inst, bed, syslog, user, tmp)``: root's configuration pointing the installed
+  launcher's helper at this bed and a state directory of its own, the user's finger
+  enrolled, the application copied where the user can run it, and
+  ``run(args, fingers=..., password=...)`` running it as the user on a pseudo-terminal in
+  the syslog namespace (launcherbed), with ``LOCALAUTH_PREFIX`` naming the installation.
+  ``RESULT`` lines of la-probe come back parsed (``Run.results``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+from launcherbed import namespace_prefix  # noqa: E402
+
+REPO = system.REPO
+ENROLLED, OTHER = "f1", "f9"          # the user's virtual print, and a stranger's
+FINGER = "right-index-finger"
+PASSWORD_PROMPT = re.compile(r"Password: ")
+RESULT = re.compile(r"^RESULT (.*)$", re.M)
+
+
+def app_binary(product: str, package: Path = REPO) -> Path:
+    """build/test/PRODUCT of the Swift package at ``package`` (this one, or an example's),
+    built unless LOCALAUTH_SKIP_BUILD=1 and it is there already."""
+    out = REPO / "build" / "test" / product
+    if os.environ.get("LOCALAUTH_SKIP_BUILD") == "1" and out.is_file():
+        return out
+    env = dict(os.environ)
+    if Path("/opt/swift/usr/bin").is_dir():
+        env["PATH"] = "/opt/swift/usr/bin:" + env.get("PATH", system.SAFE_PATH)
+    flags = ["-c", "release", "--static-swift-stdlib", "--package-path", str(package)]
+    subprocess.run(["swift", "build", *flags, "--product", product], env=env, check=True,
+                   capture_output=True)
+    bin_dir = subprocess.run(["swift", "build", *flags, "--show-bin-path"], env=env,
+                             check=True, capture_output=True, text=True).stdout.strip()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(Path(bin_dir) / product, out)
+    return out
+
+
+def parse_result(line: str) -> dict:
+    """``op=eval success=0 code=-8 ... desc=Biometry is locked out.`` -> dict (desc last)."""
+    head, _, desc = line.partition(" desc=")
+    values = dict(pair.split("=", 1) for pair in head.split())
+    values["desc"] = desc.rstrip("\r")
+    return values
+
+
+class Run:
+    def __init__(self, status, output, results, events, logs):
+        self.status, self.output, self.events, self.logs = status, output, events, logs
+        self.results = results
+
+    @property
+    def result(self) -> dict:
+        assert len(self.results) == 1, self.output
+        return self.results[0]
+
+    @property
+    def scans(self):
+        return [e for e in self.events if e.name == "VerifyFingerSelected"]
+
+    def messages(self, ident):
+        return [m for i, m in self.logs if i == ident]
+
+
+class AppWorld:
+    """See the module docstring."""
+
+    def __init__(self, inst, bed, syslog, user, tmp: Path, binary: Path):
+        self.inst, self.bed, self.syslog, self.user = inst, bed, syslog, user
+        self.state = tmp / "state"
+        self.state.mkdir(mode=0o700)
+        self.configure()
+        bed.enroll(user.name, FINGER, ENROLLED)
+        # Where the user can read and run it (the repository's build/ may not be).
+        self.app = tmp / binary.name
+        shutil.copy2(binary, self.app)
+        self.app.chmod(0o755)
+
+    def configure(self, **extra):
+        """Root's configuration: this bed, this state directory, no password-age rules
+        (each test starts from a user the product has never seen), plus ``extra``."""
+        options = dict(dbus_address=self.bed.address, state_dir=str(self.state),
+                       fprint_dir=str(self.bed.state_dir), password_after_reboot="no",
+                       password_after_idle="0", password_stale="0", scan_timeout="10")
+        options.update(extra)
+        self.inst.write_config("".join(f"{k} = {v}\n" for k, v in options.items()))
+
+    @property
+    def state_file(self) -> Path:
+        return self.state / f"{self.user.name}.state"
+
+    def state_values(self) -> dict:
+        return dict(line.split("=", 1) for line in
+                    self.state_file.read_text().splitlines()[1:] if "=" in line)
+
+    def start(self, *args, env: Optional[dict] = None):
+        """The application as the user on a pseudo-terminal (a PtyRun)."""
+        environment = system.default_env(LOCALAUTH_PREFIX=str(self.inst.prefix))
+        environment.update(env or {})
+        return system.run_on_pty([str(self.app), *args], env=environment, user=self.user,
+                                 prefix=namespace_prefix(self.syslog), timeout=60)
+
+    def run(self, *args, fingers=(), password=None, env=None) -> Run:
+        """One run: the prints presented as the reader asks for them, ``password`` typed
+        at the password prompt (None: none is expected)."""
+        mark, log_mark = self.bed.mark(), self.syslog.mark()
+        pt = self.start(*args, env=env)
+        injection = self.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
+        if password is not None:
+            pt.expect(PASSWORD_PROMPT, timeout=40)
+            pt.sendline(password)
+        res = pt.finish(timeout=60)
+        if injection:
+            injection.wait(20)
+        results = [parse_result(m) for m in RESULT.findall(res.output.replace("\r", ""))]
+        return Run(res.status, res.output, results, self.bed.events(mark),
+                   self.syslog.lines[log_mark:])

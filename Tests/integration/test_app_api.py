@@ -1,0 +1,371 @@
+"""Applications: Apple's LocalAuthentication API (the LocalAuthentication library) used by an
+ordinary program, as an ordinary user, against the real fprintd and the virtual reader.
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_app_api.py
+
+The product is installed with its setuid launcher in a temporary prefix
+(launcherbed.LauncherInstallation); the application is la-probe (Tests/Support/la-probe),
+built against the library, run by a throwaway user on a pseudo-terminal with
+LOCALAUTH_PREFIX naming that installation (appbed.AppWorld). Its evaluations go through
+the launcher to the helper's `mode=app` (docs/PROTOCOL.md, "Applications"), so the lockout
+is counted in root's state file, the one the PAM module reads: the tests check that file and
+the module's own view of it, under a lock screen's stack and under sudo.
+"""
+import concurrent.futures
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+from appbed import ENROLLED, OTHER, AppWorld, app_binary  # noqa: E402
+from launcherbed import LauncherInstallation, Syslog, namespace_prefix  # noqa: E402
+from pamenv import LogLine, outcomes  # noqa: E402
+
+DOMAIN = "com.apple.LocalAuthentication"
+SUDO_PROMPT = re.compile(r"[Pp]assword( for [^:\r\n]*)?: ")
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+
+@pytest.fixture(scope="module")
+def inst():
+    with LauncherInstallation() as i:
+        yield i
+
+
+@pytest.fixture(scope="module")
+def probe():
+    return app_binary("la-probe")
+
+
+@pytest.fixture
+def syslog():
+    s = Syslog()
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def world(inst, bed, syslog, probe):
+    tmp = Path(tempfile.mkdtemp(prefix="localauth-app-"))
+    tmp.chmod(0o755)
+    try:
+        with system.ThrowawayUser(prefix="la-app-") as user:
+            yield AppWorld(inst, bed, syslog, user, tmp, probe)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def code(run) -> int:
+    return int(run.result["code"])
+
+
+def helper_lines(run) -> list:
+    return run.messages("localauth-helper")
+
+
+# --- the main path -------------------------------------------------------------------------
+
+def test_a_matching_finger_gives_success_to_an_ordinary_program(world):
+    run = world.run("eval", "biometrics", fingers=[ENROLLED])
+    r = run.result
+    assert (r["success"], r["code"]) == ("1", "0"), run.output
+    assert len(run.scans) == 1
+    assert re.fullmatch(r"[0-9a-f]{64}", r["state"]), r      # the enrolled set's hash, as Data
+    # The prompts came on the program's terminal.
+    assert "unlock the test" in run.output
+    assert re.search(r"(Place|Swipe) your right index finger (on|across) the fingerprint reader", run.output)
+    # Root's state file, root's alone, counted by the helper for this user.
+    st = world.state_file.stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (0, 0o600)
+    assert world.state_values()["failures"] == "0"
+    assert any(f"user {world.user.name} application la-probe" in m and "evaluate biometrics: success" in m
+               for m in helper_lines(run)), helper_lines(run)
+    # The program itself runs as the user and cannot read that file.
+    cat = subprocess.run(system.as_user(world.user, ["cat", str(world.state_file)]),
+                         capture_output=True, text=True)
+    assert cat.returncode != 0 and "Permission denied" in cat.stderr
+
+
+def test_preflight_reports_the_reader_and_the_domain_state_without_a_scan(world):
+    run = world.run("can", "biometrics")
+    r = run.result
+    assert (r["success"], r["biometry"]) == ("1", "1"), run.output   # LABiometryType.touchID
+    assert re.fullmatch(r"[0-9a-f]{64}", r["state"]), r
+    assert run.scans == []
+    # The same value a match reports: the seeds compare the two.
+    matched = world.run("eval", "biometrics", fingers=[ENROLLED]).result
+    assert matched["state"] == r["state"]
+    # A finger added: fingerprints are refused until the password (the system's rule, as
+    # for sudo), the owner policy still can be evaluated, and after the password the
+    # preflight gives the new set's hash, different from the stored one (seed 003's check).
+    world.bed.enroll(world.user.name, "left-thumb", "f2")
+    changed = world.run("can", "biometrics")
+    assert (changed.result["code"], changed.result["state"]) == ("-6", "-"), changed.output
+    assert world.run("can", "owner").result["success"] == "1"
+    owner = world.run("eval", "owner", password=world.user.password)
+    assert owner.result["success"] == "1" and owner.scans == []   # straight to the password
+    after = world.run("can", "biometrics").result
+    assert after["success"] == "1" and re.fullmatch(r"[0-9a-f]{64}", after["state"])
+    assert after["state"] != r["state"]
+
+
+def test_three_wrong_fingers_give_authentication_failed(world):
+    run = world.run("eval", "biometrics", fingers=[OTHER] * 3)
+    r = run.result
+    assert (r["success"], r["code"], r["domain"]) == ("0", "-1", DOMAIN), run.output
+    assert r["desc"] == "Application retry limit exceeded."
+    assert len(run.scans) == 3
+    assert world.state_values()["failures"] == "3"
+
+
+def test_five_failures_across_contexts_lock_out_in_the_state_the_module_reads(world, inst):
+    # Two contexts of one program: 3 wrong, then 2 wrong, counted together.
+    run = world.run("eval", "biometrics", "--repeat", "2", fingers=[OTHER] * 5)
+    first, second = run.results
+    assert first["code"] == "-1", run.output
+    assert (second["code"], second["desc"]) == ("-8", "Biometry is locked out."), run.output
+    assert world.state_values()["failures"] == "5"
+    # Locked out: the preflight says so and an evaluation does not scan.
+    assert world.run("can", "biometrics").result["code"] == "-8"
+    again = world.run("eval", "biometrics")
+    assert again.result["code"] == "-8" and again.scans == []
+    # The PAM module (a lock screen's stack, the same launcher) reads that same file.
+    module = pam_run(world, inst)
+    assert module.status != 0
+    first_line = outcomes([LogLine(0, m) for i, m in module.logs])[0]
+    assert first_line["result"] == "biometryLockout", first_line
+    assert world.state_values()["failures"] == "5"
+
+
+def pam_run(world, inst, password="not-the-password"):
+    """pamtester as the user through a screen locker's stack (the module, pam_unix, the
+    authsucc line), with a wrong password: the module's own view of the user's state."""
+    lines = [f"auth sufficient {inst.module}", "auth requisite pam_unix.so",
+             f"auth optional {inst.module} authsucc", "account required pam_permit.so"]
+    with system.PamService("la-app-", lines) as svc:
+        mark = world.syslog.mark()
+        pt = system.run_on_pty(["pamtester", svc.name, world.user.name, "authenticate"],
+                               user=world.user, prefix=namespace_prefix(world.syslog), timeout=40)
+        pt.expect(re.compile(r"(^|\n)Password: "), timeout=30)
+        pt.sendline(password)
+        res = pt.finish(timeout=40)
+
+        class R:
+            status, output, logs = res.status, res.output, world.syslog.lines[mark:]
+        return R
+
+
+def test_failures_in_a_program_and_under_sudo_add_up(world, inst):
+    """Three wrong fingers in the program, two more under sudo (a root caller: the module
+    starts the helper itself, with the same configuration): locked out after five, for sudo
+    and for the program alike."""
+    assert world.run("eval", "biometrics", fingers=[OTHER] * 3).result["code"] == "-1"
+    lines = [f"auth sufficient {inst.module} config={inst.config}", "auth requisite pam_unix.so",
+             f"auth optional {inst.module} authsucc config={inst.config}", "account required pam_permit.so"]
+    with system.PamService("la-app-sudo-", lines) as svc, system.SudoersDropIn(world.user, svc.name):
+        mark, log_mark = world.bed.mark(), world.syslog.mark()
+        pt = system.run_on_pty(["sudo", "-k", "true"], user=world.user,
+                               prefix=namespace_prefix(world.syslog), timeout=40)
+        injection = world.bed.inject_async([f"SCAN {OTHER}"] * 2)
+        pt.expect(SUDO_PROMPT, timeout=30)      # the finger failed: sudo's password prompt
+        assert injection.wait(20) == ["verify-no-match"] * 2
+        pt.interrupt()                          # the user gives up at the password
+        pt.finish(timeout=30)
+    sudo_lines = [LogLine(0, m) for i, m in world.syslog.lines[log_mark:] if i == "sudo"]
+    assert outcomes(sudo_lines)[0]["result"] == "biometryLockout", sudo_lines
+    assert world.state_values()["failures"] == "5"
+    run = world.run("eval", "biometrics")
+    assert run.result["code"] == "-8" and run.scans == []
+
+
+# Every password check through the launcher takes this long, whatever its outcome
+# (PacedPasswordCheck.duration, the same check authsucc uses on this path).
+CHECK_SECONDS = 1.0
+
+
+def test_device_owner_authentication_takes_the_password_after_a_lockout(world):
+    world.configure(lockout_threshold="2", max_tries="2")
+    assert world.run("eval", "biometrics", fingers=[OTHER] * 2).result["code"] == "-8"
+    # A wrong password: authenticationFailed, logged and counted, nothing cleared.
+    wrong = world.run("eval", "owner", password="not-the-password")
+    assert wrong.result["code"] == "-1" and wrong.scans == [], wrong.output
+    assert any("wrong password for" in m for m in helper_lines(wrong)), helper_lines(wrong)
+    values = world.state_values()
+    assert (values["failures"], values["password_failures"]) == ("2", "1")
+    # The right one: success, checked by the root side, and the lockout is gone.
+    right = world.run("eval", "owner", password=world.user.password)
+    assert (right.result["success"], right.result["code"]) == ("1", "0"), right.output
+    assert right.scans == []
+    values = world.state_values()
+    assert values["failures"] == "0" and "password_failures" not in values
+    assert world.run("eval", "biometrics", fingers=[ENROLLED]).result["success"] == "1"
+
+
+def test_a_programs_password_check_is_paced_like_the_launchers(world):
+    """Straight to the launcher, as a program could: a wrong and a right password take the
+    same time (one check a second at most), and guesses in parallel run one at a time."""
+    world.configure(lockout_threshold="1")
+    assert world.run("eval", "biometrics", fingers=[OTHER]).result["code"] == "-8"
+    for guess in (b"not-it", world.user.password.encode()):
+        started = time.monotonic()
+        out = launcher(world, app_request(world.user.name) + frame("A", guess), world.user)
+        assert time.monotonic() - started >= CHECK_SECONDS * 0.95, out
+    assert "code=0" in out and world.state_values()["failures"] == "0"
+    # Lock out again, then four guesses at once.
+    assert world.run("eval", "biometrics", fingers=[OTHER]).result["code"] == "-8"
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda n: launcher(world, app_request(world.user.name)
+                                                + frame("A", f"guess-{n}".encode()), world.user),
+                             range(4)))
+    assert time.monotonic() - started >= 4 * CHECK_SECONDS * 0.95
+    assert all("code=-1\n" in o for o in outs), outs
+    assert world.state_values()["password_failures"] == "4"
+
+
+def test_device_owner_authentication_tries_the_finger_first(world):
+    run = world.run("eval", "owner", fingers=[ENROLLED])
+    assert run.result["success"] == "1" and len(run.scans) == 1
+    assert "Password: " not in run.output
+
+
+# --- the buttons, invalidate and task cancellation -----------------------------------------
+
+def wait_and(world, pt, action):
+    assert world.bed.wait_finger_needed(20), pt.output
+    action()
+    return pt.finish(timeout=30)
+
+
+def result_of(res) -> dict:
+    from appbed import RESULT, parse_result
+    (r,) = [parse_result(m) for m in RESULT.findall(res.output.replace("\r", ""))]
+    return r
+
+
+def test_enter_is_the_fallback_button_and_ctrl_d_the_cancel_button(world):
+    pt = world.start("eval", "biometrics")
+    assert result_of(wait_and(world, pt, lambda: pt.sendline("")))["code"] == "-3"   # userFallback
+    pt = world.start("eval", "biometrics")
+    assert result_of(wait_and(world, pt, pt.sendeof))["code"] == "-2"                # userCancel
+    pt = world.start("eval", "biometrics", "--fallback", "")
+    assert result_of(wait_and(world, pt, lambda: pt.sendline("")))["code"] == "-2"   # no fallback offered
+
+
+def test_the_fallback_of_device_owner_authentication_is_the_password(world):
+    pt = world.start("eval", "owner")
+    assert world.bed.wait_finger_needed(20)
+    pt.sendline("")
+    pt.expect(re.compile(r"Password: "), timeout=30)
+    pt.sendline(world.user.password)
+    r = result_of(pt.finish(timeout=30))
+    assert (r["success"], r["code"]) == ("1", "0")
+
+
+@pytest.mark.parametrize("how", ["--invalidate-after", "--cancel-after"])
+def test_invalidate_and_task_cancel_end_the_scan_with_app_cancel(world, how):
+    args = ["eval", "biometrics", how, "3"] + (["--async"] if how == "--cancel-after" else [])
+    pt = world.start(*args)
+    assert world.bed.wait_finger_needed(20)
+    res = pt.finish(timeout=30)
+    r = result_of(res)
+    assert (r["code"], r["desc"]) == ("-9", "Invalidated by client."), res.output
+    assert world.bed.wait_finger_needed(10, value=False)   # the reader was let go
+
+
+def test_a_scan_ended_without_a_finger_gives_its_try_back(world):
+    """The cancel and fallback buttons and invalidate() end a scan nobody touched: not a
+    failed match (DESIGN.md §2: a try is given back when no finger was presented)."""
+    for args, action in ((("eval", "biometrics"), "eof"), (("eval", "biometrics"), "enter"),
+                         (("eval", "biometrics", "--invalidate-after", "2"), None)):
+        pt = world.start(*args)
+        assert world.bed.wait_finger_needed(20)
+        if action == "eof":
+            pt.sendeof()
+        elif action == "enter":
+            pt.sendline("")
+        r = result_of(pt.finish(timeout=30))
+        assert r["code"] in ("-2", "-3", "-9"), r
+        assert world.state_values()["failures"] == "0", (args, action)
+
+
+# --- what the program cannot do ------------------------------------------------------------
+
+def frame(kind: str, payload: bytes = b"") -> bytes:
+    return struct.pack(">I", len(payload) + 1) + kind.encode() + payload
+
+
+def app_request(user, op="evaluate", policy="owner") -> bytes:
+    kv = dict(version="1", mode="app", op=op, policy=policy, user=str(user), service="forged",
+              tty="", rhost="", ruser="", silent="0", stdin_tty="1", display="1", locale="",
+              caller_uid="0", pid="1")
+    return frame("Q", "\n".join(f"{k}={v}" for k, v in kv.items()).encode())
+
+
+# A program of the user's own that writes to the launcher by hand. It runs on a terminal,
+# as a program that may evaluate does (through the launcher, whether someone can be at the
+# reader is read from the calling process itself, not from the request).
+FORGER = r"""
+import os, subprocess, sys
+data = bytes.fromhex(sys.argv[2])
+p = subprocess.Popen([sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+out, _ = p.communicate(data, timeout=60)
+print("OUT " + out.hex(), flush=True)
+"""
+
+
+def launcher(world, data: bytes, user) -> str:
+    """What the launcher answers ``data`` written by a program of ``user`` on a terminal."""
+    script = world.app.parent / "forger.py"
+    script.write_text(FORGER)
+    script.chmod(0o644)
+    pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.inst.launcher), data.hex()],
+                           user=user, prefix=namespace_prefix(world.syslog), timeout=60)
+    res = pt.finish(timeout=60)
+    (out,) = re.findall(r"OUT ([0-9a-f]*)", res.output)
+    return bytes.fromhex(out).decode(errors="replace")
+
+
+def test_a_program_cannot_act_for_another_user_or_lift_its_lockout_without_the_password(world):
+    world.configure(lockout_threshold="1")
+    assert world.run("eval", "biometrics", fingers=[OTHER]).result["code"] == "-8"
+    before = world.state_file.read_bytes()
+    with system.ThrowawayUser(prefix="la-app-other-") as other:
+        out = launcher(world, app_request(other.name), world.user)
+        assert "request for user" in out and "refused" in out, out
+        assert not (world.state / f"{other.name}.state").exists()
+    # The password prompt answered with a guess, a cancel, or nothing: the lockout stays
+    # (the guess is counted as a wrong password, nothing else changes).
+    for extra, guess in ((frame("C", b"cancel"), False), (b"", False), (frame("A", b"guess"), True)):
+        out = launcher(world, app_request(world.user.name) + extra, world.user)
+        assert "code=0" not in out, out
+        if guess:
+            assert world.state_values()["password_failures"] == "1"
+        else:
+            assert world.state_file.read_bytes() == before
+    assert world.state_values()["failures"] == "1"
+
+
+def test_companion_policies_fail_without_the_root_side(world):
+    run = world.run("can", "3")
+    assert (run.result["code"], run.result["desc"]) == ("-11", "No companion device available.")
+    assert helper_lines(run) == []
+
+
+def test_the_readers_lines_come_in_the_programs_language(world):
+    run = world.run("eval", "biometrics", fingers=[OTHER, ENROLLED], env={"LANG": "zh_CN.UTF-8"})
+    assert run.result["success"] == "1", run.output
+    assert "指纹" in run.output, run.output                  # the helper's lines, in Chinese
+    assert run.result["desc"] == "-"                          # (and no error to describe)

@@ -1,0 +1,142 @@
+"""The example application (Examples/FingerprintSwitch): the seeds' settings switch (seed
+004) and changed-fingers check (seed 003), run as an ordinary user against the real fprintd,
+the virtual reader and the product installed with its setuid launcher (appbed.AppWorld).
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_app_example.py
+"""
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+from appbed import ENROLLED, OTHER, REPO, AppWorld, app_binary  # noqa: E402
+from launcherbed import LauncherInstallation, Syslog  # noqa: E402
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+
+@pytest.fixture(scope="module")
+def inst():
+    with LauncherInstallation() as i:
+        yield i
+
+
+@pytest.fixture(scope="module")
+def example():
+    return app_binary("fingerprint-switch", REPO / "Examples" / "FingerprintSwitch")
+
+
+@pytest.fixture
+def world(inst, bed, example):
+    tmp = Path(tempfile.mkdtemp(prefix="localauth-example-"))
+    tmp.chmod(0o755)
+    syslog = Syslog()
+    try:
+        with system.ThrowawayUser(prefix="la-ex-") as user:
+            w = AppWorld(inst, bed, syslog, user, tmp, example)
+            settings = tmp / "settings"
+            settings.mkdir()
+            os.chown(settings, user.uid, user.gid)
+            w.settings = str(settings / "fingerprint-switch.json")
+            yield w
+    finally:
+        syslog.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def step(world, command, **kw):
+    return world.run(command, "--settings", world.settings, **kw)
+
+
+def test_the_switch_needs_a_finger_and_notices_a_changed_set(world):
+    on = step(world, "on", fingers=[ENROLLED])
+    assert on.status == 0 and "Fingerprint login is on." in on.output, on.output
+    status = step(world, "status")
+    assert "fingerprint login: on" in status.output and "enrolled fingers: unchanged" in status.output
+    login = step(world, "login", fingers=[ENROLLED])
+    assert login.status == 0 and "Signed in with your fingerprint." in login.output, login.output
+    # Another finger enrolled: the stored domain state no longer matches (seed 003).
+    world.bed.enroll(world.user.name, "left-thumb", "f2")
+    changed = step(world, "status")
+    assert "enrolled fingers: changed since it was turned on" in changed.output, changed.output
+    refused = step(world, "login")
+    assert refused.status == 1 and "fingerprint login is off until you turn it on again" in refused.output
+    assert refused.scans == []
+    assert "fingerprint login: off" in step(world, "status").output
+
+
+def test_a_wrong_finger_leaves_the_switch_off(world):
+    on = step(world, "on", fingers=[OTHER] * 3)
+    assert on.status == 1 and "Fingerprint not recognized: fingerprint login stays off." in on.output
+    assert "fingerprint login: off" in step(world, "status").output
+    assert world.state_values()["failures"] == "3"
+
+
+def test_after_a_lockout_the_password_unlocks_and_the_finger_turns_it_on(world):
+    world.configure(lockout_threshold="1")
+    locked = step(world, "on", fingers=[OTHER], password="not-the-password")   # locked out at once
+    assert locked.status == 1 and "Password not accepted" in locked.output, locked.output
+    assert world.state_values()["failures"] == "1"
+    on = step(world, "on", fingers=[ENROLLED], password=world.user.password)
+    assert "Fingerprints are locked: enter your password to unlock them." in on.output, on.output
+    assert "Password accepted." in on.output and "Fingerprint login is on." in on.output
+    assert on.status == 0
+    assert world.state_values()["failures"] == "0"
+
+
+# --- the seeds' own code (Tests/SeedPort), as ported, run by the same user -----------------
+
+@pytest.fixture(scope="module")
+def seed_port():
+    return app_binary("seed-port", REPO / "Tests" / "SeedPort")
+
+
+@pytest.fixture
+def seeds(inst, bed, seed_port):
+    tmp = Path(tempfile.mkdtemp(prefix="localauth-seeds-"))
+    tmp.chmod(0o755)
+    syslog = Syslog()
+    try:
+        with system.ThrowawayUser(prefix="la-seed-") as user:
+            home = tmp / "home"      # UserDefaults (seed 004) needs a home to write to
+            home.mkdir()
+            os.chown(home, user.uid, user.gid)
+            w = AppWorld(inst, bed, syslog, user, tmp, seed_port)
+            w.env = {"HOME": str(home)}
+            yield w
+    finally:
+        syslog.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_seed_004_switch_turns_on_with_a_finger_and_the_login_screen_signs_in(seeds):
+    on = seeds.run("004-on", "4", fingers=[ENROLLED], env=seeds.env)
+    assert "打開成功" in on.output and "switch: on" in on.output, on.output
+    login = seeds.run("004-login", "4", fingers=[ENROLLED], env=seeds.env)
+    assert "logged in" in login.output, login.output
+
+
+def test_seed_004_after_a_lockout_asks_for_the_password_as_on_ios(seeds):
+    seeds.configure(lockout_threshold="1")
+    run = seeds.run("004-on", "6", fingers=[OTHER, ENROLLED], password=seeds.user.password, env=seeds.env)
+    # "Biometry is locked out." contains "Biometry is": the seed asks for the password
+    # (deviceOwnerAuthentication), then turns the switch on with the finger.
+    assert "密碼校驗成功" in run.output and "打開成功" in run.output, run.output
+    assert seeds.state_values()["failures"] == "0"
+
+
+def test_seed_001_delegate_hears_each_outcome(seeds):
+    ok = seeds.run("001", "3", fingers=[ENROLLED])
+    assert "温馨提示: 验证成功！" in ok.output, ok.output
+    failed = seeds.run("001", "3", fingers=[OTHER] * 3)
+    assert "温馨提示: 验证失败！" in failed.output, failed.output
+
+
+def test_seed_003_notices_a_changed_set_of_fingers(seeds):
+    same = seeds.run("003", "1")
+    assert "stored: true" in same.output and "changed: false" in same.output, same.output
