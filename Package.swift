@@ -17,8 +17,9 @@ let package = Package(
         // System C libraries from Debian's -dev packages.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
                        providers: [.apt(["libsystemd-dev"])]),
-        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
-                       providers: [.apt(["libssl-dev"])]),
+        // libgcrypt: libsystemd loads it anyway, so it is the helper's one crypto library.
+        .systemLibrary(name: "CCrypto", pkgConfig: "libgcrypt",
+                       providers: [.apt(["libgcrypt20-dev"])]),
         .systemLibrary(name: "CPAM", pkgConfig: "pam",
                        providers: [.apt(["libpam0g-dev"])]),
         .systemLibrary(name: "CCrypt", pkgConfig: "libcrypt",
@@ -34,7 +35,7 @@ let package = Package(
                 linkerSettings: [.linkedLibrary("m")]),
 
         // The sensor side: fprintd on the system bus through sd-bus.
-        .target(name: "FprintdClient", dependencies: ["LocalAuth", "CSystemd", "CCrypto"]),
+        .target(name: "FprintdClient", dependencies: ["LocalAuth", "CSystemd"]),
 
         // Lockout events to the audit log and the journal (helper and localauthctl).
         .target(name: "SystemEvents", dependencies: ["LocalAuth", "CAudit", "CSystemd"]),
