@@ -65,8 +65,10 @@ final class Bus {
     private var matches: [(slot: OpaquePointer?, box: Unmanaged<MatchBox>)] = []
 
     /// Connects to `address` as a bus client: authentication and Hello, all within the
-    /// timeout (sd-bus's own bound for the handshake is 90 s).
-    init(address: String, timeoutSeconds: Double) throws(BusError) {
+    /// timeout (sd-bus's own bound for the handshake is 90 s). With `awaitingReady` false it
+    /// returns once the authentication is sent: calls made meanwhile are queued and go out
+    /// with the handshake, driven by `dispatch()` and `wait(until:extra:)`.
+    init(address: String, timeoutSeconds: Double, awaitingReady: Bool = true) throws(BusError) {
         timeoutUsec = UInt64(max(timeoutSeconds, 0.001) * 1_000_000)
         var bus: OpaquePointer?
         try checked(sd_bus_new(&bus), "sd_bus_new")
@@ -78,7 +80,9 @@ final class Bus {
             try checked(sd_bus_set_method_call_timeout(bus, timeoutUsec),
                         "sd_bus_set_method_call_timeout")
             try checked(sd_bus_start(bus), "sd_bus_start")
-            try awaitReady(deadline: MonotonicMicros.now() / 1000 + Int64(timeoutUsec / 1000))
+            if awaitingReady {
+                try awaitReady(deadline: MonotonicMicros.now() / 1000 + Int64(timeoutUsec / 1000))
+            }
         } catch {
             close()
             throw error
@@ -105,16 +109,22 @@ final class Bus {
 
     var isOpen: Bool { handle.map { sd_bus_is_open($0) > 0 } ?? false }
 
+    /// Authenticated and Hello answered.
+    var isReady: Bool { handle.map { sd_bus_is_ready($0) > 0 } ?? false }
+
     /// Drops the connection. Peers see the client vanish (fprintd then drops its claim).
     func close() {
+        // Closed first, so that dropping the matches sends no RemoveMatch: the bus daemon
+        // forgets a client's matches with the client. Not sd_bus_flush_close_unref: flushing
+        // waits for a handshake still in progress (up to 90 s with a frozen bus daemon), and
+        // every call here has already been written.
+        if let handle { sd_bus_close(handle) }
         for match in matches {
             sd_bus_slot_unref(match.slot)
             match.box.release()
         }
         matches = []
-        // Not sd_bus_flush_close_unref: flushing waits for a handshake still in progress (up
-        // to 90 s with a frozen bus daemon), and every call here has already been written.
-        if let handle { sd_bus_close_unref(handle) }
+        if let handle { sd_bus_unref(handle) }
         handle = nil
     }
 
@@ -151,6 +161,45 @@ final class Bus {
         try checked(sd_bus_call(bus, message.pointer, timeoutUsec, &error, &reply), "sd_bus_call", &error)
         guard let reply else { throw .malformed("empty reply") }
         return Message(adopting: reply)
+    }
+
+    /// Sends `message` without waiting: `done` gets the reply (or what went wrong: an error
+    /// reply, no reply within `timeoutUsec`, the connection lost) from `dispatch()`.
+    func callAsync(_ message: Message, _ done: @escaping (Result<Message, BusError>) -> Void) throws(BusError) {
+        let bus = try open()
+        let box = Unmanaged.passRetained(ReplyBox(done))
+        var slot: OpaquePointer?
+        let r = sd_bus_call_async(bus, &slot, message.pointer, replyTrampoline, box.toOpaque(), timeoutUsec)
+        guard r >= 0, let slot else {
+            box.release()
+            try checked(r < 0 ? r : -ENOMEM, "sd_bus_call_async")
+            return
+        }
+        // The bus owns the pending call from here; the box goes with the slot, whether the
+        // reply came or the connection was dropped first.
+        sd_bus_slot_set_destroy_callback(slot, releaseReplyBox)
+        sd_bus_slot_set_floating(slot, 1)
+        sd_bus_slot_unref(slot)
+    }
+
+    /// `addMatch` without waiting for the bus daemon's answer: `installed` gets nil once the
+    /// match is in place, or the error, from `dispatch()`. The daemon handles a client's
+    /// messages in order, so the match applies to everything caused by a call sent after it.
+    func addMatchAsync(_ rule: String, _ handler: @escaping (Message) -> Void,
+                       installed: @escaping (BusError?) -> Void) throws(BusError) {
+        let bus = try open()
+        let box = Unmanaged.passRetained(MatchBox(handler, installed: installed))
+        var slot: OpaquePointer?
+        let r = rule.withCString {
+            sd_bus_add_match_async(bus, &slot, $0, matchTrampoline, installTrampoline, box.toOpaque())
+        }
+        do {
+            try checked(r, "sd_bus_add_match_async")
+        } catch {
+            box.release()
+            throw error
+        }
+        matches.append((slot, box))
     }
 
     /// Calls `handler` for each message matching `rule` (D-Bus match rule syntax), from
@@ -218,10 +267,54 @@ enum MonotonicMicros {
     }
 }
 
-/// Holds a match handler for the C callback's userdata.
+/// Holds a match handler (and, for an asynchronous AddMatch, what wants its answer) for the
+/// C callback's userdata.
 private final class MatchBox {
     let handler: (Message) -> Void
-    init(_ handler: @escaping (Message) -> Void) { self.handler = handler }
+    let installed: ((BusError?) -> Void)?
+    init(_ handler: @escaping (Message) -> Void, installed: ((BusError?) -> Void)? = nil) {
+        self.handler = handler
+        self.installed = installed
+    }
+}
+
+/// Holds what an asynchronous call's reply goes to.
+private final class ReplyBox {
+    let done: (Result<Message, BusError>) -> Void
+    init(_ done: @escaping (Result<Message, BusError>) -> Void) { self.done = done }
+}
+
+/// A reply, or the error sd-bus made up for a call that got none (timeout, connection lost),
+/// as a result. The error name and errno come through `checked`, like a synchronous call's.
+private func replyResult(_ reply: OpaquePointer) -> Result<Message, BusError> {
+    guard sd_bus_message_is_method_error(reply, nil) > 0 else { return .success(Message(retaining: reply)) }
+    let e = sd_bus_message_get_errno(reply)
+    do {
+        try checked(-(e > 0 ? e : EIO), "method call", sd_bus_message_get_error(reply))
+    } catch {
+        return .failure(error)
+    }
+    return .failure(.malformed("an error reply without an error"))
+}
+
+private let replyTrampoline: sd_bus_message_handler_t = { reply, userdata, _ in
+    guard let reply, let userdata else { return 0 }
+    Unmanaged<ReplyBox>.fromOpaque(userdata).takeUnretainedValue().done(replyResult(reply))
+    return 0
+}
+
+private let releaseReplyBox: sd_bus_destroy_t = { userdata in
+    if let userdata { Unmanaged<ReplyBox>.fromOpaque(userdata).release() }
+}
+
+private let installTrampoline: sd_bus_message_handler_t = { reply, userdata, _ in
+    guard let reply, let userdata else { return 0 }
+    let box = Unmanaged<MatchBox>.fromOpaque(userdata).takeUnretainedValue()
+    switch replyResult(reply) {
+    case .success: box.installed?(nil)
+    case .failure(let error): box.installed?(error)
+    }
+    return 0
 }
 
 /// sd-bus calls C function pointers; this one forwards to the boxed Swift handler.

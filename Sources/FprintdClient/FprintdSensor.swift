@@ -3,10 +3,12 @@ import LocalAuth
 /// The fingerprint sensor as fprintd offers it on the system bus.
 ///
 /// One bus connection, opened on first use at the given address (the environment is never
-/// read). The calls made one after another without waiting for the reader — the start-up
-/// (connect, GetDevices, ListEnrolledFingers, Claim, VerifyStart), the stop (VerifyStop,
-/// Release) — share one bound, `busTimeout`, from the first of them: a frozen fprintd costs
-/// that once, however many calls were still to come. When fprintd leaves the bus, the
+/// read), or ahead of it by `prepare(user:)`, which has the connection and fprintd's
+/// answers about the user's readers on their way while the caller does other work
+/// (StartUp). The calls made one after another without waiting for the reader — the
+/// start-up (connect, GetDevices, ListEnrolledFingers, Claim, VerifyStart), the stop
+/// (VerifyStop, Release) — share one bound, `busTimeout`, from the first of them: a frozen
+/// fprintd costs that once, however many calls were still to come or in flight. When fprintd leaves the bus, the
 /// connection drops, or a call times out, the connection is dropped: fprintd releases the
 /// claim of a client that vanished, and later calls on a frozen fprintd would only time out
 /// again. The next use connects afresh.
@@ -23,6 +25,10 @@ public final class FprintdSensor: FingerprintSensor {
     /// Set by the bus handlers when the session cannot go on; reported by the next call.
     var lost: LAError?
     var scanTypes: [String: ScanType] = [:]
+    /// Reader names, read once per reader and connection.
+    var names: [String: String] = [:]
+    /// The start-up `prepare` began, until `enrolledSet` or `claim` takes it.
+    var startUp: StartUp?
     /// Device paths whose signals are already subscribed on this connection.
     var subscribed: Set<String> = []
     /// When the calls of the current burst must be done (monotonic ms); nil between bursts.
@@ -40,15 +46,38 @@ public final class FprintdSensor: FingerprintSensor {
         self.log = log
     }
 
-    deinit { bus?.close() }
+    deinit { close() }
+
+    /// Starts connecting and asking fprintd about `user`'s readers now, on a thread of its
+    /// own, without waiting: `enrolledSet(for: user)` takes the answers. The burst of calls,
+    /// and its one bound, begins here. Without a thread the calls are made when asked.
+    public func prepare(user: String) {
+        guard startUp == nil, bus == nil else { return }
+        let now = MonotonicClock.millis()
+        let deadline = now + Int64(busTimeout * 1000)
+        guard let started = StartUp(address: address, user: user, deadline: deadline) else { return }
+        startUp = started
+        burstDeadline = deadline
+        lastCallEnded = now
+    }
+
+    /// Drops the connection and any start-up still running (without waiting for it).
+    public func close() {
+        startUp?.cancel()
+        startUp = nil
+        dropConnection()
+    }
 
     // MARK: FingerprintSensor
 
     public func enrolledSet(for user: String) throws(LAError) -> EnrolledSet {
-        let choice = try pickDevice(for: user)
-        let name = try run("Get name") { bus throws(BusError) in
-            try bus.stringProperty(device: choice.path, "name")
+        let choice: DeviceChoice
+        if let adopted = try adoptStartUp(for: user) {
+            choice = adopted
+        } else {
+            choice = try pickDevice(for: user)
         }
+        let name = try self.name(of: choice.path)
         let scanType = try self.scanType(of: choice.path)
         let location = PrintDigest.locateDevice(fprintDir: fprintDir, user: user,
                                                 fingers: choice.fingers)
@@ -66,7 +95,9 @@ public final class FprintdSensor: FingerprintSensor {
         if let claimed, claimed.user == user, lost == nil { return }
         release()
         let choice: DeviceChoice
-        if let reusable = reusableChoice(for: user) {
+        if let adopted = try adoptStartUp(for: user) {
+            choice = adopted
+        } else if let reusable = reusableChoice(for: user) {
             choice = reusable
         } else {
             choice = try pickDevice(for: user)
@@ -184,7 +215,7 @@ extension FprintdSensor {
         dropConnection()
         do {
             let bus = try Bus(address: address, timeoutSeconds: seconds)
-            try bus.addMatch(nameOwnerRule) { [weak self] in self?.nameOwnerChanged($0) }
+            try bus.addMatch(Self.nameOwnerRule) { [weak self] in self?.nameOwnerChanged($0) }
             self.bus = bus
             return bus
         } catch {
@@ -218,6 +249,46 @@ extension FprintdSensor {
         claimed = nil
         choice = nil  // object paths belong to the fprintd we were talking to
         scanTypes = [:]
+        names = [:]
+    }
+
+    /// Takes the connection and the answers of the start-up `prepare` began, waiting for it
+    /// if it still runs (it ends by the burst deadline). nil when none was begun for `user`.
+    private func adoptStartUp(for user: String) throws(LAError) -> DeviceChoice? {
+        guard let started = startUp else { return nil }
+        startUp = nil
+        started.finish()
+        lastCallEnded = started.finishedAt
+        guard started.user == user else {
+            started.cancel()
+            return nil
+        }
+        if let failure = started.failure {
+            started.cancel()
+            throw laError(failure)
+        }
+        dropConnection()
+        bus = started.bus
+        started.router.sensor = self
+        for reader in started.readers {
+            names[reader.path] = reader.name
+            scanTypes[reader.path] = reader.scanType
+            if reader.subscriptions == 2 { subscribed.insert(reader.path) }
+        }
+        let choice = try DeviceChoice.best(for: user, among: started.readers.map { ($0.path, $0.fingers ?? []) })
+        self.choice = choice
+        return choice
+    }
+
+    /// A failed start-up, logged and mapped as the same calls made one by one would be.
+    private func laError(_ failure: StartUp.Failure) -> LAError {
+        switch failure {
+        case .connect(let error):
+            log.log(.warning, "cannot connect to the bus at \(address): \(error.summary)")
+            return LAError(.biometryNotAvailable, cause: "cannot connect to the system bus: \(error.summary)")
+        case .call(let call, let error):
+            return FprintdErrors.map(error, doing: call, log: log)
+        }
     }
 
     /// The claim, if it is still held on the open connection. When fprintd left or the
@@ -250,6 +321,16 @@ extension FprintdSensor {
         let choice = try DeviceChoice.best(for: user, among: readers)
         self.choice = choice
         return choice
+    }
+
+    /// The reader's name, read once per reader and connection.
+    private func name(of path: String) throws(LAError) -> String {
+        if let known = names[path] { return known }
+        let name = try run("Get name") { bus throws(BusError) in
+            try bus.stringProperty(device: path, "name")
+        }
+        names[path] = name
+        return name
     }
 
     /// `scan-type`, read once per reader and connection.

@@ -3,14 +3,13 @@ import LocalAuth
 /// The signals the sensor listens to, and the wait loop that dispatches them.
 extension FprintdSensor {
     /// fprintd's well-known name changing hands: it exited, crashed, or was restarted.
-    var nameOwnerRule: String {
+    static let nameOwnerRule =
         "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
             + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Fprintd.service)'"
-    }
 
     /// `path` came from GetDevices as a D-Bus object path, which sd-bus validated while
     /// reading it ([A-Za-z0-9_/] only), so it cannot break out of the quotes.
-    func deviceRule(_ path: String, _ member: String) -> String {
+    static func deviceRule(_ path: String, _ member: String) -> String {
         "type='signal',sender='\(Fprintd.service)',path='\(path)',"
             + "interface='\(Fprintd.deviceInterface)',member='\(member)'"
     }
@@ -29,15 +28,15 @@ extension FprintdSensor {
     func subscribe(to path: String) throws(LAError) {
         guard !subscribed.contains(path) else { return }
         try run("AddMatch") { bus throws(BusError) in
-            try bus.addMatch(deviceRule(path, "VerifyStatus")) { [weak self] in self?.verifyStatus($0) }
-            try bus.addMatch(deviceRule(path, "VerifyFingerSelected")) { [weak self] in
+            try bus.addMatch(Self.deviceRule(path, "VerifyStatus")) { [weak self] in self?.verifyStatus($0) }
+            try bus.addMatch(Self.deviceRule(path, "VerifyFingerSelected")) { [weak self] in
                 self?.fingerSelected($0)
             }
         }
         subscribed.insert(path)
     }
 
-    private func verifyStatus(_ message: Message) {
+    func verifyStatus(_ message: Message) {
         guard let claimed, session?.accepts(message, claimed: claimed) == true else { return }
         do {
             let result = try message.readString()
@@ -51,7 +50,7 @@ extension FprintdSensor {
         }
     }
 
-    private func fingerSelected(_ message: Message) {
+    func fingerSelected(_ message: Message) {
         guard let claimed, session?.accepts(message, claimed: claimed) == true else { return }
         do {
             session?.finger = try message.readString()

@@ -11,14 +11,19 @@ enum Authenticate {
         if let refusal = Presence.refusal(request, options: configured, log: log) { return .failure(refusal) }
         var options = configured
         if !ctrlCSkips(request) { options.fallbackTitle = "" }
+        // Someone may be at the reader: the bus start-up runs from here, alongside the local
+        // work (the terminal, the boot id, the shadow entry, the state file).
+        let sensor = FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
+                                   fprintDir: options.fprintDir, log: log)
+        sensor.prepare(user: request.user.value)
+        defer { sensor.close() }
         let ui = FrameUI(channel: channel, language: request.language,
                          style: promptStyle(request, options), silent: request.silent,
                          isOwner: { request.callerIsTheUser }, log: log)
         if !options.reason.isEmpty { ui.show(.reason(options.reason), error: false) }
         let env = LAEnvironment(
             user: request.user, terminal: ReuseScope.of(request),
-            sensor: FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
-                                  fprintDir: options.fprintDir, log: log),
+            sensor: sensor,
             store: FileStateStore(directory: options.stateDir),
             options: options, ui: ui, log: log,
             wakeSources: [ModuleWakeSource(channel: channel, ui: ui,

@@ -1,0 +1,221 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+
+/// The start-up on the bus, run ahead of the policy on a thread of its own while the main
+/// thread reads the configuration, the state file, the shadow entry, the boot id and the
+/// terminal. It connects, asks GetDevices, then for every reader at once
+/// ListEnrolledFingers, its name and scan type, and subscribes to its verify signals:
+/// every call that does not need another's answer is in flight with the others. It never
+/// claims the reader or starts a scan. Every wait ends by `deadline`, the one bound of the
+/// burst of calls it begins (FprintdSensor.burstDeadline), or at once on `cancel()`.
+///
+/// Nothing here is touched by the main thread until `finish()` has joined the thread; the
+/// sensor then takes the connection and the answers (FprintdSensor.adoptStartUp).
+final class StartUp {
+    struct Reader {
+        let path: String
+        var fingers: [String]?
+        var name: String?
+        var scanType: ScanType?
+        var subscriptions = 0
+    }
+
+    enum Failure {
+        /// The bus could not be reached, or did not finish the handshake.
+        case connect(BusError)
+        /// A call to fprintd failed (the call's name, for the log).
+        case call(String, BusError)
+    }
+
+    let user: String
+    /// Monotonic milliseconds.
+    let deadline: Int64
+    /// Where the signals go once the sensor has taken the connection.
+    let router = SignalRouter()
+    private let address: String
+
+    private(set) var bus: Bus?
+    private(set) var readers: [Reader] = []
+    private(set) var failure: Failure?
+    /// When the last answer came (monotonic ms).
+    private(set) var finishedAt: Int64 = 0
+    private var listed = false
+    /// Calls sent and not answered, oldest first (for the log when time runs out).
+    private var outstanding: [String] = []
+    private var thread: BackgroundThread?
+    private var stopPipe: [Int32] = [-1, -1]
+
+    /// Starts the thread; nil when that is not possible (the sensor then makes the same
+    /// calls one after the other when asked).
+    init?(address: String, user: String, deadline: Int64) {
+        self.address = address
+        self.user = user
+        self.deadline = deadline
+        guard pipe(&stopPipe) == 0 else { return nil }
+        for fd in stopPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        thread = BackgroundThread { [self] in run() }
+        if thread == nil {
+            closePipe()
+            return nil
+        }
+    }
+
+    deinit {
+        thread?.join()
+        closePipe()
+    }
+
+    /// Waits for the start-up to end (it ends by the deadline).
+    func finish() {
+        thread?.join()
+        thread = nil
+    }
+
+    /// Ends the start-up now (its answers are not wanted) and waits for the thread.
+    func cancel() {
+        var byte: UInt8 = 1
+        _ = write(stopPipe[1], &byte, 1)
+        finish()
+        bus?.close()
+        bus = nil
+    }
+
+    private func closePipe() {
+        for fd in stopPipe where fd >= 0 { close(fd) }
+        stopPipe = [-1, -1]
+    }
+
+    // MARK: - On the start-up's thread
+
+    private func run() {
+        defer { finishedAt = MonotonicClock.millis() }
+        let bus: Bus
+        do {
+            bus = try Bus(address: address, timeoutSeconds: secondsLeft, awaitingReady: false)
+            try bus.addMatchAsync(FprintdSensor.nameOwnerRule, { [router] in router.nameOwnerChanged($0) },
+                                  installed: expect("AddMatch"))
+        } catch {
+            failure = .connect(error)
+            return
+        }
+        self.bus = bus
+        send("GetDevices", { b throws(BusError) in try b.getDevicesMessage() }) {
+            [self] (reply: Result<Message, BusError>) throws(BusError) in
+            for path in try Fprintd.devicePaths(reply.get()) { ask(about: path) }
+            listed = true
+        }
+        pump(bus)
+    }
+
+    /// Everything about one reader that does not depend on anything else.
+    private func ask(about path: String) {
+        let index = readers.count
+        readers.append(Reader(path: path))
+        send("ListEnrolledFingers", { [user] b throws(BusError) in
+            try b.listEnrolledFingersMessage(device: path, user: user)
+        }) { [self] (reply: Result<Message, BusError>) throws(BusError) in
+            readers[index].fingers = try Fprintd.enrolledFingers(reply)
+        }
+        send("Get name", { b throws(BusError) in try b.stringPropertyMessage(device: path, "name") }) {
+            [self] (reply: Result<Message, BusError>) throws(BusError) in
+            readers[index].name = try reply.get().readStringVariant()
+        }
+        send("Get scan-type", { b throws(BusError) in try b.stringPropertyMessage(device: path, "scan-type") }) {
+            [self] (reply: Result<Message, BusError>) throws(BusError) in
+            readers[index].scanType = ScanType(rawValue: try reply.get().readStringVariant()) ?? .press
+        }
+        for member in ["VerifyStatus", "VerifyFingerSelected"] {
+            let rule = FprintdSensor.deviceRule(path, member)
+            let deliver: (Message) -> Void = member == "VerifyStatus"
+                ? { [router] in router.verifyStatus($0) } : { [router] in router.fingerSelected($0) }
+            do {
+                let installed = expect("AddMatch")
+                try bus?.addMatchAsync(rule, deliver) { [self] error in
+                    installed(error)
+                    if error == nil { readers[index].subscriptions += 1 }
+                }
+            } catch {
+                fail("AddMatch", error)
+            }
+        }
+    }
+
+    /// Sends one call; `answered` reads its reply (and may send more).
+    private func send(_ name: String, _ make: (Bus) throws(BusError) -> Message,
+                      answered: @escaping (Result<Message, BusError>) throws(BusError) -> Void) {
+        guard let bus, failure == nil else { return }
+        outstanding.append(name)
+        do throws(BusError) {
+            bus.bound(toSeconds: secondsLeft)
+            try bus.callAsync(try make(bus)) { [self] reply in
+                settle(name)
+                do throws(BusError) { try answered(reply) } catch { fail(name, error) }
+            }
+        } catch {
+            settle(name)
+            fail(name, error)
+        }
+    }
+
+    /// The completion of a call whose answer only says whether it worked (AddMatch).
+    private func expect(_ name: String) -> (BusError?) -> Void {
+        outstanding.append(name)
+        return { [self] error in
+            settle(name)
+            if let error { fail(name, error) }
+        }
+    }
+
+    private func settle(_ name: String) {
+        if let i = outstanding.firstIndex(of: name) { outstanding.remove(at: i) }
+    }
+
+    private func fail(_ name: String, _ error: BusError) {
+        guard failure == nil else { return }
+        // sd-bus answers the calls still pending on a connection that closed with a made-up
+        // NoReply, which reads as a timeout: say what happened.
+        let lost = bus?.isOpen == false ? BusError.disconnected(errno: ECONNRESET) : error
+        failure = bus?.isReady == false ? .connect(lost) : .call(name, lost)
+    }
+
+    private var done: Bool { failure != nil || (listed && outstanding.isEmpty) }
+
+    /// Handles answers as they come until every call is answered, one fails, the deadline
+    /// passes, or the sensor cancels.
+    private func pump(_ bus: Bus) {
+        while true {
+            do {
+                try bus.dispatch()
+            } catch {
+                fail(outstanding.first ?? "the start-up", error)
+            }
+            if done { return }
+            guard MonotonicClock.millis() < deadline else {
+                fail(outstanding.first ?? "the start-up", .timedOut)
+                return
+            }
+            do {
+                if try bus.wait(until: deadline, extra: [stopPipe[0]]) == stopPipe[0] { return }
+            } catch {
+                fail(outstanding.first ?? "the start-up", error)
+            }
+        }
+    }
+
+    private var secondsLeft: Double {
+        Double(max(deadline - MonotonicClock.millis(), 1)) / 1000
+    }
+}
+
+/// Delivers the signals of a connection the start-up opened to the sensor that took it
+/// over; until then (on the start-up's thread) they are dropped: no reader is claimed yet,
+/// so none of them concerns us.
+final class SignalRouter {
+    weak var sensor: FprintdSensor?
+
+    func nameOwnerChanged(_ m: Message) { sensor?.nameOwnerChanged(m) }
+    func verifyStatus(_ m: Message) { sensor?.verifyStatus(m) }
+    func fingerSelected(_ m: Message) { sensor?.fingerSelected(m) }
+}
