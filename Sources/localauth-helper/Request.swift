@@ -100,7 +100,7 @@ struct HelperRequest {
 
     /// PAM_TTY names a terminal device (`/dev/pts/3`, `pts/3`, `tty1`), not an X display.
     var ttyDevicePath: String? {
-        guard !tty.isEmpty, !tty.hasPrefix(":"), !tty.contains("..") else { return nil }
+        guard !tty.isEmpty, !tty.hasPrefix(":"), !tty.includes("..") else { return nil }
         let path = tty.hasPrefix("/") ? tty : "/dev/" + tty
         return path.hasPrefix("/dev/") ? path : nil
     }

@@ -77,7 +77,7 @@ enum Presence {
         var buffer = [UInt8](repeating: 0, count: 256)
         let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard n > 0 else { return false }
-        return String(decoding: buffer[0..<n], as: UTF8.self).contains("closed")
+        return String(decoding: buffer[0..<n], as: UTF8.self).includes("closed")
     }
 
     static func printable(_ s: String) -> String {

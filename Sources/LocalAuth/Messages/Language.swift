@@ -40,6 +40,6 @@ public enum Language: String, CaseIterable, Sendable {
         if id.hasPrefix("en") { return .english }
         guard id.hasPrefix("zh") else { return nil }
         let traditional = ["hant", "_tw", "-tw", "_hk", "-hk", "_mo", "-mo"]
-        return traditional.contains { id.contains($0) } ? .traditionalChinese : .simplifiedChinese
+        return traditional.contains { id.includes($0) } ? .traditionalChinese : .simplifiedChinese
     }
 }

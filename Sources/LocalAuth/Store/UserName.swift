@@ -34,7 +34,7 @@ public struct UserName: Equatable, Hashable, CustomStringConvertible, Sendable {
         guard !bytes.isEmpty else { throw .empty }
         guard bytes.count <= Self.maxLength else { throw .tooLong(bytes.count) }
         guard !bytes.contains(UInt8(ascii: "/")) else { throw .slash }
-        guard !raw.contains("..") else { throw .dotDot }
+        guard !raw.includes("..") else { throw .dotDot }
         guard bytes.first != UInt8(ascii: ".") else { throw .leadingDot }
         guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x7f }) else { throw .controlCharacter }
         guard String(validating: bytes, as: UTF8.self) != nil else { throw .notUTF8 }
