@@ -34,11 +34,12 @@ struct ProcStat {
         var buffer = [UInt8](repeating: 0, count: 1024)
         let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard n > 0 else { return nil }
-        let text = String(decoding: buffer[0..<n], as: UTF8.self)
         // The command name (field 2) may hold spaces and parentheses: count after the last
-        // ')'; the first field after it is field 3.
-        guard let close = text.lastIndex(of: ")") else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
+        // ')'; the first field after it is field 3. Split as bytes: as Characters (grapheme
+        // by grapheme) this took a tenth of the helper's start-up.
+        guard let close = buffer[0..<n].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        let fields = buffer[(close + 1)..<n].split(separator: UInt8(ascii: " "))
+            .map { Substring(decoding: $0, as: UTF8.self) }
         guard fields.count > 19, let state = fields[0].first, let ppid = Int32(fields[1]),
               let group = Int32(fields[2]), let tty = Int64(fields[4]),
               let foreground = Int32(fields[5]), let start = UInt64(fields[19]) else { return nil }
