@@ -1,6 +1,13 @@
 /* glibc headers that Swift's Glibc module does not bring in. */
 #include <shadow.h>
 #include <sys/syscall.h>
+#include <syslog.h>
+
+/* syslog(3) is variadic, which Swift cannot call: one message with a fixed format. */
+static inline void la_syslog_text(int priority, const char *text)
+{
+    syslog(priority, "%s", text);
+}
 
 /* System call numbers, for reading /proc/PID/syscall (Swift does not import the macros). */
 static const long la_sys_read = SYS_read;
