@@ -29,6 +29,8 @@ public final class FprintdSensor: FingerprintSensor {
     var names: [String: String] = [:]
     /// The start-up `prepare` began, until `enrolledSet` or `claim` takes it.
     var startUp: StartUp?
+    /// A Claim sent and not answered yet (`requestClaim`).
+    var pendingClaim: PendingClaim?
     /// Device paths whose signals are already subscribed on this connection.
     var subscribed: Set<String> = []
     /// When the calls of the current burst must be done (monotonic ms); nil between bursts.
@@ -92,7 +94,16 @@ public final class FprintdSensor: FingerprintSensor {
     }
 
     public func claim(user: String) throws(LAError) {
+        try requestClaim(user: user)
+        try settleClaim()
+    }
+
+    /// Sends Claim and returns: fprintd's polkit check and the opening of the reader run
+    /// while the caller records the coming try. `startVerify` and `release` wait for the
+    /// answer (`settleClaim`), within the same burst deadline.
+    public func requestClaim(user: String) throws(LAError) {
         if let claimed, claimed.user == user, lost == nil { return }
+        if let pendingClaim, pendingClaim.user == user { return }
         release()
         let choice: DeviceChoice
         if let adopted = try adoptStartUp(for: user) {
@@ -103,14 +114,43 @@ public final class FprintdSensor: FingerprintSensor {
             choice = try pickDevice(for: user)
         }
         try subscribe(to: choice.path)
-        let reply = try run("Claim", mapping: FprintdErrors.mapClaim) { bus throws(BusError) in
-            try bus.deviceCall(choice.path, "Claim", [user])
+        let pending = PendingClaim(user: user, path: choice.path)
+        try run("Claim", mapping: FprintdErrors.mapClaim) { bus throws(BusError) in
+            try bus.callAsync(bus.fprintdMessage(choice.path, Fprintd.deviceInterface, "Claim", [user])) {
+                pending.reply = $0
+            }
         }
-        claimed = Claimed(user: user, path: choice.path, owner: reply.sender ?? "")
-        lost = nil
+        pendingClaim = pending
+    }
+
+    /// Waits for the answer to the Claim `requestClaim` sent: the reader is then claimed,
+    /// or the error is what a waiting `claim` would have thrown.
+    func settleClaim() throws(LAError) {
+        guard let pending = pendingClaim else { return }
+        pendingClaim = nil
+        defer { lastCallEnded = MonotonicClock.millis() }
+        let deadline = burstDeadline ?? MonotonicClock.millis() + Int64(busTimeout * 1000)
+        if case .lost(let error) = pump(until: deadline, wakeOn: [], ready: { pending.reply != nil }) {
+            throw error
+        }
+        switch pending.reply {
+        case .success(let reply)?:
+            claimed = Claimed(user: pending.user, path: pending.path, owner: reply.sender ?? "")
+            lost = nil
+        case .failure(let error)?:
+            switch error {
+            case .timedOut, .disconnected: dropConnection()
+            default: break
+            }
+            throw FprintdErrors.mapClaim(error, log: log)
+        case nil:
+            dropConnection()
+            throw FprintdErrors.map(.timedOut, doing: "Claim", log: log)
+        }
     }
 
     public func startVerify() throws(LAError) -> VerifyStarted {
+        try settleClaim()
         if let lost { throw lost }
         guard let claimed else {
             throw LAError(.biometryNotAvailable, cause: "VerifyStart without a claimed reader")
@@ -179,6 +219,8 @@ public final class FprintdSensor: FingerprintSensor {
 
     public func release() {
         session = nil
+        // A claim still on its way is waited for, so that it is released like any other.
+        do { try settleClaim() } catch { log.log(.debug, "the claim being released had failed: \(error)") }
         guard let claimed = liveClaim() else { return }
         self.claimed = nil
         do {
@@ -250,6 +292,7 @@ extension FprintdSensor {
         choice = nil  // object paths belong to the fprintd we were talking to
         scanTypes = [:]
         names = [:]
+        pendingClaim = nil  // its answer could only come on the connection just dropped
     }
 
     /// Takes the connection and the answers of the start-up `prepare` began, waiting for it

@@ -10,6 +10,19 @@ struct Claimed {
     let owner: String
 }
 
+/// A Claim sent without waiting (FprintdSensor.requestClaim); the reply lands here from
+/// the bus handlers.
+final class PendingClaim {
+    let user: String
+    let path: String
+    var reply: Result<Message, BusError>?
+
+    init(user: String, path: String) {
+        self.user = user
+        self.path = path
+    }
+}
+
 /// One verification: the events received so far and which signals count.
 struct VerifySession {
     /// The serial of VerifyStart's reply. fprintd's serials only grow, so a status with a

@@ -41,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import pamenv  # noqa: E402
 import test_pam_module as fake  # noqa: E402  (the fake helper's world and failure table)
+from ctl_support import read_state  # noqa: E402
 from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
 
 REAL_HELPER = pamenv.REPO / "build" / "libexec" / "localauth" / "localauth-helper"
@@ -329,6 +330,8 @@ def test_reader_claimed_by_another_session(real):
     check(r, "systemCancel", "PAM_AUTHINFO_UNAVAIL", "in use by another session")
     assert "PAM_ERROR_MSG" in [style for style, _ in r.messages]  # the user is told
     assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
+    # The try is recorded while fprintd answers the Claim; a busy reader gives it back.
+    assert read_state(real.state, USER)["failures"] == 0
 
 
 # --- the helper itself -------------------------------------------------------------------

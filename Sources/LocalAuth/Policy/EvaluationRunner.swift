@@ -87,14 +87,16 @@ final class EvaluationRunner {
         }
     }
 
+    /// Asks for the reader without waiting: the try is recorded (`recordAttempt`) while
+    /// fprintd answers, and `startScan` takes the answer. A busy reader is told there; the
+    /// try recorded meanwhile is given back (`EvaluationMachine`, refund on a failed start).
     private func claim() -> EvaluationMachine.Event {
         do {
-            try env.sensor.claim(user: env.user.value)
+            try env.sensor.requestClaim(user: env.user.value)
             claimed = true
             return .claimed
         } catch {
-            if error.reason == .readerBusy { env.ui?.show(.readerBusy, error: true) }
-            return .stepFailed(error)
+            return .stepFailed(readerBusyShown(error))
         }
     }
 
@@ -105,8 +107,13 @@ final class EvaluationRunner {
             deadline = MonotonicClock.millis() + scanTimeoutMillis
             return .scanStarted(started)
         } catch {
-            return .stepFailed(error)
+            return .stepFailed(readerBusyShown(error))
         }
+    }
+
+    private func readerBusyShown(_ error: LAError) -> LAError {
+        if error.reason == .readerBusy { env.ui?.show(.readerBusy, error: true) }
+        return error
     }
 
     /// Waits for the sensor; a wake-up from a source either ends the wait or is ignored.

@@ -12,6 +12,11 @@ public protocol FingerprintSensor: AnyObject {
     /// Throws `systemCancel` with `.readerBusy` when another session holds it.
     func claim(user: String) throws(LAError)
 
+    /// Asks for the claim without waiting for the answer, so that the caller can record the
+    /// coming try meanwhile: `startVerify` (or `release`) waits for it, and throws what
+    /// `claim` would have. The default claims at once.
+    func requestClaim(user: String) throws(LAError)
+
     /// Starts one verification on the claimed reader. Events that arrive before this returns
     /// are dropped by the implementation.
     func startVerify() throws(LAError) -> VerifyStarted
@@ -33,6 +38,12 @@ public protocol FingerprintSensor: AnyObject {
 
     /// Releases the reader, if claimed. Never throws: failures are logged.
     func release()
+}
+
+extension FingerprintSensor {
+    public func requestClaim(user: String) throws(LAError) {
+        try claim(user: user)
+    }
 }
 
 /// What is enrolled for one user on the chosen reader.
