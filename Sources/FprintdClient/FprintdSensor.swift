@@ -31,6 +31,8 @@ public final class FprintdSensor: FingerprintSensor {
     var startUp: StartUp?
     /// A Claim sent and not answered yet (`requestClaim`).
     var pendingClaim: PendingClaim?
+    /// A Release sent and not answered yet (`release`).
+    var pendingRelease: PendingRelease?
     /// Device paths whose signals are already subscribed on this connection.
     var subscribed: Set<String> = []
     /// When the calls of the current burst must be done (monotonic ms); nil between bursts.
@@ -67,6 +69,7 @@ public final class FprintdSensor: FingerprintSensor {
     public func close() {
         startUp?.cancel()
         startUp = nil
+        settleRelease()
         dropConnection()
     }
 
@@ -105,6 +108,7 @@ public final class FprintdSensor: FingerprintSensor {
         if let claimed, claimed.user == user, lost == nil { return }
         if let pendingClaim, pendingClaim.user == user { return }
         release()
+        settleRelease()  // fprintd refuses a Claim while it is still closing the reader
         let choice: DeviceChoice
         if let adopted = try adoptStartUp(for: user) {
             choice = adopted
@@ -217,18 +221,46 @@ public final class FprintdSensor: FingerprintSensor {
         }
     }
 
+    /// Sends Release and returns: fprintd closes the reader while the caller records the
+    /// result. `close()` (and a later claim) waits for the answer, so the reader is free
+    /// before the helper is gone and the next authentication claims it.
     public func release() {
         session = nil
         // A claim still on its way is waited for, so that it is released like any other.
         do { try settleClaim() } catch { log.log(.debug, "the claim being released had failed: \(error)") }
         guard let claimed = liveClaim() else { return }
         self.claimed = nil
+        let pending = PendingRelease(deadline: burstDeadline ?? MonotonicClock.millis() + Int64(busTimeout * 1000))
         do {
-            _ = try run("Release") { bus throws(BusError) in try bus.deviceCall(claimed.path, "Release") }
+            try run("Release") { bus throws(BusError) in
+                try bus.callAsync(bus.fprintdMessage(claimed.path, Fprintd.deviceInterface, "Release")) {
+                    [log] reply in
+                    if case .failure(let error) = reply { log.log(.notice, "Release: \(error.summary)") }
+                    pending.answered = true
+                }
+            }
+            pendingRelease = pending
         } catch {
             log.log(.notice, "Release: \(error)")
         }
     }
+
+    /// Waits for the answer to the Release `release()` sent, until the deadline of its
+    /// burst at most.
+    func settleRelease() {
+        guard let pending = pendingRelease else { return }
+        pendingRelease = nil
+        guard lost == nil, bus?.isOpen == true else { return }  // the claim went with fprintd
+        _ = pump(until: pending.deadline, wakeOn: []) { pending.answered }
+        lastCallEnded = MonotonicClock.millis()
+    }
+}
+
+/// A Release sent without waiting (FprintdSensor.release).
+final class PendingRelease {
+    let deadline: Int64
+    var answered = false
+    init(deadline: Int64) { self.deadline = deadline }
 }
 
 // MARK: - Connection and calls
@@ -293,6 +325,7 @@ extension FprintdSensor {
         scanTypes = [:]
         names = [:]
         pendingClaim = nil  // its answer could only come on the connection just dropped
+        pendingRelease = nil
     }
 
     /// Takes the connection and the answers of the start-up `prepare` began, waiting for it
