@@ -47,16 +47,26 @@ final class StartUp {
     private var thread: BackgroundThread?
     private var stopPipe: [Int32] = [-1, -1]
 
-    /// Starts the thread; nil when that is not possible (the sensor then makes the same
-    /// calls one after the other when asked).
+    /// Begins the connection and starts the thread; nil when no thread can be made (the
+    /// sensor then makes the same calls one after the other when asked).
     init?(address: String, user: String, deadline: Int64) {
         self.address = address
         self.user = user
         self.deadline = deadline
         guard pipe(&stopPipe) == 0 else { return nil }
         for fd in stopPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        thread = BackgroundThread { [self] in run() }
+        // The connection is begun here, on the caller's thread: the bus daemon reads the
+        // authentication while the thread is still being scheduled.
+        guard begin() else {
+            finishedAt = MonotonicClock.millis()
+            return  // failed already: nothing to wait for
+        }
+        thread = BackgroundThread { [self] in
+            if let bus { pump(bus) }
+            finishedAt = MonotonicClock.millis()
+        }
         if thread == nil {
+            bus?.close()
             closePipe()
             return nil
         }
@@ -87,10 +97,9 @@ final class StartUp {
         stopPipe = [-1, -1]
     }
 
-    // MARK: - On the start-up's thread
-
-    private func run() {
-        defer { finishedAt = MonotonicClock.millis() }
+    /// Connects (the authentication is written at once) and queues the first calls, which
+    /// go out with the handshake. False when that already failed.
+    private func begin() -> Bool {
         let bus: Bus
         do {
             bus = try Bus(address: address, timeoutSeconds: secondsLeft, awaitingReady: false)
@@ -98,7 +107,7 @@ final class StartUp {
                                   installed: expect("AddMatch"))
         } catch {
             failure = .connect(error)
-            return
+            return false
         }
         self.bus = bus
         send("GetDevices", { b throws(BusError) in try b.getDevicesMessage() }) {
@@ -106,8 +115,10 @@ final class StartUp {
             for path in try Fprintd.devicePaths(reply.get()) { ask(about: path) }
             listed = true
         }
-        pump(bus)
+        return failure == nil
     }
+
+    // MARK: - On the start-up's thread
 
     /// Everything about one reader that does not depend on anything else.
     private func ask(about path: String) {
