@@ -453,6 +453,10 @@ class Installation(_Created):
                 raise RuntimeError(f"{built} is missing (run scripts/build)")
             (src / "build" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(built, src / "build" / rel)
+        # Their debug information, which scripts/install puts beside them.
+        if (self.source / "build" / "debug").is_dir():
+            shutil.copytree(self.source / "build" / "debug", src / "build" / "debug",
+                            dirs_exist_ok=True)
         _run([str(src / "scripts" / "build"), "--prefix", str(self.prefix), *self.build_args(),
               "--c-only"])
         if (src / "scripts" / "install").is_file():
