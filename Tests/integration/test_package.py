@@ -36,6 +36,7 @@ MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], captur
 MODULE = f"/usr/lib/{MULTIARCH}/security/pam_localauth.so"
 HELPER = "/usr/libexec/localauth/localauth-helper"
 CTL = "/usr/bin/localauthctl"
+LAUNCHER = "/usr/libexec/localauth/localauth-launcher"
 STATE = Path("/var/lib/localauth")
 PAM_SNAPSHOT = [Path("/etc/pam.d") / n
                 for n in ("common-auth", "common-account", "common-password", "common-session",
@@ -156,13 +157,54 @@ def test_lintian_finds_no_error(deb):
 
 def test_binaries_are_stripped_and_the_swift_ones_need_no_toolchain(deb, tmp_path):
     subprocess.run(["dpkg-deb", "--extract", str(deb), str(tmp_path)], check=True)
-    for path in (HELPER, CTL):
+    for path in (HELPER, CTL, LAUNCHER, MODULE):
         f = tmp_path / path[1:]
         sections = subprocess.run(["readelf", "-S", "-W", str(f)], capture_output=True,
                                   text=True, check=True).stdout
-        assert ".symtab" not in sections, f"{path} is not stripped"
-        ldd = subprocess.run(["ldd", str(f)], capture_output=True, text=True).stdout
+        assert ".symtab" not in sections and ".debug_info" not in sections, f"{path} is not stripped"
+    for path in (HELPER, CTL):
+        ldd = subprocess.run(["ldd", str(tmp_path / path[1:])], capture_output=True, text=True).stdout
         assert "libswift" not in ldd and "not found" not in ldd, ldd
+        # The toolchain's libstdc++ is linked in (scripts/build); one crypto library.
+        assert "libstdc++" not in ldd and "libcrypto" not in ldd, ldd
+
+
+def build_id(binary: Path) -> str:
+    notes = subprocess.run(["readelf", "-n", str(binary)], capture_output=True, text=True,
+                           check=True).stdout
+    return next(l.split(":", 1)[1].strip() for l in notes.splitlines() if "Build ID:" in l)
+
+
+# What gdb answers for each binary when it finds the debug information, and not without.
+DEBUGGER_FINDS = [(MODULE, "info line pam_sm_authenticate", "Line "),
+                  (LAUNCHER, "info line main", "Line "),
+                  (HELPER, "info address localauth_helper_main", "is a function at"),
+                  (CTL, "info line Sources/localauthctl/main.swift:1", "Line ")]
+
+
+def test_debug_information_is_in_the_dbgsym_package_where_gdb_finds_it(deb, tmp_path):
+    dbgsym = deb.with_name(deb.name.replace(f"{PKG}_", f"{PKG}-dbgsym_", 1))
+    assert dbgsym.is_file(), f"scripts/package made no {dbgsym.name}"
+    assert not any(p.startswith("usr/lib/debug") for p in deb_members(deb)), "debug files in the main package"
+    assert control(dbgsym, "Depends") == f"{PKG} (= {control(deb, 'Version')})"
+    assert control(dbgsym, "Section") == "debug"
+    root = tmp_path / "root"
+    for package in (deb, dbgsym):
+        subprocess.run(["dpkg-deb", "--extract", str(package), str(root)], check=True)
+    debug_dir = root / "usr/lib/debug"
+    ids = []
+    for path, command, found in DEBUGGER_FINDS:
+        binary = root / path[1:]
+        ids.append(build_id(binary))
+        debug_file = debug_dir / ".build-id" / ids[-1][:2] / f"{ids[-1][2:]}.debug"
+        assert debug_file.is_file(), (path, debug_file)
+        assert build_id(debug_file) == ids[-1]
+        for where, expect in ((debug_dir, True), (tmp_path / "nowhere", False)):
+            gdb = subprocess.run(["gdb", "-batch", "-nx", "-iex", f"set debug-file-directory {where}",
+                                  "-ex", command, str(binary)], capture_output=True, text=True,
+                                 timeout=120)
+            assert (found in gdb.stdout) == expect, (path, where, gdb.stdout, gdb.stderr[-2000:])
+    assert sorted(control(dbgsym, "Build-Ids").split()) == sorted(ids)
 
 
 # ---- installed for real ----------------------------------------------------------------
