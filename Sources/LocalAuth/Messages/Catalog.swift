@@ -22,9 +22,12 @@ public enum Catalog {
 
     private static let state = Mutex<(bound: String?, active: String?)>((nil, nil))
 
-    /// The catalogue's text for `msgid`, in `language`.
+    /// The catalogue's text for `msgid`, in `language`. English is the message id itself
+    /// (po/en.po maps every message to itself), so no locale or catalogue is loaded for it:
+    /// that was 160 KiB of the helper's memory and its first prompt's slowest step.
     static func lookUp(_ msgid: String, _ language: Language) -> String {
-        state.withLock { s -> String in
+        if language == .english { return msgid }
+        return state.withLock { s -> String in
             prepare(&s, language)
             // Without a translation gettext returns the msgid's own pointer: copy it while
             // that C string is alive.
@@ -33,7 +36,9 @@ public enum Catalog {
     }
 
     static func lookUp(_ singular: String, _ plural: String, _ n: Int, _ language: Language) -> String {
-        state.withLock { s -> String in
+        // English's plural rule, as po/en.po states it (nplurals=2; plural=(n != 1)).
+        if language == .english { return n == 1 ? singular : plural }
+        return state.withLock { s -> String in
             prepare(&s, language)
             return singular.withCString { one in
                 plural.withCString { many in String(cString: dngettext(domain, one, many, UInt(max(0, n)))) }
