@@ -66,71 +66,85 @@ public struct Options: Equatable, Sendable {
 /// One row of the option table: its key, what it accepts, and how it sets `Options`.
 struct OptionSpec {
     let key: String
-    /// A short phrase for errors: "a whole number from 1 to 10".
-    let accepts: String
+    /// A short phrase for errors: "a whole number from 1 to 10" (put into words only when
+    /// asked, like the key paths below).
+    var accepts: String { describe() }
+    private let describe: () -> String
     /// Returns false when the value is not accepted; the options are then unchanged.
     let apply: (inout Options, String) -> Bool
     /// The value as the file would write it.
-    var show: (Options) -> String = { _ in "" }
+    var show: (Options) -> String
+
+    init(key: String, accepts: @autoclosure @escaping () -> String,
+         apply: @escaping (inout Options, String) -> Bool,
+         show: @escaping (Options) -> String = { _ in "" }) {
+        self.key = key
+        self.describe = accepts
+        self.apply = apply
+        self.show = show
+    }
 }
 
+/// The key paths come as autoclosures: a key path is built at run time when first used
+/// (swift_getKeyPath demangles its types), and a helper given five options should not
+/// build all of the table's: that was a third of its work before the bus start-up.
 extension OptionSpec {
     static func int(_ key: String, _ range: ClosedRange<Int>,
-                    _ path: WritableKeyPath<Options, Int>) -> OptionSpec {
+                    _ path: @autoclosure @escaping () -> WritableKeyPath<Options, Int>) -> OptionSpec {
         OptionSpec(key: key, accepts: "a whole number from \(range.lowerBound) to \(range.upperBound)", apply: {
             guard let n = Int(trimmed($1)), range.contains(n) else { return false }
-            $0[keyPath: path] = n
+            $0[keyPath: path()] = n
             return true
-        }, show: { String($0[keyPath: path]) })
+        }, show: { String($0[keyPath: path()]) })
     }
 
     static func seconds(_ key: String, _ range: ClosedRange<Double>,
-                        _ path: WritableKeyPath<Options, Double>) -> OptionSpec {
+                        _ path: @autoclosure @escaping () -> WritableKeyPath<Options, Double>) -> OptionSpec {
         OptionSpec(key: key, accepts: "a number from \(format(range.lowerBound)) to \(format(range.upperBound))", apply: {
             guard let x = Double(trimmed($1)), x.isFinite, range.contains(x) else { return false }
-            $0[keyPath: path] = x
+            $0[keyPath: path()] = x
             return true
-        }, show: { format($0[keyPath: path]) })
+        }, show: { format($0[keyPath: path()]) })
     }
 
-    static func bool(_ key: String, _ path: WritableKeyPath<Options, Bool>) -> OptionSpec {
+    static func bool(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, Bool>) -> OptionSpec {
         OptionSpec(key: key, accepts: "yes or no", apply: {
             switch trimmed($1).lowercased() {
-            case "yes", "true", "1", "on": $0[keyPath: path] = true
-            case "no", "false", "0", "off": $0[keyPath: path] = false
+            case "yes", "true", "1", "on": $0[keyPath: path()] = true
+            case "no", "false", "0", "off": $0[keyPath: path()] = false
             default: return false
             }
             return true
-        }, show: { $0[keyPath: path] ? "yes" : "no" })
+        }, show: { $0[keyPath: path()] ? "yes" : "no" })
     }
 
-    static func choice<T: RawRepresentable>(_ key: String, _ path: WritableKeyPath<Options, T>,
+    static func choice<T: RawRepresentable>(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, T>,
                                             _ all: [T]) -> OptionSpec where T.RawValue == String {
         OptionSpec(key: key, accepts: all.map(\.rawValue).joined(separator: " or "), apply: {
             guard let v = T(rawValue: trimmed($1)) else { return false }
-            $0[keyPath: path] = v
+            $0[keyPath: path()] = v
             return true
-        }, show: { $0[keyPath: path].rawValue })
+        }, show: { $0[keyPath: path()].rawValue })
     }
 
     /// Text of at most 256 bytes without control characters.
-    static func text(_ key: String, _ path: WritableKeyPath<Options, String>) -> OptionSpec {
+    static func text(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, String>) -> OptionSpec {
         OptionSpec(key: key, accepts: "text of at most 256 bytes without control characters", apply: {
             guard isPlainText($1) else { return false }
-            $0[keyPath: path] = $1
+            $0[keyPath: path()] = $1
             return true
-        }, show: { $0[keyPath: path] })
+        }, show: { $0[keyPath: path()] })
     }
 
     /// An absolute path without `..` components or control characters.
-    static func path(_ key: String, _ path: WritableKeyPath<Options, String>) -> OptionSpec {
+    static func path(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, String>) -> OptionSpec {
         OptionSpec(key: key, accepts: "an absolute path", apply: {
             let v = trimmed($1)
             guard v.hasPrefix("/"), isPlainText(v), !v.split(separator: "/").contains("..")
             else { return false }
-            $0[keyPath: path] = v
+            $0[keyPath: path()] = v
             return true
-        }, show: { $0[keyPath: path] })
+        }, show: { $0[keyPath: path()] })
     }
 }
 
