@@ -26,6 +26,7 @@ from launcherbed import Syslog, namespace_prefix  # noqa: E402
 from test_faults import (ENROLLED, NOBODY, PRESENT, USER, Real, check, needs_helper,  # noqa: E402
                          prompts)
 from pamenv import PamWorld, outcomes  # noqa: E402
+from testbed import NewClients  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root (mounts, cgroups)")
 
@@ -95,30 +96,41 @@ def attempt(real, logind, in_session=True, **kw):
                         cgroup=str(logind.scope) if in_session else None, **kw)
 
 
-def no_scan(real, r, mark, cause):
+@pytest.fixture
+def clients(real):
+    """New clients of the bed's bus from here on (the helper's connection, if it makes one)."""
+    watcher = NewClients(real.bed.address)
+    yield watcher
+    watcher.close()
+
+
+def no_scan(real, r, mark, cause, clients):
     check(r, "notInteractive", "PAM_AUTHINFO_UNAVAIL", cause)
     assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
+    # Not even a connection: the bus start-up begins only once someone can be at the reader.
+    assert clients.times == [], "the helper connected to the bus for a session that gets no scan"
 
 
 @needs_helper
-def test_a_local_active_session_on_a_seat_is_asked_for_the_finger(real, logind):
+def test_a_local_active_session_on_a_seat_is_asked_for_the_finger(real, logind, clients):
     logind.session(REMOTE=0, SEAT="seat0", ACTIVE=1, TYPE="x11")
     injection = real.bed.scan_when_ready(ENROLLED)
     r = attempt(real, logind)
     assert injection.wait(15) == ["verify-match"]
     assert outcomes(r.logs)[0]["result"] == "success"
     assert "Password: " not in prompts(r)
+    assert clients.times, "the watcher saw no client join: the refused cases would prove nothing"
 
 
 @needs_helper
-def test_a_caller_in_no_session_is_not_asked(real, logind):
+def test_a_caller_in_no_session_is_not_asked(real, logind, clients):
     """`systemd-run --user --pty sudo ...` from an SSH login, a service, a cron job."""
     logind.session(REMOTE=0, SEAT="seat0", ACTIVE=1)
     mark = real.bed.mark()
     # Without a display: a root caller with no terminal and a display is taken for a login
     # manager's worker, judged by seat0's active session (test_stock_stacks.py).
     no_scan(real, attempt(real, logind, in_session=False, env=NOBODY), mark,
-            "in no login session")
+            "in no login session", clients)
 
 
 @pytest.mark.parametrize("fields,cause", [
@@ -131,11 +143,11 @@ def test_a_caller_in_no_session_is_not_asked(real, logind):
 ])
 @needs_helper
 def test_sessions_that_are_remote_or_not_in_front_of_the_reader_are_not_asked(
-        real, logind, fields, cause):
+        real, logind, fields, cause, clients):
     if fields is not None:
         logind.session(**fields)
     mark = real.bed.mark()
-    no_scan(real, attempt(real, logind), mark, cause)
+    no_scan(real, attempt(real, logind), mark, cause, clients)
 
 
 @needs_helper

@@ -565,6 +565,62 @@ _SYSTEM_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Conf
 """
 
 
+class NewClients:
+    """Times (time.monotonic) at which clients joined the bus at `address`: the first thing
+    a client does is Hello, which the bus announces as a new unique name. Clients that
+    joined before this watcher was ready are not counted."""
+
+    def __init__(self, address: str):
+        self.times: list[float] = []
+        self._lock = threading.Lock()
+        ready = threading.Event()
+        failure: list = []
+
+        def run() -> None:
+            ctx = GLib.MainContext()
+            ctx.push_thread_default()
+            try:
+                self._conn = _connect(address)
+                self._conn.signal_subscribe("org.freedesktop.DBus", "org.freedesktop.DBus",
+                                            "NameOwnerChanged", "/org/freedesktop/DBus", None,
+                                            Gio.DBusSignalFlags.NONE, self._on_signal)
+                # A round trip after the AddMatch: every client joining later is seen.
+                _call(self._conn, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                      "org.freedesktop.DBus", "GetId")
+                self._ctx, self._loop = ctx, GLib.MainLoop.new(ctx, False)
+            except BaseException as exc:
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            self._loop.run()
+            ctx.pop_thread_default()
+
+        self._thread = threading.Thread(target=run, name="bed-clients", daemon=True)
+        self._thread.start()
+        ready.wait(5)
+        if failure:
+            raise BedError(f"cannot watch the bus {address}: {failure[0]}")
+
+    def _on_signal(self, _conn, _sender, _path, _iface, _member, params) -> None:
+        name, old, new = params.unpack()
+        if name.startswith(":") and not old and new:
+            with self._lock:
+                self.times.append(time.monotonic())
+
+    def first_after(self, t: float) -> Optional[float]:
+        with self._lock:
+            later = [x for x in self.times if x >= t]
+        return min(later) if later else None
+
+    def close(self) -> None:
+        loop = self._loop
+        self._ctx.invoke_full(GLib.PRIORITY_DEFAULT, lambda *a: loop.quit() or False)
+        self._thread.join(5)
+        with contextlib.suppress(Exception):
+            self._conn.close_sync(None)
+
+
 class BedClient:
     """What needs only a running bed's addresses: fprintd calls, enrollment and the reader.
     ``Bed`` is one; inside ``scripts/testbed run`` a command gets one with
