@@ -9,14 +9,14 @@ enum Authenticate {
     static func run(_ request: HelperRequest, options configured: Options, channel: FrameChannel,
                     log: LogSink) -> EvaluationMachine.Outcome {
         if let refusal = Presence.refusal(request, options: configured, log: log) { return .failure(refusal) }
-        var options = configured
-        if !ctrlCSkips(request) { options.fallbackTitle = "" }
         // Someone may be at the reader: the bus start-up runs from here, alongside the local
         // work (the terminal, the boot id, the shadow entry, the state file).
-        let sensor = FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
-                                   fprintDir: options.fprintDir, log: log)
+        let sensor = FprintdSensor(address: configured.dbusAddress, busTimeout: configured.busTimeout,
+                                   fprintDir: configured.fprintDir, log: log)
         sensor.prepare(user: request.user.value)
         defer { sensor.close() }
+        var options = configured
+        if !ctrlCSkips(request) { options.fallbackTitle = "" }
         let ui = FrameUI(channel: channel, language: request.language,
                          style: promptStyle(request, options), silent: request.silent,
                          isOwner: { request.callerIsTheUser }, log: log)
