@@ -4,8 +4,8 @@ import Glibc
 import LocalAuth
 
 /// The start-up on the bus, run ahead of the policy on a thread of its own while the main
-/// thread reads the configuration, the state file, the shadow entry, the boot id and the
-/// terminal. It connects, asks GetDevices, then for every reader at once
+/// thread reads the terminal, the boot id, the shadow entry and the state file. It
+/// connects (on the caller's thread), asks GetDevices, then for every reader at once
 /// ListEnrolledFingers, its name and scan type, and subscribes to its verify signals:
 /// every call that does not need another's answer is in flight with the others. It never
 /// claims the reader or starts a scan. Every wait ends by `deadline`, the one bound of the
