@@ -9,6 +9,8 @@ import Testing
 final class FullStore: StateStore {
     let inner: FileStateStore
     var writesLeft: Int
+    /// The durability each write that went through asked for.
+    var writes: [WriteDurability] = []
 
     init(_ inner: FileStateStore, writesLeft: Int) {
         self.inner = inner
@@ -17,12 +19,14 @@ final class FullStore: StateStore {
 
     func load(_ user: UserName) throws(StoreError) -> StoredState { try inner.load(user) }
 
-    func update(_ user: UserName, _ change: (StoredState) -> UserState?) throws(StoreError) -> UserState {
+    func update(_ user: UserName, durability: WriteDurability,
+                _ change: (StoredState) -> UserState?) throws(StoreError) -> UserState {
         guard writesLeft > 0 else {
             throw .io(path: inner.directory + "/" + user.value + ".state.tmp", operation: "write", errno: ENOSPC)
         }
         writesLeft -= 1
-        return try inner.update(user, change)
+        writes.append(durability)
+        return try inner.update(user, durability: durability, change)
     }
 
     func installationSecret() throws(StoreError) -> [UInt8] { try inner.installationSecret() }

@@ -179,7 +179,7 @@ final class EvaluationRunner {
     /// leaves one failure too many: the safe side.
     private func refundAttempt() {
         do {
-            try env.store.update(env.user) { stored in
+            try env.store.update(env.user, durability: .loosening) { stored in
                 if case .damaged = stored { return nil }
                 return self.rules.afterRefund(stored.userState)
             }
@@ -191,7 +191,7 @@ final class EvaluationRunner {
     private func recordMatch(_ domain: String?) -> EvaluationMachine.Event {
         let now = env.clock.now()
         do {
-            try env.store.update(env.user) { stored in
+            try env.store.update(env.user, durability: .loosening) { stored in
                 if case .damaged = stored { return nil }
                 return self.rules.afterMatch(stored.userState, now: now, terminal: self.env.terminal,
                                              domainState: domain)
@@ -247,7 +247,7 @@ public enum PasswordRecord {
     public static func record(env: LAEnvironment, rules: Rules, domainState: String?) throws(StoreError) {
         let now = env.clock.now()
         let boot = env.system.bootID()
-        try env.store.update(env.user) { stored in
+        try env.store.update(env.user, durability: .loosening) { stored in
             if case .damaged(let cause) = stored {
                 env.log.log(.notice, "rewriting damaged state of \(env.user) after the password: \(cause)")
             }

@@ -11,15 +11,23 @@ import Glibc
 ///     <dir>/.secret          0600: the per-installation key of the domain state
 ///
 /// Files are opened with O_NOFOLLOW; a symlink, a file owned by someone else or readable
-/// by others is *damaged*, never trusted. Writes go to a temporary file that is fsynced
-/// and renamed over the old one, so a crash leaves either the old or the new state.
+/// by others is *damaged*, never trusted. Writes go to a temporary file that is renamed
+/// over the old one, so a crash leaves either the old or the new state; a write that
+/// could give tries back if lost is fsynced first (`WriteDurability`).
 public final class FileStateStore: StateStore {
     public let directory: String
     private let owner: uid_t
+    /// fsync(2); the tests count its calls.
+    private let sync: (Int32) -> Int32
 
-    public init(directory: String) {
+    public convenience init(directory: String) {
+        self.init(directory: directory, sync: { fsync($0) })
+    }
+
+    init(directory: String, sync: @escaping (Int32) -> Int32) {
         self.directory = directory
         self.owner = geteuid()
+        self.sync = sync
     }
 
     public func load(_ user: UserName) throws(StoreError) -> StoredState {
@@ -28,7 +36,7 @@ public final class FileStateStore: StateStore {
     }
 
     @discardableResult
-    public func update(_ user: UserName,
+    public func update(_ user: UserName, durability: WriteDurability,
                        _ change: (StoredState) -> UserState?) throws(StoreError) -> UserState {
         try checkDirectory()
         let lock = try openLock(path(user, ".lock"))
@@ -37,7 +45,7 @@ public final class FileStateStore: StateStore {
         let current = readState(statePath)
         guard let next = change(current) else { return current.userState }
         if case .damaged = current { moveAside(statePath) }
-        try writeAtomically(statePath, StateFileFormat.encode(next))
+        try writeAtomically(statePath, StateFileFormat.encode(next), synced: durability == .synced)
         return next
     }
 
@@ -168,8 +176,8 @@ public final class FileStateStore: StateStore {
         return fd
     }
 
-    /// temp file → fsync → rename → fsync(directory).
-    private func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(StoreError) {
+    /// temp file → fsync → rename → fsync(directory); without `synced`, no fsync.
+    private func writeAtomically(_ path: String, _ bytes: [UInt8], synced: Bool = true) throws(StoreError) {
         let tmp = path + ".tmp"
         unlink(tmp)  // a leftover from a crash; we hold the lock, so it is not in use
         let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -179,7 +187,7 @@ public final class FileStateStore: StateStore {
             failure = .io(path: tmp, operation: "chmod", errno: errno)
         } else if let e = Posix.writeAll(fd, bytes) {
             failure = .io(path: tmp, operation: "write", errno: e)
-        } else if fsync(fd) != 0 {
+        } else if synced, sync(fd) != 0 {
             failure = .io(path: tmp, operation: "fsync", errno: errno)
         }
         close(fd)
@@ -192,13 +200,13 @@ public final class FileStateStore: StateStore {
             unlink(tmp)
             throw .io(path: path, operation: "rename", errno: e)
         }
-        syncDirectory()
+        if synced { syncDirectory() }
     }
 
     private func syncDirectory() {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
-        fsync(fd)
+        _ = sync(fd)
         close(fd)
     }
 

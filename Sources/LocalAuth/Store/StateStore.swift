@@ -9,11 +9,31 @@ public protocol StateStore: AnyObject {
     /// returns the state to write, or nil to leave the file as it is. Returns what was
     /// written (or the unchanged state's `userState` when nil was returned).
     @discardableResult
-    func update(_ user: UserName,
+    func update(_ user: UserName, durability: WriteDurability,
                 _ change: (StoredState) -> UserState?) throws(StoreError) -> UserState
 
     /// The per-installation secret that keys the domain state, created on first use.
     func installationSecret() throws(StoreError) -> [UInt8]
+}
+
+/// Whether a write must reach the disk before `update` returns.
+public enum WriteDurability: Sendable {
+    /// Synced (file and directory): a counted try, a wrong password, a lockout. Lost to a
+    /// power cut, it would give an attacker tries back.
+    case synced
+    /// Only loosens the state (a match, a try given back, a password): lost to a power cut,
+    /// the stricter state written before it remains, or a damaged file, which unlocks
+    /// nothing. Not synced, because the sync sits between the match and the caller going on.
+    case loosening
+}
+
+extension StateStore {
+    /// A synced update: the default for any write that is not known to only loosen.
+    @discardableResult
+    public func update(_ user: UserName,
+                       _ change: (StoredState) -> UserState?) throws(StoreError) -> UserState {
+        try update(user, durability: .synced, change)
+    }
 }
 
 /// Why the store could not do what was asked. Never a reason to let anyone in.

@@ -1,0 +1,64 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+@testable import LocalAuth
+
+/// What reaches the disk before the reader starts: a counted try always; a write that only
+/// loosens the state (a match, a password) is not synced, because losing it to a power cut
+/// leaves the stricter state written before it.
+@Suite struct StoreDurabilityTests {
+    private func evaluate(_ h: Harness, _ store: FullStore, _ events: [SensorEvent],
+                          verifier: PasswordVerifier? = nil,
+                          policy: LAPolicy = .deviceOwnerAuthenticationWithBiometrics)
+        -> Result<EvaluationMachine.Outcome.Method, LAError> {
+        h.sensor.events = events
+        let env = LAEnvironment(user: h.user, terminal: "/dev/pts/1", sensor: h.sensor, store: store,
+                                clock: h.clock, system: h.system, options: h.options, ui: h.ui,
+                                passwordVerifier: verifier, log: h.log)
+        return LAContext(environment: env).evaluate(policy, localizedReason: "run sudo")
+    }
+
+    @Test func theTryIsSyncedBeforeTheScanAndTheMatchIsNot() throws {
+        let h = Harness()
+        h.passwordEntered()
+        let store = FullStore(h.store, writesLeft: 10)
+        #expect(try evaluate(h, store, [.match]).get() == .fingerprint)
+        #expect(store.writes == [.synced, .loosening])
+    }
+
+    @Test func everyFailedTryIsSynced() {
+        let h = Harness()
+        h.passwordEntered()
+        let store = FullStore(h.store, writesLeft: 10)
+        _ = evaluate(h, store, [.noMatch, .noMatch, .noMatch])
+        #expect(store.writes == [.synced, .synced, .synced])
+        #expect(h.state.consecutiveFailures == 3)
+    }
+
+    @Test func thePasswordAfterTheTriesIsALooseningWrite() {
+        let h = Harness()
+        h.passwordEntered()
+        let store = FullStore(h.store, writesLeft: 10)
+        let r = evaluate(h, store, [.noMatch, .noMatch, .noMatch], verifier: FixedPassword(),
+                         policy: .deviceOwnerAuthentication)
+        #expect((try? r.get()) == .password)
+        #expect(store.writes == [.synced, .synced, .synced, .loosening])
+        #expect(h.state.consecutiveFailures == 0)
+    }
+
+    @Test func theFileStoreSyncsFileAndDirectoryOnlyWhenAsked() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        var syncs = 0
+        let store = FileStateStore(directory: dir.path + "/state", sync: { _ in syncs += 1; return 0 })
+        let alice = try UserName("alice")
+        let rules = Rules(Options())
+        try store.update(alice) { rules.afterFailedMatch($0.userState) }
+        #expect(syncs == 2)
+        try store.update(alice, durability: .loosening) { rules.afterRefund($0.userState) }
+        #expect(syncs == 2)
+        // Not synced, but written all the same.
+        #expect(try store.load(alice).userState.consecutiveFailures == 0)
+    }
+}
