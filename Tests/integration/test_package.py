@@ -381,9 +381,23 @@ def test_licence_copyright_and_examples(deb, tmp_path):
     copyright = (tmp_path / "usr/share/doc/localauth/copyright").read_text()
     assert "no-license-yet" not in copyright
     assert "\nLicense: Apache-2.0\n" in copyright
-    # The statically linked Swift runtime is named, for the two binaries that hold it.
-    assert "Files: usr/libexec/localauth/localauth-helper usr/bin/localauthctl" in copyright
-    assert "License: Apache-2.0 with Runtime Library Exception" in copyright
+    # What each Swift binary holds from others' archives is named in its own stanza, and
+    # every licence named there has its paragraph.
+    stanzas = {p.split("\n", 1)[0]: p for p in copyright.split("\n\n")}
+    helper = stanzas["Files: usr/libexec/localauth/localauth-helper"]
+    ctl = stanzas["Files: usr/bin/localauthctl"]
+    for part in ("Swift standard library", "libstdc++", "libaudit and libcap-ng", "libcrypt"):
+        assert part in helper, part
+    assert "libstdc++" in ctl and "libaudit" not in ctl
+    assert helper.endswith("License: Apache-2.0 with Runtime Library Exception and "
+                           "GPL-3+ with GCC-exception-3.1 and LGPL-2.1+")
+    for licence in ("Apache-2.0 with Runtime Library Exception", "GPL-3+ with GCC-exception-3.1",
+                    "LGPL-2.1+"):
+        assert f"\nLicense: {licence}\n " in copyright, licence
+    needed = subprocess.run(["readelf", "-d", "-W", str(tmp_path / HELPER[1:])], capture_output=True,
+                            text=True, check=True).stdout
+    for archived in ("libaudit", "libcap-ng", "libcrypt", "libstdc++"):
+        assert archived not in needed, archived
     for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth"):
         example = tmp_path / "usr/share/doc/localauth/examples/pam.d" / name
         assert example.read_text() == (REPO / "pam.d" / name).read_text(), name
