@@ -84,3 +84,15 @@ def bed_factory(request):
 def enrolled_bed(bed):
     bed.enroll(USER, "right-index-finger", "f1")
     return bed
+
+
+@pytest.fixture
+def syslog():
+    """A /dev/log of the test's own (launcherbed.Syslog) that records what the helper, the
+    launcher and the module log."""
+    from launcherbed import Syslog
+    s = Syslog()
+    try:
+        yield s
+    finally:
+        s.close()

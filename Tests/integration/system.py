@@ -534,6 +534,23 @@ class PtyRun(pamenv.Pamtester):
     def note(self, text: str) -> None:
         self.transcript.write(text)
 
+    def answer_passwords(self, prompt, answers, interrupt=False, timeout=15, end_timeout=15) -> int:
+        """Types ``answers`` at ``prompt`` in turn, then waits for the end; one more prompt
+        gets Ctrl-C, and is noted in the transcript as unexpected unless ``interrupt``.
+        Returns how many prompts came."""
+        import pexpect
+        prompts = 0
+        for answer in answers:
+            self.expect(prompt, timeout=timeout)
+            prompts += 1
+            self.sendline(answer)
+        if self.expect([prompt, pexpect.EOF], timeout=end_timeout) == 0:
+            prompts += 1
+            self.interrupt()
+            if not interrupt:
+                self.note("\n<unexpected password prompt: interrupted>\n")
+        return prompts
+
     @property
     def output(self) -> str:
         return self.transcript.getvalue()

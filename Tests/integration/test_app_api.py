@@ -27,7 +27,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from appbed import ENROLLED, OTHER, AppWorld, app_binary  # noqa: E402
-from launcherbed import LauncherInstallation, Syslog, namespace_prefix  # noqa: E402
+from launcherbed import LauncherInstallation, namespace_prefix  # noqa: E402
 from pamenv import LogLine, outcomes  # noqa: E402
 
 DOMAIN = "com.apple.LocalAuthentication"
@@ -45,15 +45,6 @@ def inst():
 @pytest.fixture(scope="module")
 def probe():
     return app_binary("la-probe")
-
-
-@pytest.fixture
-def syslog():
-    s = Syslog()
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 @pytest.fixture

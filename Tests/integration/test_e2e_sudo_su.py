@@ -26,22 +26,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pexpect
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from test_e2e_pam import is_hint, present  # noqa: E402
 from testbed import Bed  # noqa: E402
+from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
 
-FINGER = "right-index-finger"
-ENROLLED, OTHER = "f1", "f9"
-SWIPE = "Swipe your right index finger across the fingerprint reader"
-FIRST_USE = "Your password is required before fingerprints can be used"
-LOCKED = "Fingerprint locked after 5 failed attempts — enter your password to unlock"
-# su and login: the person at the terminal may not be the account's owner, so every refusal
-# before a scan is this one line, which tells nothing about the account.
-UNAVAILABLE = "Fingerprint sign-in is not available — use the password"
 # "Fingerprint recognized" comments, it tells the user nothing to do: under PAM_SILENT (which
 # sudo always passes) the helper may leave it out, so the screens below do not count on it.
 MATCHED = ("Fingerprint recognized", "指纹已识别")
@@ -150,18 +142,9 @@ class Machine(contextlib.ExitStack):
         nothing succeeds without a match or it."""
         mark = self.bed.mark()
         pt = system.run_on_pty(list(argv), env=env, user=run_as, prefix=prefix)
-        prompts = 0
         try:
             results = [present(pt, self.bed, p) for p in fingers]
-            for answer in answers:
-                pt.expect(prompt, timeout=15)
-                prompts += 1
-                pt.sendline(answer)
-            if pt.expect([prompt, pexpect.EOF], timeout=15) == 0:
-                prompts += 1
-                pt.interrupt()
-                if not interrupt:
-                    pt.note("\n<unexpected password prompt: interrupted>\n")
+            prompts = pt.answer_passwords(prompt, answers, interrupt)
             res = pt.finish(timeout=15)
         finally:
             pt.kill()

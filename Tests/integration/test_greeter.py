@@ -38,15 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from launcherbed import Syslog, namespace_prefix  # noqa: E402
 from pamenv import PamWorld  # noqa: E402
+from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
 
-FINGER = "right-index-finger"
-ENROLLED, OTHER = "f1", "f9"
-SWIPE = "Swipe your right index finger across the fingerprint reader"
-FIRST_USE = "Your password is required before fingerprints can be used"
-LOCKED = "Fingerprint locked after 5 failed attempts — enter your password to unlock"
-# A greeter runs as root for whoever sits down: it is not told the account's state, every
-# refusal before a scan is this line.
-UNAVAILABLE = "Fingerprint sign-in is not available — use the password"
 KEYRING_GOT = "gkr-pam: stashed password to try later in open session"
 KEYRING_NONE = "gkr-pam: no password is available for user"
 GREETER = {"xdisplay": ":0", "tty": ":0"}

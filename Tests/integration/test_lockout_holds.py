@@ -24,7 +24,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from test_e2e_pam import ASK_FINGER, SKIP_PROMPT  # noqa: E402
-from test_e2e_sudo_su import ENROLLED, LOCKED, OTHER, Machine  # noqa: E402
+from test_e2e_sudo_su import Machine  # noqa: E402
+from messages import ENROLLED, LOCKED, OTHER  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 

@@ -40,15 +40,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from desktop import Desktop, LoginSession  # noqa: E402
-from launcherbed import LauncherInstallation, Syslog  # noqa: E402
+from launcherbed import LauncherInstallation  # noqa: E402
+from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-FINGER = "right-index-finger"
-ENROLLED, OTHER = "f1", "f9"
 AGENT_HELPER = "/usr/lib/polkit-1/polkit-agent-helper-1"
-SWIPE = "Swipe your right index finger across the fingerprint reader"
-FIRST_USE = "Your password is required before fingerprints can be used"
-LOCKED = "Fingerprint locked after 5 failed attempts — enter your password to unlock"
 ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
 PASSWORD_PROMPT = re.compile(r"(^|\n)Password: ")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -77,15 +73,6 @@ pytestmark = [
 def inst():
     with LauncherInstallation() as i:
         yield i
-
-
-@pytest.fixture
-def syslog():
-    s = Syslog()
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 @dataclass
@@ -137,20 +124,12 @@ class Polkit:
         ``namespace``: a login session for it all, or logind running (desktop.Namespace)."""
         mark = self.bed.mark()
         pt = self.desktop.run_on_pty(["/bin/sh", "-c", PKEXEC], user=self.user, **namespace)
-        results, prompts = [], 0
+        results = []
         try:
             for p in fingers:
                 pt.expect(ASK_FINGER, timeout=20)
                 results.append(self.bed.reader.inject(f"SCAN {p}", timeout=15))
-            for answer in answers:
-                pt.expect(PASSWORD_PROMPT, timeout=20)
-                prompts += 1
-                pt.sendline(answer)
-            if pt.expect([PASSWORD_PROMPT, pexpect.EOF], timeout=30) == 0:
-                prompts += 1
-                pt.interrupt()
-                if not interrupt:
-                    pt.note("\n<unexpected password prompt: interrupted>\n")
+            prompts = pt.answer_passwords(PASSWORD_PROMPT, answers, interrupt, timeout=20, end_timeout=30)
             res = pt.finish(timeout=20)
         finally:
             pt.kill()

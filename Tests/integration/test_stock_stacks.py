@@ -36,13 +36,8 @@ import system  # noqa: E402
 from desktop import PROFILES, Desktop, LoginSession  # noqa: E402
 from launcherbed import LauncherInstallation, Syslog  # noqa: E402
 from test_polkit import AUTH_SELF, PKEXEC, dialog  # noqa: E402
+from messages import FINGER, ENROLLED, OTHER, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
 
-FINGER = "right-index-finger"
-ENROLLED, OTHER = "f1", "f9"
-FIRST_USE = "Your password is required before fingerprints can be used"
-LOCKED = "Fingerprint locked after 5 failed attempts — enter your password to unlock"
-# What login and su (and greeters) say instead: the person there may not be the owner.
-UNAVAILABLE = "Fingerprint sign-in is not available — use the password"
 ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
 SKIP_PROMPT = re.compile(r"[(（][^\r\n]*[)）] ?")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -33,7 +33,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from launcherbed import LauncherInstallation, Syslog, namespace_prefix  # noqa: E402
+from launcherbed import LauncherInstallation, namespace_prefix  # noqa: E402
 from pamenv import outcomes, LogLine  # noqa: E402
 
 ENROLLED, OTHER = "f1", "f9"          # the user's virtual print, and a stranger's
@@ -52,15 +52,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 def inst():
     with LauncherInstallation() as i:
         yield i
-
-
-@pytest.fixture
-def syslog():
-    s = Syslog()
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 @pytest.fixture
