@@ -110,8 +110,7 @@ class AppWorld:
         return self.state / f"{self.user.name}.state"
 
     def state_values(self) -> dict:
-        return dict(line.split("=", 1) for line in
-                    self.state_file.read_text().splitlines()[1:] if "=" in line)
+        return system.state_fields(self.state_file)
 
     def start(self, *args, env: Optional[dict] = None):
         """The application as the user on a pseudo-terminal (a PtyRun)."""

@@ -522,6 +522,11 @@ def screen_lines(output: str) -> list:
     return lines
 
 
+def state_fields(path) -> dict:
+    """A user's state file (StateFileFormat: a header line, then key=value lines) as a dict."""
+    return dict(line.split("=", 1) for line in Path(path).read_text().splitlines()[1:] if "=" in line)
+
+
 class PtyRun(pamenv.Pamtester):
     """A program on a pseudo-terminal: ``expect``, ``sendline``, ``interrupt`` (Ctrl-C),
     ``finish()`` (status and the whole terminal transcript), ``note(text)`` puts text of

@@ -174,8 +174,7 @@ class E2E:
         assert r.status == 0 and FIRST_USE in r.screen, r
 
     def state_file(self):
-        text = (self.state / f"{USER}.state").read_text()
-        return dict(line.split("=", 1) for line in text.splitlines()[1:])
+        return system.state_fields(self.state / f"{USER}.state")
 
     def lock_out(self):
         """Five failed matches over two transactions whose password was wrong."""

@@ -130,8 +130,7 @@ class Machine(contextlib.ExitStack):
             "su", ["auth sufficient pam_rootok.so"] + self.lines))
 
     def state_file(self, user=None):
-        text = (self.state / f"{user or self.user.name}.state").read_text()
-        return dict(line.split("=", 1) for line in text.splitlines()[1:])
+        return system.state_fields(self.state / f"{user or self.user.name}.state")
 
     def drive(self, argv, run_as, prompt, password, fingers=(), answers=(),
               interrupt=False, env=None, prefix=()):

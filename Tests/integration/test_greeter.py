@@ -193,8 +193,7 @@ class Greeter:
         return o
 
     def state_values(self) -> dict:
-        text = (self.state / f"{self.user.name}.state").read_text()
-        return dict(line.split("=", 1) for line in text.splitlines()[1:] if "=" in line)
+        return system.state_fields(self.state / f"{self.user.name}.state")
 
 
 class Outcome:

@@ -115,8 +115,7 @@ class Polkit:
         self.desktop.close()
 
     def state(self) -> dict:
-        text = (self.desktop.state / f"{self.user.name}.state").read_text()
-        return dict(line.split("=", 1) for line in text.splitlines()[1:] if "=" in line)
+        return system.state_fields(self.desktop.state / f"{self.user.name}.state")
 
     def pkexec(self, fingers=(), answers=(), interrupt=False, **namespace) -> Run:
         """pkexec as the user: presents ``fingers`` as the agent asks for them, types

@@ -138,8 +138,7 @@ class Stock:
         self.desktop.close()
 
     def failures(self) -> str:
-        text = (self.desktop.state / f"{self.user.name}.state").read_text()
-        return dict(l.split("=", 1) for l in text.splitlines()[1:] if "=" in l)["failures"]
+        return system.state_fields(self.desktop.state / f"{self.user.name}.state")["failures"]
 
     def drive(self, caller: Caller, fingers=(), answers=(), argv=None, piped=False,
               **namespace) -> Run:

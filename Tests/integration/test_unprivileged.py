@@ -109,8 +109,7 @@ class Locker:
         return self.state / f"{self.user.name}.state"
 
     def state_values(self) -> dict:
-        return dict(line.split("=", 1) for line in
-                    self.state_file.read_text().splitlines()[1:] if "=" in line)
+        return system.state_fields(self.state_file)
 
     def pamtester(self, user=None, service=None, env=None, target=None, prefix=()):
         """pamtester as ``user`` (default: the locker's user) for PAM user ``target``."""
