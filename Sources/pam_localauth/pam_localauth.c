@@ -138,19 +138,22 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
                        "no user name set (PAM_USER); the module never asks for one");
         return PAM_AUTHINFO_UNAVAIL;
     }
+    const char *rhost = la_item_string(pamh, PAM_RHOST);
+    if (la_rhost_is_remote(rhost)) {
+        /* No marker either: sshd runs the account phase on the handle where a wrong
+         * password failed once the user gets in another way (a key), so a remote handle
+         * must never clear a lockout. */
+        char cause[320];
+        snprintf(cause, sizeof cause, "remote host %s: helper not started", rhost);
+        la_log_outcome(pamh, user, la_result_name(LA_CODE_NOT_INTERACTIVE),
+                       PAM_AUTHINFO_UNAVAIL, cause);
+        return PAM_AUTHINFO_UNAVAIL;
+    }
     la_marker_set(pamh, user);
     const void *tried = NULL;
     if (pam_get_data(pamh, la_tried, &tried) == PAM_SUCCESS && tried != NULL) {
         la_log_outcome(pamh, user, "skipped", PAM_AUTHINFO_UNAVAIL,
                        "the fingerprint was already tried in this transaction");
-        return PAM_AUTHINFO_UNAVAIL;
-    }
-    const char *rhost = la_item_string(pamh, PAM_RHOST);
-    if (la_rhost_is_remote(rhost)) {
-        char cause[320];
-        snprintf(cause, sizeof cause, "remote host %s: helper not started", rhost);
-        la_log_outcome(pamh, user, la_result_name(LA_CODE_NOT_INTERACTIVE),
-                       PAM_AUTHINFO_UNAVAIL, cause);
         return PAM_AUTHINFO_UNAVAIL;
     }
     struct la_outcome out;
@@ -186,9 +189,9 @@ static bool la_first_line_ran(pam_handle_t *pamh, const char *user, const char *
  * Asks the helper to clear the lockout and record the password, with the proof this line
  * has: `authtok` (the auth line after the password module: PAM_AUTHTOK goes along and the
  * helper checks it against the account, since `required` does not stop a stack and the
- * line also runs after a wrong password) or `account` (the account phase, which libpam's
- * callers reach only after the whole auth stack succeeded; through the launcher the
- * helper still wants the password itself). True when the helper cleared it.
+ * line also runs after a wrong password) or `account` (the account phase, which sudo, su,
+ * login and polkit reach only after the whole auth stack succeeded; root's path only).
+ * True when the helper cleared it.
  */
 static bool la_clear_after_password(pam_handle_t *pamh, int flags, const struct la_args *args,
                                     const char *user, const char *proof, int pam_code)
@@ -237,6 +240,11 @@ LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const ch
 {
     struct la_args args;
     la_args_parse(pamh, argc, argv, &args);
+    /* A caller that is not root could call this phase after any outcome (the helper
+     * refuses `account` through the launcher): nothing to start there. A remote handle
+     * has no marker (la_authenticate). */
+    if (args.unprivileged)
+        return PAM_SUCCESS;
     const char *user = la_user(pamh);
     if (la_first_line_ran(pamh, user, "account"))
         la_clear_after_password(pamh, flags, &args, user, "account", PAM_SUCCESS);

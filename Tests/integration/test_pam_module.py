@@ -617,6 +617,17 @@ def test_account_phase_after_a_fingerprint_success_changes_nothing(bed):
     assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate"]
 
 
+def test_a_remote_handle_never_clears_a_lockout_in_the_account_phase(bed):
+    """sshd runs the account phase on the handle where a wrong password failed once a key
+    lets the user in: a remote first line leaves nothing for the account line to clear,
+    whatever the auth stack's outcome (here the password succeeds; the driver calls the
+    account phase only after a success, as sudo does)."""
+    r = bed.drive(account_stack(bed, "la-acct-remote", "nomatch"), items={"rhost": "192.0.2.7"},
+                  account=True)
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
+    assert bed.events("start") == []
+
+
 def test_account_phase_without_the_first_line_changes_nothing(bed):
     svc = bed.world.service("la-acct3", [f"auth required {bed.world.matrix}",
                                          f"account required {MODULE} helper={bed.helper} "
