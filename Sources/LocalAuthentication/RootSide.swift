@@ -12,8 +12,11 @@ enum RootSide {
     /// Where the product is installed: `/usr`, or `LOCALAUTH_PREFIX` for a self-contained
     /// install (`scripts/install --prefix`) and for tests. The variable only chooses which
     /// root side this process talks to; it gives the process no power over that side.
+    /// A setuid or setgid program ignores it: its environment is its caller's, who must
+    /// not choose the program it starts (as root, for a setuid-root one) nor the verdict.
     static var prefix: String {
-        if let p = ProcessInfo.processInfo.environment["LOCALAUTH_PREFIX"], p.hasPrefix("/") { return p }
+        if getuid() == geteuid(), getgid() == getegid(),
+           let p = ProcessInfo.processInfo.environment["LOCALAUTH_PREFIX"], p.hasPrefix("/") { return p }
         return "/usr"
     }
 
