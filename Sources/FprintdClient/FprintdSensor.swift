@@ -118,6 +118,7 @@ public final class FprintdSensor: FingerprintSensor {
             choice = try pickDevice(for: user)
         }
         try subscribe(to: choice.path)
+        lost = nil  // what was lost went with the old claim; this one is judged on its own
         let pending = PendingClaim(user: user, path: choice.path)
         try run("Claim", mapping: FprintdErrors.mapClaim) { bus throws(BusError) in
             try bus.callAsync(bus.fprintdMessage(choice.path, Fprintd.deviceInterface, "Claim", [user])) {
@@ -184,7 +185,11 @@ public final class FprintdSensor: FingerprintSensor {
         case .ready: return session?.nextEvent() ?? .timeout
         case .deadline: return .timeout
         case .woken(let fd): return .woken(fd)
-        case .lost(let error): return .failed(error)
+        case .lost(let error):
+            // A verdict dispatched in the same round as the loss still counts: a no-match
+            // turned into a failure would give its try back.
+            if session?.events.isEmpty == false, let queued = session?.nextEvent() { return queued }
+            return .failed(error)
         }
     }
 
