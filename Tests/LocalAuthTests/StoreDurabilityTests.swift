@@ -61,4 +61,39 @@ import Testing
         // Not synced, but written all the same.
         #expect(try store.load(alice).userState.consecutiveFailures == 0)
     }
+
+    @Test func theFirstTrustOfTheEnrolledSetIsSyncedEvenInALooseningWrite() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        var syncs = 0
+        let store = FileStateStore(directory: dir.path + "/state", sync: { _ in syncs += 1; return 0 })
+        let alice = try UserName("alice")
+        try store.update(alice, durability: .loosening) { stored in
+            var s = stored.userState
+            s.trustedDomainState = "pin-1"
+            return s
+        }
+        #expect(syncs == 2)
+        // Trusting another set later only loosens back what the first pin holds: not synced.
+        try store.update(alice, durability: .loosening) { stored in
+            var s = stored.userState
+            s.trustedDomainState = "pin-2"
+            return s
+        }
+        #expect(syncs == 2)
+    }
+
+    @Test func aCountedTryWhoseDirectoryCannotBeSyncedIsNotCounted() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        var calls = 0
+        // The file's fsync works, the directory's fails.
+        let store = FileStateStore(directory: dir.path + "/state", sync: { _ in
+            calls += 1
+            return calls % 2 == 0 ? -1 : 0
+        })
+        let alice = try UserName("alice")
+        let rules = Rules(Options())
+        #expect(throws: StoreError.self) { try store.update(alice) { rules.afterFailedMatch($0.userState) } }
+    }
 }

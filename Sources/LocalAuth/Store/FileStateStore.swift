@@ -45,7 +45,10 @@ public final class FileStateStore: StateStore {
         let current = readState(statePath)
         guard let next = change(current) else { return current.userState }
         if case .damaged = current { moveAside(statePath) }
-        try writeAtomically(statePath, StateFileFormat.encode(next), synced: durability == .synced)
+        // The first trust of the enrolled set tightens even inside a loosening write: lost,
+        // the next match would trust whatever is enrolled by then.
+        let pins = current.userState.trustedDomainState == nil && next.trustedDomainState != nil
+        try writeAtomically(statePath, StateFileFormat.encode(next), synced: durability == .synced || pins)
         return next
     }
 
@@ -200,14 +203,15 @@ public final class FileStateStore: StateStore {
             unlink(tmp)
             throw .io(path: path, operation: "rename", errno: e)
         }
-        if synced { syncDirectory() }
+        if synced { try syncDirectory() }
     }
 
-    private func syncDirectory() {
+    /// The rename reaches the disk: a counted try that may not is not counted.
+    private func syncDirectory() throws(StoreError) {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = sync(fd)
-        close(fd)
+        guard fd >= 0 else { throw .io(path: directory, operation: "open", errno: errno) }
+        defer { close(fd) }
+        guard sync(fd) == 0 else { throw .io(path: directory, operation: "fsync", errno: errno) }
     }
 
     /// Keeps a damaged file for inspection instead of losing it; a symlink is only removed
