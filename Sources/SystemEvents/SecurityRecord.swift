@@ -54,8 +54,8 @@ public final class SecurityRecord: SecurityEvents {
         let fd = audit_open()
         guard fd >= 0 else { return }  // no audit in this kernel: nothing to write to
         defer { audit_close(fd) }
-        let host: String? = c.rhost.isEmpty ? nil : c.rhost
-        let tty: String? = c.tty.isEmpty ? nil : c.tty
+        let host: String? = c.rhost.isEmpty ? nil : Self.auditField(c.rhost)
+        let tty: String? = c.tty.isEmpty ? nil : Self.auditField(c.tty)
         let rc = withOptionalCString(host) { h in
             withOptionalCString(tty) { t in
                 // The account by name (acct="..."), as pam_faillock's records and `ausearch
@@ -85,9 +85,12 @@ public final class SecurityRecord: SecurityEvents {
         _ = vectors.withUnsafeMutableBufferPointer { sd_journal_sendv($0.baseAddress, Int32($0.count)) }
     }
 
-    private static func uid(of user: UserName) -> UInt32? {
-        guard let pw = getpwnam(user.value) else { return nil }
-        return pw.pointee.pw_uid
+    /// libaudit writes hostname= and terminal= as given; through the launcher they are the
+    /// user's words, so a space or `=` would add fields of their choosing to the record.
+    static func auditField(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.prefix(128).map {
+            $0.value > 0x20 && $0.value < 0x7f && $0 != "=" && $0 != "\"" ? $0 : "?"
+        }))
     }
 }
 
