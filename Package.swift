@@ -64,7 +64,7 @@ let package = Package(
         .executableTarget(name: "la-probe", dependencies: ["LocalAuthentication"],
                           path: "Tests/Support/la-probe"),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
-        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthProtocol", "store-hammer"]),
+        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthProtocol", "SystemEvents", "store-hammer"]),
     ],
     // Swift 6 tools (the code uses typed throws); the sources keep the Swift 5 language mode.
     swiftLanguageModes: [.v5]
