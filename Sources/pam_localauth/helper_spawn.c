@@ -313,6 +313,9 @@ static bool la_pidfd_exited(int pidfd, int64_t ms)
     }
 }
 
+static enum la_reap la_reap_pid(struct la_helper *h, int64_t grace_ms, int *status,
+                                bool *killed);
+
 /* Collects the exit of the helper behind the pidfd: its wait status, or LA_REAP_EXITED
  * when the host's own SIGCHLD handling (SIG_IGN, a handler that waits) took it first. */
 static enum la_reap la_pidfd_collect(struct la_helper *h, int *status)
@@ -323,8 +326,8 @@ static enum la_reap la_pidfd_collect(struct la_helper *h, int *status)
     do
         r = waitid((idtype_t)LA_P_PIDFD, (id_t)h->pidfd, &info, WEXITED);
     while (r < 0 && errno == EINTR);
-    if (r != 0)
-        return LA_REAP_EXITED;
+    if (r != 0) /* ECHILD: the host reaped it; EINVAL (no P_PIDFD before Linux 5.4): by pid */
+        return errno == ECHILD ? LA_REAP_EXITED : la_reap_pid(h, 0, status, &(bool){ false });
     *status = info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0)
                                          : W_EXITCODE(0, info.si_status);
     return LA_REAP_STATUS;
@@ -337,8 +340,8 @@ static enum la_reap la_reap_pidfd(struct la_helper *h, int64_t grace_ms, int *st
         /* EPERM on the launcher path (the helper runs as root): our pipes are closed, so it
          * stops at its next read or write, or at its own hard deadline. */
         *killed = true;
-        if (pidfd_send_signal(h->pidfd, SIGKILL, NULL, 0) != 0
-            || !la_pidfd_exited(h->pidfd, LA_KILL_WAIT_MS))
+        (void)pidfd_send_signal(h->pidfd, SIGKILL, NULL, 0);
+        if (!la_pidfd_exited(h->pidfd, LA_KILL_WAIT_MS))
             return LA_REAP_LOST;
     }
     return la_pidfd_collect(h, status);
@@ -357,9 +360,11 @@ static enum la_reap la_reap_pid(struct la_helper *h, int64_t grace_ms, int *stat
         if (r < 0)
             return LA_REAP_EXITED; /* the host reaped it: the status is gone */
         if (la_clock_ms() >= deadline) {
+            if (*killed)
+                return LA_REAP_LOST; /* EPERM on the launcher path: it ends on its own */
             kill(h->pid, SIGKILL);
             *killed = true;
-            return la_waitpid(h->pid, status, 0) == h->pid ? LA_REAP_STATUS : LA_REAP_EXITED;
+            deadline = la_clock_ms() + LA_KILL_WAIT_MS;
         }
         nanosleep(&tick, NULL);
     }
