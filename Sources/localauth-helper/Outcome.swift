@@ -1,8 +1,8 @@
 import LocalAuth
 import LocalAuthProtocol
 
-/// The result frame: the LAError raw value (0 for success, 1 for "not opted in", the
-/// module's PAM_IGNORE), its name, and one line for the log.
+/// The result frame: the LAError raw value (0 for success, 1 for "not opted in", which the
+/// module answers with PAM_AUTHINFO_UNAVAIL), its name, and one line for the log.
 enum HelperResult {
     static func frame(_ outcome: EvaluationMachine.Outcome) -> Frame {
         switch outcome {

@@ -11,7 +11,8 @@ public struct EvaluationMachine {
     public enum Outcome: Equatable, Sendable {
         case success(Method)
         case failure(LAError)
-        /// The settings switch is required and off: not this module's business.
+        /// The settings switch is required and off: no scan; the password decides
+        /// (PAM_AUTHINFO_UNAVAIL, never PAM_IGNORE).
         case notOptedIn
 
         public enum Method: String, Equatable, Sendable { case fingerprint, reused, password }
