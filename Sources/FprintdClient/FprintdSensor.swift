@@ -134,7 +134,7 @@ public final class FprintdSensor: FingerprintSensor {
         guard let pending = pendingClaim else { return }
         pendingClaim = nil
         defer { lastCallEnded = MonotonicClock.millis() }
-        let deadline = burstDeadline ?? MonotonicClock.millis() + Int64(busTimeout * 1000)
+        let deadline = burstBound
         if case .lost(let error) = pump(until: deadline, wakeOn: [], ready: { pending.reply != nil }) {
             throw error
         }
@@ -235,7 +235,7 @@ public final class FprintdSensor: FingerprintSensor {
         do { try settleClaim() } catch { log.log(.debug, "the claim being released had failed: \(error)") }
         guard let claimed = liveClaim() else { return }
         self.claimed = nil
-        let pending = PendingRelease(deadline: burstDeadline ?? MonotonicClock.millis() + Int64(busTimeout * 1000))
+        let pending = PendingRelease()
         do {
             try run("Release") { bus throws(BusError) in
                 try bus.callAsync(bus.fprintdMessage(claimed.path, Fprintd.deviceInterface, "Release")) {
@@ -244,6 +244,7 @@ public final class FprintdSensor: FingerprintSensor {
                     pending.answered = true
                 }
             }
+            pending.deadline = burstBound  // the burst `run` began or renewed
             pendingRelease = pending
         } catch {
             log.log(.notice, "Release: \(error)")
@@ -263,14 +264,16 @@ public final class FprintdSensor: FingerprintSensor {
 
 /// A Release sent without waiting (FprintdSensor.release).
 final class PendingRelease {
-    let deadline: Int64
+    var deadline: Int64 = 0
     var answered = false
-    init(deadline: Int64) { self.deadline = deadline }
 }
 
 // MARK: - Connection and calls
 
 extension FprintdSensor {
+    /// The end of the current burst of calls, or of one that would start now.
+    var burstBound: Int64 { burstDeadline ?? MonotonicClock.millis() + Int64(busTimeout * 1000) }
+
     /// The seconds left to the current burst of calls, starting one if none is running.
     func burstSecondsLeft() throws(LAError) -> Double {
         let now = MonotonicClock.millis()

@@ -85,7 +85,7 @@ extension FprintdSensor {
     /// normally already on its way; waiting for it (bounded by the bus timeout) lets the
     /// prompt name the finger. A status arriving first also ends the wait.
     func awaitFingerSelection() {
-        let deadline = burstDeadline ?? MonotonicClock.millis() + Int64(busTimeout * 1000)
+        let deadline = burstBound
         let result = pump(until: deadline, wakeOn: []) {
             session?.finger != nil || session?.events.isEmpty == false
         }
