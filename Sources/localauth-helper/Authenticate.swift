@@ -9,6 +9,7 @@ enum Authenticate {
     static func run(_ request: HelperRequest, options configured: Options, channel: FrameChannel,
                     log: LogSink) -> EvaluationMachine.Outcome {
         if let refusal = Presence.refusal(request, options: configured, log: log) { return .failure(refusal) }
+        Catalog.load(request.language)  // before the start-up's thread exists
         // Someone may be at the reader: the bus start-up runs from here, alongside the local
         // work (the terminal, the boot id, the shadow entry, the state file).
         let sensor = FprintdSensor(address: configured.dbusAddress, busTimeout: configured.busTimeout,

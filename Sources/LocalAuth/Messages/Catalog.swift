@@ -22,6 +22,14 @@ public enum Catalog {
 
     private static let state = Mutex<(bound: String?, active: String?)>((nil, nil))
 
+    /// Sets the locale and LANGUAGE for `language` now: setlocale and setenv are not safe
+    /// while another thread runs, so a program that starts one (the helper's bus start-up)
+    /// calls this first. Nothing to do for English.
+    public static func load(_ language: Language) {
+        if language == .english { return }
+        state.withLock { prepare(&$0, language) }
+    }
+
     /// The catalogue's text for `msgid`, in `language`. English is the message id itself
     /// (po/en.po maps every message to itself), so no locale or catalogue is loaded for it:
     /// that was 160 KiB of the helper's memory and its first prompt's slowest step.
