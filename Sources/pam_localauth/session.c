@@ -262,8 +262,8 @@ static bool la_expect_end(struct la_session *s)
         la_fail(s, "frame after the result");
         return false;
     }
-    if (s->budget_ms > LA_GRACE_MS)
-        s->budget_ms = LA_GRACE_MS;
+    /* The result is in, whatever was left of helper_timeout: the grace is for the exit. */
+    s->budget_ms = LA_GRACE_MS;
     if (la_read_more(s)) {
         la_fail(s, "frame after the result");
         return false;
