@@ -65,8 +65,10 @@ enum ResetCommand {
         case .state(let s): what = "\(s.consecutiveFailures) consecutive failed matches cleared"
         }
         ToolLog.shared.log(.notice, "reset \(account.name) by \(actor()): \(what)")
+        // A record of a lockout cleared only where there was one (a damaged file acts as one):
+        // clearing two failed matches is no lockout event.
         switch before {
-        case .state(let s) where s.consecutiveFailures > 0:
+        case .state(let s) where Rules(options).isLockedOut(s):
             SecurityRecord(program: "localauthctl", log: ToolLog.shared)
                 .lockoutCleared(account.name, failures: s.consecutiveFailures, by: .reset,
                                 context: EventContext(actorUID: getuidValue()))

@@ -516,6 +516,15 @@ def test_lockout_events_carry_message_ids_in_the_journal(ctl, account):
     assert not [e for e in got["entries"] if e.get("MESSAGE_ID") == ids["began"]]
 
 
+def test_a_reset_below_the_lockout_records_no_lockout_cleared(ctl, account):
+    from recorders import journal_capture
+    password_entered(ctl.state_dir, account.name, failures=2)
+    got = journal_capture(ctl.argv("reset", account.name))
+    assert got["rc"] == 0, got
+    assert "2 consecutive failed matches cleared" in got["out"], got
+    assert not [e for e in got["entries"] if e.get("MESSAGE_ID") == "f11b02141c93420d8b8d8f5ff3ebad41"]
+
+
 # ---- messages through gettext --------------------------------------------------------------
 
 @pytest.mark.parametrize("env,expected", [
