@@ -34,8 +34,15 @@ let package = Package(
         .target(name: "LocalAuth", dependencies: ["CCrypto", "CLinux"],
                 linkerSettings: [.linkedLibrary("m")]),
 
-        // The sensor side: fprintd on the system bus through sd-bus.
-        .target(name: "FprintdClient", dependencies: ["LocalAuth", "CSystemd"]),
+        // The helper's D-Bus client (sd-bus), every call bounded in time.
+        .target(name: "SystemBus", dependencies: ["CSystemd"]),
+
+        // The sensor side: fprintd on the system bus.
+        .target(name: "FprintdClient", dependencies: ["LocalAuth", "SystemBus", "CSystemd"]),
+
+        // Who is at the reader: logind's records (sd-login) and hints (its bus API), as the
+        // facts PresenceRule decides from.
+        .target(name: "LogindClient", dependencies: ["LocalAuth", "SystemBus", "CSystemd"]),
 
         // Lockout events to the audit log and the journal (helper and localauthctl).
         .target(name: "SystemEvents", dependencies: ["LocalAuth", "CAudit", "CSystemd"]),
@@ -51,7 +58,7 @@ let package = Package(
         .target(name: "LocalAuthentication", dependencies: ["LocalAuthProtocol"]),
 
         .executableTarget(name: "localauth-helper",
-                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CSystemd",
+                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "LogindClient", "CSystemd",
                                          "CCrypt", "CLinux", "CPathOpen", "SystemEvents"]),
         .executableTarget(name: "localauthctl",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CPAM", "SystemEvents"]),

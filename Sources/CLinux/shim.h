@@ -23,3 +23,12 @@ static const long la_sys_poll = SYS_poll;
 static const long la_sys_select = SYS_select;
 static const long la_sys_pselect6 = SYS_pselect6;
 static const long la_sys_ppoll = SYS_ppoll;
+
+/* pidfd_open(2) has no glibc wrapper in Debian 12, and syscall(2) is variadic: a descriptor
+ * that stays bound to one process, so that a pid reused after the caller ended cannot be
+ * taken for the caller (-1 with errno on failure). */
+#include <unistd.h>
+static inline int la_pidfd_open(int pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemBus
 
 /// One piece of work on a thread of its own, waited for once. The helper is otherwise
 /// single-threaded: this lets the bus start-up run while the main thread reads files.

@@ -1,3 +1,4 @@
+import SystemBus
 import LocalAuth
 
 /// The reader used for one user: the one with the most prints enrolled for them.

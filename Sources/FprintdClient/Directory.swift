@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemBus
 
 /// A directory held open by descriptor, so every step below it is resolved with openat
 /// relative to what was checked, and no step follows a symbolic link.

@@ -1,3 +1,5 @@
+import SystemBus
+
 /// fprintd's names on the bus (DESIGN.md §5) and one typed function per call we make.
 enum Fprintd {
     static let service = "net.reactivated.Fprint"

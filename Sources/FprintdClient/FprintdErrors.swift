@@ -1,3 +1,4 @@
+import SystemBus
 import LocalAuth
 
 /// How bus failures become LAErrors. fprintd's own errors keep their D-Bus name in

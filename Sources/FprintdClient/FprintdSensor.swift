@@ -1,3 +1,4 @@
+import SystemBus
 import LocalAuth
 
 /// The fingerprint sensor as fprintd offers it on the system bus.

@@ -1,3 +1,4 @@
+import SystemBus
 import LocalAuth
 
 /// The signals the sensor listens to, and the wait loop that dispatches them.

@@ -1,3 +1,4 @@
+import SystemBus
 import LocalAuth
 #if canImport(Glibc)
 import Glibc

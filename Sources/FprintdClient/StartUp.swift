@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemBus
 import LocalAuth
 
 /// The start-up on the bus, run ahead of the policy on a thread of its own while the main

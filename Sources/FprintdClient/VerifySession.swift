@@ -1,3 +1,4 @@
+import SystemBus
 import LocalAuth
 
 /// What is known about the fprintd session we hold: the claimed reader, the fprintd

@@ -1,3 +1,4 @@
+import SystemBus
 import LocalAuth
 
 /// fprintd's `VerifyStatus` result strings and what each means to the engine (DESIGN.md §5).

@@ -90,13 +90,12 @@ enum AppMode {
 
     private static func evaluate(_ request: HelperRequest, policy: Policy, unprivileged: Bool,
                                  options: Options, channel: FrameChannel, log: LogSink) -> Frame {
-        if let refusal = Presence.refusal(request, options: options, log: log) {
-            return HelperResult.frame(.failure(refusal))
-        }
+        let presence = Presence.judge(request, options: options, log: log)
+        if let refusal = presence.refusal { return HelperResult.frame(.failure(refusal)) }
         let ui = AppFrameUI(channel: channel, language: request.language, log: log)
         let wake = AppWakeSource(channel: channel, fallbackOffered: options.fallbackTitle != "")
         let env = environment(request, policy: policy, unprivileged: unprivileged, options: options, ui: ui,
-                              wake: [wake], log: log)
+                              wake: [wake] + (presence.watch.map { [$0] } ?? []), log: log)
         let context = LAContext(environment: env)
         switch context.run(policy.laPolicy) {
         case .success(let method):

@@ -8,8 +8,9 @@ import SystemEvents
 enum Authenticate {
     static func run(_ request: HelperRequest, options configured: Options, channel: FrameChannel,
                     log: LogSink) -> EvaluationMachine.Outcome {
-        if let refusal = Presence.refusal(request, options: configured, log: log) { return .failure(refusal) }
+        let presence = Presence.judge(request, options: configured, log: log)
         Catalog.load(request.language)  // before the start-up's thread exists
+        if let refusal = presence.refusal { return refused(refusal, request, channel: channel, log: log) }
         // Someone may be at the reader: the bus start-up runs from here, alongside the local
         // work (the terminal, the boot id, the shadow entry, the state file).
         let sensor = FprintdSensor(address: configured.dbusAddress, busTimeout: configured.busTimeout,
@@ -28,7 +29,8 @@ enum Authenticate {
             store: FileStateStore(directory: options.stateDir),
             options: options, ui: ui, log: log,
             wakeSources: [ModuleWakeSource(channel: channel, ui: ui,
-                                           fallbackOffered: options.fallbackTitle != "")],
+                                           fallbackOffered: options.fallbackTitle != "")]
+                + (presence.watch.map { [$0] } ?? []),
             language: request.language)
         let policy: LAPolicy = options.policy == .biometrics
             ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
@@ -41,6 +43,17 @@ enum Authenticate {
                               context: request.eventContext)
         }
         return settle(outcome, ui: ui)
+    }
+
+    /// No scan. The person at the machine is told only why their own remote login stops the
+    /// finger (they can end it); every other refusal is in the log line alone.
+    private static func refused(_ refusal: LAError, _ request: HelperRequest, channel: FrameChannel,
+                                log: LogSink) -> EvaluationMachine.Outcome {
+        if refusal.reason == .remoteSessionOpen, request.callerIsTheUser, !request.silent {
+            FrameUI(channel: channel, language: request.language, style: .messages, silent: false,
+                    isOwner: { true }, log: log).show(.signedInRemotely, error: true)
+        }
+        return .failure(refusal)
     }
 
     /// Without a terminal prompt, skipping to the password is Ctrl-C, which reaches the

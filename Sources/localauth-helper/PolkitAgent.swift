@@ -1,15 +1,15 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CSystemd
 import LocalAuth
+import LogindClient
 
 /// polkit's authentication agents (pkttyagent, GNOME's and KDE's dialogs, the agent run0 and
 /// systemctl start) run the setuid `polkit-agent-helper-1`, which runs the `polkit-1` stack
 /// with pipes on stdin and stdout and an emptied environment: the helper's own stdin and
 /// display never show anyone. Who can be at the reader is a question about the agent, the
 /// agent helper's parent: polkitd asks only the agent registered for the subject's session
-/// or process, so the agent's session is the subject's.
+/// or process, so the agent's session is the subject's (Presence asks logind about it).
 struct PolkitAgent {
     let pid: Int32
 
@@ -22,45 +22,22 @@ struct PolkitAgent {
         pid = parent
     }
 
-    /// Why nobody can be at the reader for this agent, or nil when someone can. A remote
-    /// session is refused even with `require_presence = no`.
-    func refusal(requirePresence: Bool, log: LogSink) -> LAError? {
+    /// With `require_presence`: why nobody can be at the reader for this agent beyond what
+    /// logind already said (PresenceRule), or nil when someone can.
+    func refusal(log: LogSink) -> LAError? {
         // pid 1 (or 0): an agent helper started by the service manager for a socket
         // (polkit-agent-helper.socket), whose agent is not its parent.
         guard pid > 1 else {
-            return requirePresence ? LAError(.notInteractive, reason: .noTerminal,
-                                             cause: "polkit's agent helper has no agent process (socket-activated)") : nil
+            return LAError(.notInteractive, reason: .noTerminal,
+                           cause: "polkit's agent helper has no agent process (socket-activated)")
         }
-        if let session = Self.session(of: pid) {
-            defer { free(session) }
-            let name = Presence.printable(String(cString: session))
-            if sd_session_is_remote(session) > 0 {
-                return LAError(.notInteractive, reason: .remoteSession, cause: "the polkit agent's session \(name) is remote")
-            }
-            var seat: UnsafeMutablePointer<CChar>?
-            guard sd_session_get_seat(session, &seat) >= 0, let seat else {
-                return requirePresence ? LAError(.notInteractive, reason: .noTerminal,
-                                                 cause: "the polkit agent's session \(name) has no seat") : nil
-            }
-            free(seat)
-            return nil
-        }
-        guard requirePresence else { return nil }
-        if sd_booted() > 0 {
-            return LAError(.notInteractive, reason: .noTerminal, cause: "the polkit agent (pid \(pid)) is in no login session")
-        }
+        guard !LoginRecords.logindRuns else { return nil }
         // Without logind: what the module reports for other callers, asked of the agent.
         log.log(.info, "no logind: presence for polkit from the agent's terminal and display (pid \(pid))")
         if let stat = ProcStat(pid: pid), stat.terminal != 0 { return nil }
         if Self.namesDisplay(pid) { return nil }
         return LAError(.notInteractive, reason: .noTerminal,
                        cause: "the polkit agent (pid \(pid)) has no terminal and no graphical session")
-    }
-
-    private static func session(of pid: Int32) -> UnsafeMutablePointer<CChar>? {
-        var session: UnsafeMutablePointer<CChar>?
-        guard sd_pid_get_session(pid, &session) >= 0 else { return nil }
-        return session
     }
 
     private static func executable(of pid: Int32) -> String? {

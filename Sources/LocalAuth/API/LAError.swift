@@ -59,6 +59,15 @@ public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
         case enrollmentChanged
         case readerBusy
         case remoteSession
+        /// Who is at the reader (PresenceRule): no session vouches for the caller; its
+        /// session is on no seat or not the seat's active one; locked; idle; another user's;
+        /// the user is also signed in remotely and the caller could be driven from there.
+        case noSession
+        case notActive
+        case sessionLocked
+        case sessionIdle
+        case otherUser
+        case remoteSessionOpen
         case noTerminal
         case lidClosed
         case passwordTyped
@@ -111,6 +120,12 @@ extension LAError.Reason {
         case .enrollmentChanged: return "enrollment-changed"
         case .readerBusy: return "reader-busy"
         case .remoteSession: return "remote"
+        case .noSession: return "no-session"
+        case .notActive: return "not-active"
+        case .sessionLocked: return "session-locked"
+        case .sessionIdle: return "session-idle"
+        case .otherUser: return "other-user"
+        case .remoteSessionOpen: return "remote-session-open"
         case .noTerminal: return "no-terminal"
         case .lidClosed: return "lid-closed"
         case .passwordTyped: return "password-typed"

@@ -5,6 +5,7 @@ public struct Options: Equatable, Sendable {
     public enum PolicyChoice: String, Sendable { case biometrics, owner }
     public enum OptIn: String, Sendable { case required, optional }
     public enum PromptMode: String, Sendable { case sequential, concurrent }
+    public enum LidClosedChoice: String, Sendable { case password, scan }
 
     /// `policy`: `owner` (fingerprint, then the password module) or `biometrics`.
     public var policy: PolicyChoice = .owner
@@ -42,8 +43,10 @@ public struct Options: Equatable, Sendable {
     public var prompt: PromptMode = .sequential
     /// `lid_path`: a file whose text contains `closed` when the laptop lid is closed.
     public var lidPath = "/proc/acpi/button/lid/LID0/state"
-    /// `lid_external_reader`: the reader is outside the laptop, so a closed lid does not stop it.
-    public var lidExternalReader = false
+    /// `lid_closed`: what a closed lid means (logind's `LidClosed`, or `lid_path` without
+    /// logind): `password` (the reader is in the lid: nobody can reach it), `scan` (the
+    /// reader is elsewhere, a closed lid does not stop it).
+    public var lidClosed = LidClosedChoice.password
     /// `require_presence`: no scan unless someone can be at the reader (a terminal on the
     /// conversation, or a graphical session). Off only for unusual setups.
     public var requirePresence = true
@@ -179,7 +182,7 @@ extension Options {
         .seconds("fingerprint_stale", 0...100_000, \.fingerprintStaleHours),
         .choice("prompt", \.prompt, [PromptMode.sequential, .concurrent]),
         .path("lid_path", \.lidPath),
-        .bool("lid_external_reader", \.lidExternalReader),
+        .choice("lid_closed", \.lidClosed, [LidClosedChoice.password, .scan]),
         .bool("require_presence", \.requirePresence),
         .path("fprint_dir", \.fprintDir),
         .path("helper", \.helper),

@@ -24,6 +24,8 @@ public enum UserMessage: Equatable, Sendable {
     /// be the account's owner (login, su): it says nothing about the account's state.
     case fingerprintUnavailable
     case readerBusy
+    /// No scan while the user also has a remote session open (PresenceRule).
+    case signedInRemotely
     case readerDisconnected
     case noFingerDetected
     case matched
@@ -63,6 +65,7 @@ public enum UserMessage: Equatable, Sendable {
                 : tr(l, "Your enrolled fingerprints changed — enter your password to use them again")
         case .fingerprintUnavailable: return tr(l, "Fingerprint sign-in is not available — use the password")
         case .readerBusy: return tr(l, "The fingerprint reader is in use by another session — use your password")
+        case .signedInRemotely: return tr(l, "You are also signed in remotely — use your password")
         case .readerDisconnected: return tr(l, "The fingerprint reader was disconnected — use your password")
         case .noFingerDetected: return tr(l, "No finger detected — use your password")
         case .matched: return tr(l, "Fingerprint recognized")

@@ -1,16 +1,16 @@
 import CSystemd
 
-/// An sd-bus message with the few append/read helpers fprintd's API needs. sd-bus's
+/// An sd-bus message with the few append/read helpers fprintd's and logind's APIs need. sd-bus's
 /// variadic helpers cannot be called from Swift, so each value goes through the basic
 /// (one value) calls.
-final class Message {
-    let pointer: OpaquePointer
+package final class Message {
+    package let pointer: OpaquePointer
 
     /// Takes over a reference the caller owns (a message sd-bus just created for us).
-    init(adopting pointer: OpaquePointer) { self.pointer = pointer }
+    package init(adopting pointer: OpaquePointer) { self.pointer = pointer }
 
     /// Takes a new reference (a message sd-bus lends to a callback).
-    init(retaining pointer: OpaquePointer) {
+    package init(retaining pointer: OpaquePointer) {
         self.pointer = sd_bus_message_ref(pointer)
     }
 
@@ -20,25 +20,25 @@ final class Message {
 
     /// The sender's serial. Serials from one connection only grow, so comparing them
     /// orders a signal against a reply from the same peer.
-    var cookie: UInt64 {
+    package var cookie: UInt64 {
         var cookie: UInt64 = 0
         return sd_bus_message_get_cookie(pointer, &cookie) >= 0 ? cookie : 0
     }
 
     /// The object path a signal was emitted on.
-    var path: String? {
+    package var path: String? {
         sd_bus_message_get_path(pointer).map { String(cString: $0) }
     }
 
     /// The unique name (`:1.42`) of the connection that sent this message.
-    var sender: String? {
+    package var sender: String? {
         sd_bus_message_get_sender(pointer).map { String(cString: $0) }
     }
 
     // MARK: Appending
 
     @discardableResult
-    func append(_ value: String) throws(BusError) -> Message {
+    package func append(_ value: String) throws(BusError) -> Message {
         try checked(value.withCString { sd_bus_message_append_basic(pointer, typeString, $0) },
                     "sd_bus_message_append_basic")
         return self
@@ -46,7 +46,7 @@ final class Message {
 
     // MARK: Reading
 
-    func readString() throws(BusError) -> String {
+    package func readString() throws(BusError) -> String {
         var value: UnsafePointer<CChar>?
         let r = try checked(sd_bus_message_read_basic(pointer, typeString, &value),
                             "sd_bus_message_read_basic")
@@ -54,7 +54,7 @@ final class Message {
         return String(cString: value)
     }
 
-    func readBool() throws(BusError) -> Bool {
+    package func readBool() throws(BusError) -> Bool {
         var value: Int32 = 0
         let r = try checked(sd_bus_message_read_basic(pointer, typeBoolean, &value),
                             "sd_bus_message_read_basic")
@@ -63,7 +63,7 @@ final class Message {
     }
 
     /// Reads an array of strings (`as`) or object paths (`ao`).
-    func readArray(of element: CChar) throws(BusError) -> [String] {
+    package func readArray(of element: CChar) throws(BusError) -> [String] {
         let contents = String(UnicodeScalar(UInt8(bitPattern: element)))
         try enter(typeArray, contents)
         var out: [String] = []
@@ -79,11 +79,43 @@ final class Message {
     }
 
     /// Reads a variant holding one string: the reply of Properties.Get for an `s` property.
-    func readStringVariant() throws(BusError) -> String {
+    package func readStringVariant() throws(BusError) -> String {
         try enter(typeVariant, "s")
         let value = try readString()
         try checked(sd_bus_message_exit_container(pointer), "sd_bus_message_exit_container")
         return value
+    }
+
+    /// Reads a variant holding one boolean: the reply of Properties.Get for a `b` property.
+    package func readBoolVariant() throws(BusError) -> Bool {
+        try enter(typeVariant, "b")
+        let value = try readBool()
+        try checked(sd_bus_message_exit_container(pointer), "sd_bus_message_exit_container")
+        return value
+    }
+
+    /// A PropertiesChanged signal (`s a{sv} as`): the interface, the changed properties
+    /// that are booleans (others are skipped), and the names invalidated without a value.
+    package func readPropertiesChanged() throws(BusError) -> (interface: String, booleans: [String: Bool],
+                                                              invalidated: [String]) {
+        let interface = try readString()
+        var booleans: [String: Bool] = [:]
+        try enter(typeArray, "{sv}")
+        while try checked(sd_bus_message_enter_container(pointer, typeDictEntry, "sv"),
+                          "sd_bus_message_enter_container") > 0 {
+            let name = try readString()
+            var type: CChar = 0
+            var contents: UnsafePointer<CChar>?
+            try checked(sd_bus_message_peek_type(pointer, &type, &contents), "sd_bus_message_peek_type")
+            if type == typeVariant, let contents, String(cString: contents) == "b" {
+                booleans[name] = try readBoolVariant()
+            } else {
+                try checked(sd_bus_message_skip(pointer, "v"), "sd_bus_message_skip")
+            }
+            try checked(sd_bus_message_exit_container(pointer), "sd_bus_message_exit_container")
+        }
+        try checked(sd_bus_message_exit_container(pointer), "sd_bus_message_exit_container")
+        return (interface, booleans, try readArray(of: typeString))
     }
 
     private func enter(_ type: CChar, _ contents: String) throws(BusError) {
@@ -94,8 +126,9 @@ final class Message {
 }
 
 // D-Bus type codes (sd-bus-protocol.h); the enum is anonymous, so spelled out here.
-let typeString = CChar(UInt8(ascii: "s"))
-let typeObjectPath = CChar(UInt8(ascii: "o"))
-let typeBoolean = CChar(UInt8(ascii: "b"))
-let typeArray = CChar(UInt8(ascii: "a"))
-let typeVariant = CChar(UInt8(ascii: "v"))
+package let typeString = CChar(UInt8(ascii: "s"))
+package let typeObjectPath = CChar(UInt8(ascii: "o"))
+package let typeBoolean = CChar(UInt8(ascii: "b"))
+package let typeArray = CChar(UInt8(ascii: "a"))
+package let typeVariant = CChar(UInt8(ascii: "v"))
+package let typeDictEntry = CChar(UInt8(ascii: "e"))

@@ -1,3 +1,5 @@
+// SystemBus: the helper's one D-Bus client (sd-bus), with every call bounded in time. fprintd
+// (FprintdClient) and logind (LogindClient) are reached through it.
 import CSystemd
 #if canImport(Glibc)
 import Glibc
@@ -5,7 +7,7 @@ import Glibc
 
 /// Everything that can go wrong on the bus, as one closed set. Negative sd-bus results are
 /// turned into these by `checked` below and nowhere else.
-enum BusError: Error, Equatable {
+package enum BusError: Error, Equatable {
     /// No reply within the bound (ETIMEDOUT): the peer is frozen or overloaded.
     case timedOut
     /// The connection is closed, was refused, or was lost (ECONNRESET, ENOTCONN, EPIPE,
@@ -19,7 +21,7 @@ enum BusError: Error, Equatable {
     case malformed(String)
 
     /// One line for the log.
-    var summary: String {
+    package var summary: String {
         switch self {
         case .timedOut: return "no reply within the bus timeout"
         case .disconnected(let e): return "no bus connection (\(errnoName(e)))"
@@ -36,7 +38,7 @@ private let disconnectErrnos: Set<Int32> = [ECONNRESET, ENOTCONN, EPIPE, ECONNRE
 /// The one place where C results become Swift errors. `r` is an sd-bus return value
 /// (negative errno on failure); `error`, when given, may carry a D-Bus error name.
 @discardableResult
-func checked(_ r: Int32, _ call: String,
+package func checked(_ r: Int32, _ call: String,
              _ error: UnsafePointer<sd_bus_error>? = nil) throws(BusError) -> Int32 {
     guard r < 0 else { return r }
     let e = -r
@@ -50,17 +52,17 @@ func checked(_ r: Int32, _ call: String,
     throw .local(call: call, errno: e)
 }
 
-func errnoName(_ e: Int32) -> String {
+package func errnoName(_ e: Int32) -> String {
     String(cString: strerror(e))
 }
 
 /// One client connection to a bus at a given address, with every call bounded in time.
 /// Never reads the environment: the address is always given.
-final class Bus {
+package final class Bus {
     private var handle: OpaquePointer?
     /// The bound for the next call (and for the connection's own setup), in µs: the caller
     /// shortens it as a shared deadline draws near (`bound(toSeconds:)`).
-    private(set) var timeoutUsec: UInt64
+    package private(set) var timeoutUsec: UInt64
     /// Match handlers, kept alive for as long as their slots.
     private var matches: [(slot: OpaquePointer?, box: Unmanaged<MatchBox>)] = []
 
@@ -68,7 +70,7 @@ final class Bus {
     /// timeout (sd-bus's own bound for the handshake is 90 s). With `awaitingReady` false it
     /// returns once the authentication is sent: calls made meanwhile are queued and go out
     /// with the handshake, driven by `dispatch()` and `wait(until:extra:)`.
-    init(address: String, timeoutSeconds: Double, awaitingReady: Bool = true) throws(BusError) {
+    package init(address: String, timeoutSeconds: Double, awaitingReady: Bool = true) throws(BusError) {
         timeoutUsec = UInt64(max(timeoutSeconds, 0.001) * 1_000_000)
         var bus: OpaquePointer?
         try checked(sd_bus_new(&bus), "sd_bus_new")
@@ -92,7 +94,7 @@ final class Bus {
     deinit { close() }
 
     /// Bounds the calls from now on, those sd-bus makes itself (AddMatch) included.
-    func bound(toSeconds seconds: Double) {
+    package func bound(toSeconds seconds: Double) {
         timeoutUsec = UInt64(max(seconds, 0.001) * 1_000_000)
         if let handle { sd_bus_set_method_call_timeout(handle, timeoutUsec) }
     }
@@ -107,13 +109,16 @@ final class Bus {
         }
     }
 
-    var isOpen: Bool { handle.map { sd_bus_is_open($0) > 0 } ?? false }
+    /// The connection's socket, for a caller that waits on it among others (poll).
+    package var fileDescriptor: Int32? { handle.map { sd_bus_get_fd($0) }.flatMap { $0 >= 0 ? $0 : nil } }
+
+    package var isOpen: Bool { handle.map { sd_bus_is_open($0) > 0 } ?? false }
 
     /// Authenticated and Hello answered.
-    var isReady: Bool { handle.map { sd_bus_is_ready($0) > 0 } ?? false }
+    package var isReady: Bool { handle.map { sd_bus_is_ready($0) > 0 } ?? false }
 
     /// Drops the connection. Peers see the client vanish (fprintd then drops its claim).
-    func close() {
+    package func close() {
         // Closed first, so that dropping the matches sends no RemoveMatch: the bus daemon
         // forgets a client's matches with the client. Not sd_bus_flush_close_unref: flushing
         // waits for a handshake still in progress (up to 90 s with a frozen bus daemon), and
@@ -135,7 +140,7 @@ final class Bus {
 
     /// A new method call message. Auto-start stays allowed: on a real system the bus
     /// daemon starts fprintd on demand.
-    func methodCall(destination: String, path: String, interface: String,
+    package func methodCall(destination: String, path: String, interface: String,
                     member: String) throws(BusError) -> Message {
         let bus = try open()
         var m: OpaquePointer?
@@ -153,7 +158,7 @@ final class Bus {
 
     /// Sends `message` and waits for its reply, at most `timeoutUsec`. Signals that arrive
     /// meanwhile stay queued for `dispatch()`.
-    func call(_ message: Message) throws(BusError) -> Message {
+    package func call(_ message: Message) throws(BusError) -> Message {
         let bus = try open()
         var error = sd_bus_error(name: nil, message: nil, _need_free: 0)
         defer { sd_bus_error_free(&error) }
@@ -165,7 +170,7 @@ final class Bus {
 
     /// Sends `message` without waiting: `done` gets the reply (or what went wrong: an error
     /// reply, no reply within `timeoutUsec`, the connection lost) from `dispatch()`.
-    func callAsync(_ message: Message, _ done: @escaping (Result<Message, BusError>) -> Void) throws(BusError) {
+    package func callAsync(_ message: Message, _ done: @escaping (Result<Message, BusError>) -> Void) throws(BusError) {
         let bus = try open()
         let box = Unmanaged.passRetained(ReplyBox(done))
         var slot: OpaquePointer?
@@ -185,7 +190,7 @@ final class Bus {
     /// `addMatch` without waiting for the bus daemon's answer: `installed` gets nil once the
     /// match is in place, or the error, from `dispatch()`. The daemon handles a client's
     /// messages in order, so the match applies to everything caused by a call sent after it.
-    func addMatchAsync(_ rule: String, _ handler: @escaping (Message) -> Void,
+    package func addMatchAsync(_ rule: String, _ handler: @escaping (Message) -> Void,
                        installed: @escaping (BusError?) -> Void) throws(BusError) {
         let bus = try open()
         let box = Unmanaged.passRetained(MatchBox(handler, installed: installed))
@@ -204,7 +209,7 @@ final class Bus {
 
     /// Calls `handler` for each message matching `rule` (D-Bus match rule syntax), from
     /// `dispatch()`. The AddMatch round trip is bounded by the method call timeout.
-    func addMatch(_ rule: String, _ handler: @escaping (Message) -> Void) throws(BusError) {
+    package func addMatch(_ rule: String, _ handler: @escaping (Message) -> Void) throws(BusError) {
         let bus = try open()
         let box = Unmanaged.passRetained(MatchBox(handler))
         var slot: OpaquePointer?
@@ -220,7 +225,7 @@ final class Bus {
 
     /// Runs the handlers of everything already received, without blocking.
     /// Throws `.disconnected` once the connection is gone.
-    func dispatch() throws(BusError) {
+    package func dispatch() throws(BusError) {
         let bus = try open()
         while try checked(sd_bus_process(bus, nil), "sd_bus_process") > 0 {}
         // sd_bus_process returns 0 but leaves the bus closed after the last message.
@@ -229,7 +234,7 @@ final class Bus {
 
     /// Sleeps until the bus has input (or its own timer fires), `deadline` (monotonic ms)
     /// passes, or one of `extra` is readable or hung up. Returns that descriptor, if any.
-    func wait(until deadline: Int64, extra: [Int32]) throws(BusError) -> Int32? {
+    package func wait(until deadline: Int64, extra: [Int32]) throws(BusError) -> Int32? {
         let bus = try open()
         let fd = try checked(sd_bus_get_fd(bus), "sd_bus_get_fd")
         let events = try checked(sd_bus_get_events(bus), "sd_bus_get_events")
@@ -259,8 +264,8 @@ private func pollMillis(deadline: Int64, busDueUsec: UInt64) -> Int32 {
     return Int32(clamping: (wait + 999) / 1000)
 }
 
-enum MonotonicMicros {
-    static func now() -> Int64 {
+package enum MonotonicMicros {
+    package static func now() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000

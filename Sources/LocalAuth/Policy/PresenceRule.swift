@@ -1,0 +1,206 @@
+/// "Who is at the reader": whether the person at this machine's reader can be the person
+/// authenticating, with nobody else driving the request. Pure: the helper gathers the facts
+/// from logind (sd-login and logind's bus API, `Sources/LogindClient`), this decides, and the
+/// tests give it every combination (`Tests/LocalAuthTests/PresenceRuleTests.swift`).
+///
+/// A scan needs, in this order:
+/// 1. the lid open, unless the administrator says the reader is elsewhere (`lid_closed = scan`);
+/// 2. a session that vouches for the caller (`Vouching`): its own, or for a caller in its
+///    user's manager (desktop terminals, GNOME's polkit agent) that user's display session;
+/// 3. that session local, on a seat and the seat's active one, its user the one
+///    authenticated, not locked and not idle (a locked or idle session's person is not looking
+///    at this prompt; root's own callers are exempt: they are the lock screen and the greeter);
+/// 4. while the user also has a remote session open, a caller no remote person can drive: a
+///    virtual console, root's own greeter or lock screen, a desktop's polkit dialog. A
+///    pseudo-terminal (tmux, screen, a desktop terminal, `systemd-run --user --pty`) or a
+///    program the user started without a terminal could be typed into or started from that
+///    remote login.
+/// Any question logind could not answer is a "no". Where logind does not run, only the lid
+/// counts here; the terminal and PAM_RHOST checks of the helper decide the rest.
+public enum PresenceRule {
+    /// Why no finger may be asked for, or nil when one may.
+    public static func refusal(_ facts: PresenceFacts) -> LAError? {
+        if let refusal = lidRefusal(facts) { return refusal }
+        switch facts.vouching {
+        case .logindAbsent, .foregroundConsole:
+            return nil
+        case .nobody(let why):
+            return LAError(.notInteractive, reason: .noSession, cause: why)
+        case .seatSession(let session):
+            return sessionRefusal(session, facts, requireSameUser: false)
+        case .callerSession(let session), .displaySession(let session):
+            return sessionRefusal(session, facts, requireSameUser: true)
+                ?? remoteSessionRefusal(facts, vouching: session)
+        }
+    }
+
+    static func lidRefusal(_ facts: PresenceFacts) -> LAError? {
+        guard facts.lidClosed == .password else { return nil }
+        switch facts.lid {
+        case .open: return nil
+        case .closed: return LAError(.biometryNotAvailable, reason: .lidClosed, cause: "the lid is closed")
+        case .unknown(let why):
+            return LAError(.biometryNotAvailable, reason: .lidClosed, cause: "whether the lid is closed is not known: \(why)")
+        }
+    }
+
+    static func sessionRefusal(_ s: LogindSession, _ facts: PresenceFacts, requireSameUser: Bool) -> LAError? {
+        let name = "logind session \(s.id)"
+        guard let remote = s.remote else { return no(.remoteSession, "logind could not say whether \(name) is remote") }
+        if remote || !s.remoteHost.isEmpty {
+            return no(.remoteSession, "\(name) is remote\(s.remoteHost.isEmpty ? "" : " (from \(s.remoteHost))")")
+        }
+        if s.seat.isEmpty { return no(.notActive, "\(name) is on no seat") }
+        guard s.active == true else { return no(.notActive, "\(name) is not the active one on \(s.seat)") }
+        // A greeter authenticates whoever sits down; every other session vouches for its user only.
+        let greeter = facts.caller == .rootWithoutTerminal && s.sessionClass == "greeter"
+        if requireSameUser && !greeter {
+            guard let uid = s.uid, let user = facts.user, uid == user else {
+                return no(.otherUser, "\(name) belongs to uid \(s.uid.map(String.init) ?? "?"), "
+                          + "not to the user authenticated (uid \(facts.user.map(String.init) ?? "?"))")
+            }
+        }
+        // The lock screen and the greeter are root's own callers: the person who wakes a
+        // locked or idle screen is the one they ask.
+        guard facts.caller != .rootWithoutTerminal else { return nil }
+        guard let locked = s.locked else { return no(.sessionLocked, "logind could not say whether \(name) is locked") }
+        if locked { return no(.sessionLocked, "\(name) is locked") }
+        guard let idle = s.idle else { return no(.sessionIdle, "logind could not say whether \(name) is idle") }
+        if idle { return no(.sessionIdle, "\(name) is idle") }
+        return nil
+    }
+
+    /// A caller that someone elsewhere could be driving, while the user has a remote session.
+    static func remoteSessionRefusal(_ facts: PresenceFacts, vouching: LogindSession) -> LAError? {
+        guard facts.caller.drivableRemotely else { return nil }
+        let remote = facts.userSessions.filter { $0.id != vouching.id && $0.reachesFromElsewhere }
+        guard let first = remote.first else { return nil }
+        let also = remote.count > 1 ? " and \(remote.count - 1) more" : ""
+        return no(.remoteSessionOpen, "the user also has remote logind session \(first.id)\(also) open, "
+                  + "and the caller (\(facts.caller.description)) could be driven from it")
+    }
+
+    private static func no(_ reason: LAError.Reason, _ cause: String) -> LAError {
+        LAError(.notInteractive, reason: reason, cause: cause)
+    }
+}
+
+/// Everything the rule needs, gathered by the helper for one request.
+public struct PresenceFacts: Equatable, Sendable {
+    public var vouching: Vouching
+    public var caller: CallerPlace
+    /// The uid of the account being authenticated; nil when it has no entry.
+    public var user: UInt32?
+    /// Every logind session of that uid (for "also signed in remotely").
+    public var userSessions: [LogindSession]
+    public var lid: Lid
+    public var lidClosed: Options.LidClosedChoice
+
+    public init(vouching: Vouching, caller: CallerPlace, user: UInt32?, userSessions: [LogindSession] = [],
+                lid: Lid = .open, lidClosed: Options.LidClosedChoice = .password) {
+        self.vouching = vouching
+        self.caller = caller
+        self.user = user
+        self.userSessions = userSessions
+        self.lid = lid
+        self.lidClosed = lidClosed
+    }
+}
+
+/// The session whose person is taken to be at the reader.
+public enum Vouching: Equatable, Sendable {
+    /// logind is not running (containers, no systemd).
+    case logindAbsent
+    /// The caller's own session (`sd_pid_get_session`).
+    case callerSession(LogindSession)
+    /// The caller is in no session but in its user's manager (`sd_pid_get_user_unit`): that
+    /// user's display session (`sd_uid_get_display`), as polkit decides for such processes.
+    case displaySession(LogindSession)
+    /// Root's greeter (a login manager's worker, before `pam_systemd` gives it a session):
+    /// the active session of the seat it shows on.
+    case seatSession(LogindSession)
+    /// Root's `login` on a virtual console that is the one in front (`/sys/class/tty/tty0/active`),
+    /// in no session yet: whoever types there is at the machine.
+    case foregroundConsole(String)
+    /// Nothing vouches, with why (in no session and not in a user manager, a user manager
+    /// whose user has no display session, a question sd-login could not answer).
+    case nobody(String)
+}
+
+/// What logind says about one session. nil: logind could not say.
+public struct LogindSession: Equatable, Sendable {
+    public var id: String
+    public var uid: UInt32?
+    public var remote: Bool?
+    public var remoteHost: String
+    /// Empty: on no seat.
+    public var seat: String
+    /// `user`, `greeter`, `lock-screen`, `background`, ...
+    public var sessionClass: String
+    /// The seat's active session.
+    public var active: Bool?
+    /// `LockedHint` and `IdleHint`, from logind's bus API (not in sd-login).
+    public var locked: Bool?
+    public var idle: Bool?
+
+    public init(id: String, uid: UInt32?, remote: Bool?, remoteHost: String = "", seat: String,
+                sessionClass: String = "user", active: Bool?, locked: Bool? = false, idle: Bool? = false) {
+        self.id = id
+        self.uid = uid
+        self.remote = remote
+        self.remoteHost = remoteHost
+        self.seat = seat
+        self.sessionClass = sessionClass
+        self.active = active
+        self.locked = locked
+        self.idle = idle
+    }
+
+    /// A login someone elsewhere may be using: remote as logind says (or unknown), a remote
+    /// host named (loopback too: `ssh -R` tunnels arrive from 127.0.0.1, which logind calls
+    /// local), or an interactive session on no seat (sshd, `machinectl shell`).
+    public var reachesFromElsewhere: Bool {
+        if remote != false || !remoteHost.isEmpty { return true }
+        return seat.isEmpty && sessionClass == "user"
+    }
+}
+
+/// Where the caller's prompt is, as far as it matters for who can drive it.
+public enum CallerPlace: Equatable, Sendable, CustomStringConvertible {
+    /// Its controlling terminal is a virtual console of this machine (tty1-63).
+    case console
+    /// A pseudo-terminal or another line (tmux, screen, ssh, a desktop terminal, a serial line).
+    case otherTerminal
+    /// Root's own program with no terminal: a login manager's worker, GNOME's lock screen.
+    case rootWithoutTerminal
+    /// polkit's agent helper for an agent with no terminal: a desktop's dialog.
+    case dialog
+    /// A program the user started with no terminal (a screen locker through the launcher,
+    /// sudo with an askpass program, an application).
+    case userWithoutTerminal
+
+    /// Whether a remote login of the same user could have started it or be typing into it.
+    public var drivableRemotely: Bool {
+        switch self {
+        case .otherTerminal, .userWithoutTerminal: return true
+        case .console, .rootWithoutTerminal, .dialog: return false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .console: return "a virtual console"
+        case .otherTerminal: return "a pseudo-terminal"
+        case .rootWithoutTerminal: return "root's program with no terminal"
+        case .dialog: return "a polkit dialog"
+        case .userWithoutTerminal: return "the user's program with no terminal"
+        }
+    }
+}
+
+/// The lid switch. `.open` also when there is none.
+public enum Lid: Equatable, Sendable {
+    case open
+    case closed
+    case unknown(String)
+}

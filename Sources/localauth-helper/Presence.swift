@@ -1,0 +1,243 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+import LogindClient
+
+/// Whether a person can be at the reader: the facts for PresenceRule, gathered from the
+/// request, /proc and logind, then the older terminal checks (`require_presence`). Every
+/// refusal goes straight to the password; only "also signed in remotely" is told to the
+/// person (Authenticate), everything else is in the log line.
+enum Presence {
+    struct Verdict {
+        var refusal: LAError?
+        /// Ends the wait for a finger when the vouching session is locked, idle or left.
+        var watch: WakeSource?
+    }
+
+    static func judge(_ request: HelperRequest, options: Options, log: LogSink) -> Verdict {
+        if request.isRemote {
+            return Verdict(refusal: LAError(.notInteractive, reason: .remoteSession,
+                                            cause: "remote host \(printable(request.rhost))"))
+        }
+        guard let subject = Subject(request) else {
+            return Verdict(refusal: LAError(.notInteractive, reason: .noSession,
+                                            cause: "the calling process could not be pinned (it ended, or is not the caller)"))
+        }
+        defer { subject.pin.close() }
+        let gathered = gather(request, subject, options)
+        if let refusal = PresenceRule.refusal(gathered.facts) { return Verdict(refusal: refusal) }
+        if gathered.facts.vouching == .logindAbsent {
+            log.log(.info, "logind is not running: whether someone is at the reader is judged from the terminal and PAM_RHOST only")
+        }
+        if let refusal = terminalRefusal(request, subject, options: options, log: log) {
+            return Verdict(refusal: refusal)
+        }
+        // Every fact above was read about the pinned process, not a later one with its pid.
+        guard subject.pin.stillRunning else {
+            return Verdict(refusal: LAError(.systemCancel, cause: "the calling process ended while presence was judged"))
+        }
+        return Verdict(refusal: nil,
+                       watch: gathered.hints?.watch(lockAndIdle: gathered.facts.caller != .rootWithoutTerminal))
+    }
+
+    /// The process whose place and session count: the caller, or for polkit's agent helper
+    /// the agent that started it (polkitd asks the agent registered for the subject).
+    struct Subject {
+        let pid: Int32
+        let pin: CallerPin
+        let polkit: PolkitAgent?
+        let stat: ProcStat
+
+        init?(_ request: HelperRequest) {
+            guard let caller = request.callerPID, caller > 0,
+                  let pin = CallerPin(caller: caller, viaLauncher: request.terminalOwner != nil) else { return nil }
+            let agent = PolkitAgent(request)
+            let pid = agent?.pid ?? caller
+            // A socket-activated agent helper's parent is the service manager: its own
+            // facts stand in (no terminal), and the rule finds no agent.
+            guard let stat = ProcStat(pid: pid > 1 ? pid : caller) else {
+                pin.close()
+                return nil
+            }
+            self.pid = pid
+            self.pin = pin
+            self.polkit = agent
+            self.stat = stat
+        }
+    }
+
+    private struct Gathered {
+        var facts: PresenceFacts
+        var hints: LogindHints?
+    }
+
+    private static func gather(_ request: HelperRequest, _ subject: Subject, _ options: Options) -> Gathered {
+        let place = callerPlace(request, subject)
+        let uid = getpwnam(request.user.value).map { UInt32($0.pointee.pw_uid) }
+        var facts = PresenceFacts(vouching: vouching(request, subject, place), caller: place, user: uid,
+                                  lidClosed: options.lidClosed)
+        guard facts.vouching != .logindAbsent else {
+            facts.lid = lidClosed(options.lidPath) ? .closed : .open
+            return Gathered(facts: facts)
+        }
+        if case .nobody = facts.vouching { return Gathered(facts: facts) }  // refused; logind's bus not needed
+        let hints = LogindHints(address: options.dbusAddress, timeoutSeconds: options.busTimeout,
+                                session: facts.vouching.session?.id)
+        facts.vouching = facts.vouching.with(locked: hints.locked, idle: hints.idle)
+        facts.lid = hints.lidClosed.map { $0 ? .closed : .open } ?? .unknown(hints.failure ?? "no answer")
+        if let uid { facts.userSessions = LoginRecords.sessions(of: uid).map(LoginRecords.record(of:)) }
+        return Gathered(facts: facts, hints: hints)
+    }
+
+    /// Where the prompt is: the subject's controlling terminal, else who started it.
+    static func callerPlace(_ request: HelperRequest, _ subject: Subject) -> CallerPlace {
+        if subject.stat.terminal != 0 { return isVirtualConsole(subject.stat.terminal) ? .console : .otherTerminal }
+        if subject.polkit != nil { return .dialog }
+        return request.terminalOwner == nil && request.callerUID == 0 ? .rootWithoutTerminal : .userWithoutTerminal
+    }
+
+    static func vouching(_ request: HelperRequest, _ subject: Subject, _ place: CallerPlace) -> Vouching {
+        guard LoginRecords.logindRuns else { return .logindAbsent }
+        if subject.polkit != nil && subject.pid <= 1 {
+            return .nobody("polkit's agent helper has no agent process (socket-activated)")
+        }
+        switch LoginRecords.session(of: subject.pid) {
+        case .session(let id): return .callerSession(LoginRecords.record(of: id))
+        case .failed(let why): return .nobody("logind could not say which session the caller is in: \(why)")
+        case .none: break
+        }
+        if let manager = LoginRecords.userUnit(of: subject.pid) {
+            guard let display = LoginRecords.displaySession(of: manager.uid) else {
+                return .nobody("the caller runs in \(printable(manager.unit)) of uid \(manager.uid)'s manager, "
+                               + "and that user has no display session")
+            }
+            return .displaySession(LoginRecords.record(of: display))
+        }
+        // Root's greeter authenticates before pam_systemd gives it a session: the person is
+        // whoever sits at seat0, in front of its active session.
+        if place == .rootWithoutTerminal, greeterShaped(request) {
+            guard let active = LoginRecords.activeSession(of: "seat0") else { return .nobody("seat0 has no active session") }
+            return .seatSession(LoginRecords.record(of: active))
+        }
+        // Root's login on the virtual console in front (a getty's, before its session).
+        if place == .console, request.terminalOwner == nil, request.callerUID == 0,
+           let vt = foregroundConsole(), consoleNumber(subject.stat.terminal) == vt {
+            return .foregroundConsole("tty\(vt)")
+        }
+        return .nobody("the caller is in no login session and not in a user manager (a service, cron, a container)")
+    }
+
+    /// The older checks, kept where logind runs too: a script, `sudo -S`, a polkit agent
+    /// with neither terminal nor display, where `require_presence` asks for someone there.
+    static func terminalRefusal(_ request: HelperRequest, _ subject: Subject, options: Options, log: LogSink) -> LAError? {
+        guard options.requirePresence else { return nil }
+        if let agent = subject.polkit { return agent.refusal(log: log) }
+        guard let why = nobodyThere(request) else { return nil }
+        return LAError(.notInteractive, reason: .noTerminal, cause: why)
+    }
+
+    /// A text conversation reads the terminal the application runs on; a graphical one
+    /// shows a dialog. Neither: a script. A terminal named but stdin elsewhere: the password
+    /// comes from a pipe (`sudo -S`, `echo … | su`) -- unless the terminal is a virtual
+    /// console and the caller has no controlling terminal at all: a greeter (GDM on Wayland
+    /// names its VT in PAM_TTY and no display), whose screen is that console.
+    static func nobodyThere(_ request: HelperRequest) -> String? {
+        if request.stdinTTY { return nil }
+        if greeterOnConsole(request) { return nil }
+        if request.ttyDevicePath != nil {
+            return "the conversation does not read the terminal (password from a pipe)"
+        }
+        return request.display ? nil : "no terminal and no graphical session"
+    }
+
+    /// A login manager's worker (GDM, LightDM, SDDM): run by root, no controlling terminal,
+    /// on a virtual console (PAM_TTY) or a display. Never on the launcher path.
+    static func greeterShaped(_ request: HelperRequest) -> Bool {
+        guard request.terminalOwner == nil, request.callerUID == 0, let pid = request.callerPID,
+              pid > 0, ProcStat(pid: pid)?.terminal == 0 else { return false }
+        return greeterOnConsole(request) || request.display
+    }
+
+    /// PAM_TTY is a virtual console (on the machine's own screen and keyboard) and the root
+    /// caller has no controlling terminal. Not on the launcher path, where the caller's word
+    /// about its terminal counts for nothing.
+    static func greeterOnConsole(_ request: HelperRequest) -> Bool {
+        guard request.terminalOwner == nil, let path = request.ttyDevicePath,
+              let pid = request.callerPID, pid > 0, let caller = ProcStat(pid: pid),
+              caller.terminal == 0 else { return false }
+        var st = stat()
+        guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFCHR else { return false }
+        return isVirtualConsole(UInt64(st.st_rdev))
+    }
+
+    /// Major 4, minor 1-63: a virtual console (minor 64 and up are serial lines).
+    static func isVirtualConsole(_ device: UInt64) -> Bool { consoleNumber(device) != nil }
+
+    static func consoleNumber(_ device: UInt64) -> Int? {
+        let major = (device >> 8) & 0xfff, minor = (device & 0xff) | ((device >> 12) & 0xfff00)
+        return major == 4 && (1...63).contains(minor) ? Int(minor) : nil
+    }
+
+    /// The virtual console in front, as the kernel says (`tty2`).
+    static func foregroundConsole() -> Int? {
+        let fd = open("/sys/class/tty/tty0/active", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 3 else { return nil }
+        let text = buffer[0..<n].prefix { $0 != UInt8(ascii: "\n") }
+        guard text.starts(with: "tty".utf8) else { return nil }
+        return Int(String(decoding: text.dropFirst(3), as: UTF8.self))
+    }
+
+    /// ACPI's lid state file says `state:      closed`: where logind does not run to ask.
+    static func lidClosed(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return false }
+        return String(decoding: buffer[0..<n], as: UTF8.self).includes("closed")
+    }
+
+    static func printable(_ s: String) -> String {
+        String(String.UnicodeScalarView(s.unicodeScalars.prefix(64).map { $0.value < 0x20 ? "?" : $0 }))
+    }
+}
+
+extension Vouching {
+    /// The session whose hints logind's bus is asked for.
+    var session: LogindSession? {
+        switch self {
+        case .callerSession(let s), .displaySession(let s), .seatSession(let s): return s
+        case .logindAbsent, .foregroundConsole, .nobody: return nil
+        }
+    }
+
+    func with(locked: Bool?, idle: Bool?) -> Vouching {
+        func filled(_ s: LogindSession) -> LogindSession {
+            var s = s
+            s.locked = locked
+            s.idle = idle
+            return s
+        }
+        switch self {
+        case .callerSession(let s): return .callerSession(filled(s))
+        case .displaySession(let s): return .displaySession(filled(s))
+        case .seatSession(let s): return .seatSession(filled(s))
+        case .logindAbsent, .foregroundConsole, .nobody: return self
+        }
+    }
+}
+
+/// What logind says about a process's session type, for the launcher path's "is a display
+/// there" (x11, wayland).
+enum LoginSession {
+    static func type(of pid: Int32) -> String? {
+        guard LoginRecords.logindRuns, case .session(let id) = LoginRecords.session(of: pid) else { return nil }
+        return LoginRecords.type(of: id)
+    }
+}

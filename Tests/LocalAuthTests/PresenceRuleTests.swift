@@ -1,0 +1,179 @@
+import Testing
+@testable import LocalAuth
+
+/// Who is at the reader: PresenceRule with every fact logind can give, one row per case.
+@Suite struct PresenceRuleTests {
+    static let alice: UInt32 = 1000
+    static let bob: UInt32 = 1001
+
+    /// alice's local session in front of seat0, unlocked, not idle.
+    static func seatSession(_ id: String = "1", uid: UInt32? = alice, remote: Bool? = false, remoteHost: String = "",
+                            seat: String = "seat0", sessionClass: String = "user", active: Bool? = true,
+                            locked: Bool? = false, idle: Bool? = false) -> LogindSession {
+        LogindSession(id: id, uid: uid, remote: remote, remoteHost: remoteHost, seat: seat,
+                      sessionClass: sessionClass, active: active, locked: locked, idle: idle)
+    }
+
+    static let ssh = LogindSession(id: "7", uid: alice, remote: true, remoteHost: "192.0.2.9", seat: "",
+                                   active: false)
+
+    static func facts(_ vouching: Vouching, _ caller: CallerPlace = .otherTerminal, user: UInt32? = alice,
+                      sessions: [LogindSession] = [], lid: Lid = .open,
+                      lidClosed: Options.LidClosedChoice = .password) -> PresenceFacts {
+        PresenceFacts(vouching: vouching, caller: caller, user: user, userSessions: sessions, lid: lid,
+                      lidClosed: lidClosed)
+    }
+
+    // MARK: a scan
+
+    @Test(arguments: [CallerPlace.console, .otherTerminal, .rootWithoutTerminal, .dialog, .userWithoutTerminal])
+    func theSeatsOwnUserInTheirActiveSessionMayScan(_ caller: CallerPlace) {
+        #expect(PresenceRule.refusal(Self.facts(.callerSession(Self.seatSession()), caller)) == nil)
+    }
+
+    @Test func aDesktopTerminalIsVouchedForByTheUsersDisplaySession() {
+        #expect(PresenceRule.refusal(Self.facts(.displaySession(Self.seatSession()))) == nil)
+    }
+
+    @Test func withoutLogindOnlyTheLidCountsHere() {
+        #expect(PresenceRule.refusal(Self.facts(.logindAbsent)) == nil)
+        #expect(PresenceRule.refusal(Self.facts(.logindAbsent, lid: .closed))?.reason == .lidClosed)
+    }
+
+    @Test func rootsLoginOnTheConsoleInFrontMayScanForWhoeverSitsDown() {
+        #expect(PresenceRule.refusal(Self.facts(.foregroundConsole("tty2"), .console, user: Self.bob)) == nil)
+    }
+
+    @Test func aGreeterAuthenticatesWhoeverSitsDown() {
+        let greeter = Self.seatSession("c1", uid: 115, sessionClass: "greeter")
+        #expect(PresenceRule.refusal(Self.facts(.seatSession(greeter), .rootWithoutTerminal, user: Self.bob)) == nil)
+        // A greeter's worker already in the greeter's session, too.
+        #expect(PresenceRule.refusal(Self.facts(.callerSession(greeter), .rootWithoutTerminal, user: Self.bob)) == nil)
+    }
+
+    @Test func theLockScreenAsksOnALockedOrIdleSession() {
+        let locked = Self.seatSession(locked: true, idle: true)
+        #expect(PresenceRule.refusal(Self.facts(.callerSession(locked), .rootWithoutTerminal)) == nil)
+        // Its hints may be unknown: the lock screen is root's, and nobody else shows there.
+        #expect(PresenceRule.refusal(Self.facts(.callerSession(Self.seatSession(locked: nil, idle: nil)),
+                                                .rootWithoutTerminal)) == nil)
+    }
+
+    // MARK: no scan
+
+    @Test(arguments: [
+        (Self.seatSession(remote: true), LAError.Reason.remoteSession),
+        (Self.seatSession(remote: nil), .remoteSession),
+        (Self.seatSession(remoteHost: "127.0.0.1"), .remoteSession),
+        (Self.seatSession(seat: ""), .notActive),
+        (Self.seatSession(active: false), .notActive),
+        (Self.seatSession(active: nil), .notActive),
+        (Self.seatSession(uid: bob), .otherUser),
+        (Self.seatSession(uid: nil), .otherUser),
+        (Self.seatSession(locked: true), .sessionLocked),
+        (Self.seatSession(locked: nil), .sessionLocked),
+        (Self.seatSession(idle: true), .sessionIdle),
+        (Self.seatSession(idle: nil), .sessionIdle),
+    ])
+    func theVouchingSessionMustBeLocalInFrontOwnedUnlockedAndAwake(_ session: LogindSession, _ reason: LAError.Reason) {
+        for vouching in [Vouching.callerSession(session), .displaySession(session)] {
+            let refusal = PresenceRule.refusal(Self.facts(vouching))
+            #expect(refusal?.code == .notInteractive)
+            #expect(refusal?.reason == reason)
+            #expect(refusal?.cause.isEmpty == false)
+        }
+    }
+
+    @Test func nobodyVouchingIsNoScan() {
+        let refusal = PresenceRule.refusal(Self.facts(.nobody("the caller is in no login session")))
+        #expect(refusal?.reason == .noSession)
+        #expect(refusal?.cause == "the caller is in no login session")
+    }
+
+    @Test func suToAnotherUserOrADialogForAnotherAdministratorIsNoScan() {
+        for caller in [CallerPlace.otherTerminal, .dialog, .console] {
+            #expect(PresenceRule.refusal(Self.facts(.callerSession(Self.seatSession()), caller, user: Self.bob))?.reason
+                    == .otherUser)
+        }
+        // The account has no entry at all: nobody's finger.
+        #expect(PresenceRule.refusal(Self.facts(.callerSession(Self.seatSession()), user: nil))?.reason == .otherUser)
+    }
+
+    @Test func aGreeterOnAnotherSessionThanItsSeatsActiveOneIsNoScan() {
+        let greeter = Self.seatSession("c1", uid: 115, sessionClass: "greeter", active: false)
+        #expect(PresenceRule.refusal(Self.facts(.seatSession(greeter), .rootWithoutTerminal))?.reason == .notActive)
+        let remote = Self.seatSession("c1", uid: 115, remote: true, sessionClass: "greeter")
+        #expect(PresenceRule.refusal(Self.facts(.seatSession(remote), .rootWithoutTerminal))?.reason == .remoteSession)
+    }
+
+    // MARK: the user also signed in remotely
+
+    @Test(arguments: [CallerPlace.otherTerminal, .userWithoutTerminal])
+    func aCallerARemoteLoginCouldDriveIsNoScan(_ caller: CallerPlace) {
+        let refusal = PresenceRule.refusal(Self.facts(.callerSession(Self.seatSession()), caller,
+                                                      sessions: [Self.seatSession(), Self.ssh]))
+        #expect(refusal?.reason == .remoteSessionOpen)
+        #expect(refusal?.cause.includes("7") == true)
+    }
+
+    @Test(arguments: [CallerPlace.console, .rootWithoutTerminal, .dialog])
+    func aCallerWithItsOwnConsoleOrDisplayIsNotAffected(_ caller: CallerPlace) {
+        #expect(PresenceRule.refusal(Self.facts(.callerSession(Self.seatSession()), caller,
+                                                sessions: [Self.seatSession(), Self.ssh])) == nil)
+    }
+
+    @Test(arguments: [
+        LogindSession(id: "8", uid: alice, remote: false, remoteHost: "127.0.0.1", seat: "", active: false),
+        LogindSession(id: "8", uid: alice, remote: false, seat: "", sessionClass: "user", active: false),
+        LogindSession(id: "8", uid: alice, remote: nil, seat: "", active: nil),
+        LogindSession(id: "8", uid: alice, remote: true, seat: "seat0", active: false),
+    ])
+    func aLoopbackOrSeatlessLoginCountsAsRemote(_ other: LogindSession) {
+        #expect(other.reachesFromElsewhere)
+        #expect(PresenceRule.refusal(Self.facts(.displaySession(Self.seatSession()),
+                                                sessions: [Self.seatSession(), other]))?.reason == .remoteSessionOpen)
+    }
+
+    @Test(arguments: [
+        LogindSession(id: "9", uid: alice, remote: false, seat: "", sessionClass: "background", active: false),
+        LogindSession(id: "9", uid: alice, remote: false, seat: "seat0", active: false),
+    ])
+    func aCronJobOrASecondLocalSessionIsNotRemote(_ other: LogindSession) {
+        #expect(!other.reachesFromElsewhere)
+        #expect(PresenceRule.refusal(Self.facts(.callerSession(Self.seatSession()),
+                                                sessions: [Self.seatSession(), other])) == nil)
+    }
+
+    @Test func theVouchingSessionItselfIsNotTheRemoteOne() {
+        // A seatless vouching session is refused on its own account, never as "also remote".
+        #expect(PresenceRule.refusal(Self.facts(.callerSession(Self.seatSession()), sessions: [Self.seatSession()])) == nil)
+    }
+
+    // MARK: the lid
+
+    @Test(arguments: [CallerPlace.console, .otherTerminal, .rootWithoutTerminal, .dialog])
+    func aClosedLidIsNoScanUnlessTheReaderIsElsewhere(_ caller: CallerPlace) {
+        let session = Vouching.callerSession(Self.seatSession())
+        #expect(PresenceRule.refusal(Self.facts(session, caller, lid: .closed))?.code == .biometryNotAvailable)
+        #expect(PresenceRule.refusal(Self.facts(session, caller, lid: .closed))?.reason == .lidClosed)
+        #expect(PresenceRule.refusal(Self.facts(session, caller, lid: .closed, lidClosed: .scan)) == nil)
+        #expect(PresenceRule.refusal(Self.facts(session, caller, lid: .open)) == nil)
+    }
+
+    @Test func aLidLogindCouldNotAnswerForIsNoScan() {
+        let refusal = PresenceRule.refusal(Self.facts(.callerSession(Self.seatSession()), lid: .unknown("timed out")))
+        #expect(refusal?.reason == .lidClosed)
+        #expect(refusal?.cause.includes("timed out") == true)
+        #expect(PresenceRule.refusal(Self.facts(.callerSession(Self.seatSession()), lid: .unknown("x"),
+                                                lidClosed: .scan)) == nil)
+    }
+
+    @Test func reasonKeysAreTheLogLinesWords() {
+        #expect(LAError.Reason.remoteSessionOpen.key == "remote-session-open")
+        #expect(LAError.Reason.sessionLocked.key == "session-locked")
+        #expect(LAError.Reason.sessionIdle.key == "session-idle")
+        #expect(LAError.Reason.otherUser.key == "other-user")
+        #expect(LAError.Reason.notActive.key == "not-active")
+        #expect(LAError.Reason.noSession.key == "no-session")
+    }
+}
