@@ -49,8 +49,9 @@ enum Authenticate {
     /// finger (they can end it); every other refusal is in the log line alone.
     private static func refused(_ refusal: LAError, _ request: HelperRequest, channel: FrameChannel,
                                 log: LogSink) -> EvaluationMachine.Outcome {
-        if refusal.reason == .remoteSessionOpen, request.callerIsTheUser, !request.silent {
-            FrameUI(channel: channel, language: request.language, style: .messages, silent: false,
+        // Not chatter: it says what to do, so PAM_SILENT (sudo's default) does not drop it.
+        if refusal.reason == .remoteSessionOpen, request.callerIsTheUser {
+            FrameUI(channel: channel, language: request.language, style: .messages, silent: request.silent,
                     isOwner: { true }, log: log).show(.signedInRemotely, error: true)
         }
         return .failure(refusal)
