@@ -50,10 +50,11 @@ public enum LoginRecords {
         return String(cString: name)
     }
 
-    /// Every session of `uid` (open and closing).
+    /// Every session of `uid`, closing ones too: a remote login that ended but left a process
+    /// behind (a tmux server, a reverse shell) is still a way in for whoever started it.
     public static func sessions(of uid: UInt32) -> [String] {
         var list: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-        let n = sd_uid_get_sessions(uid_t(uid), 0, &list)
+        let n = sd_uid_get_sessions(uid_t(uid), -1, &list)
         guard n > 0, let list else { return [] }
         defer {
             for i in 0..<Int(n) { free(list[i]) }

@@ -72,21 +72,25 @@ enum Presence {
         var hints: LogindHints?
     }
 
+    /// sd-login's facts first, with logind's bus hints taken as harmless: a caller refused on
+    /// those alone (SSH, a service, another user's session) never touches a bus. Then the
+    /// hints (locked, idle, the lid), one round trip, and the rule again with them.
     private static func gather(_ request: HelperRequest, _ subject: Subject, _ options: Options) -> Gathered {
         let place = callerPlace(request, subject)
         let uid = getpwnam(request.user.value).map { UInt32($0.pointee.pw_uid) }
         var facts = PresenceFacts(vouching: vouching(request, subject, place), caller: place, user: uid,
                                   lidClosed: options.lidClosed)
-        guard facts.vouching != .logindAbsent else {
+        if facts.vouching == .logindAbsent {
             facts.lid = lidClosed(options.lidPath) ? .closed : .open
             return Gathered(facts: facts)
         }
-        if case .nobody = facts.vouching { return Gathered(facts: facts) }  // refused; logind's bus not needed
+        if let uid { facts.userSessions = LoginRecords.sessions(of: uid).map(LoginRecords.record(of:)) }
+        facts.vouching = facts.vouching.with(locked: false, idle: false)
+        if PresenceRule.refusal(facts) != nil { return Gathered(facts: facts) }
         let hints = LogindHints(address: options.dbusAddress, timeoutSeconds: options.busTimeout,
                                 session: facts.vouching.session?.id)
         facts.vouching = facts.vouching.with(locked: hints.locked, idle: hints.idle)
         facts.lid = hints.lidClosed.map { $0 ? .closed : .open } ?? .unknown(hints.failure ?? "no answer")
-        if let uid { facts.userSessions = LoginRecords.sessions(of: uid).map(LoginRecords.record(of:)) }
         return Gathered(facts: facts, hints: hints)
     }
 

@@ -1,0 +1,152 @@
+"""logind's bus API, for the test bed's private bus on a machine where logind cannot run.
+
+sd-login's records are faked in a mount namespace (test_never_remote.FakeLogind,
+desktop.LoginSession); what the helper asks logind over the bus (a session's `LockedHint`
+and `IdleHint`, the Manager's `LidClosed`) comes from this: a process that owns
+org.freedesktop.login1 on the bed's bus and answers `Properties.Get` for every session path
+(unlocked and not idle unless told otherwise) and for the Manager (the lid open unless
+told). Tests change a hint with `LogindBus.set_hint(session, name, value)`, which emits
+`PropertiesChanged` as logind does, and the lid with `set_lid(closed)`. The real logind is
+tested in the Debian guest (Tests/vm); this is the bus-level fake for the rule's edge cases.
+
+Run as a script by LogindBus (``/usr/bin/python3 logind_bus.py``), with
+DBUS_SYSTEM_BUS_ADDRESS set to the bed's bus.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+NAME = "org.freedesktop.login1"
+MANAGER_PATH = "/org/freedesktop/login1"
+SESSION_PREFIX = "/org/freedesktop/login1/session"
+MANAGER = "org.freedesktop.login1.Manager"
+SESSION = "org.freedesktop.login1.Session"
+PROPS = "org.freedesktop.DBus.Properties"
+CONTROL = "org.localauth.Test.Logind"
+
+
+def _serve() -> None:
+    import dbus
+    import dbus.service
+    from dbus.mainloop.glib import DBusGMainLoop
+    from gi.repository import GLib
+
+    DBusGMainLoop(set_as_default=True)
+    bus = dbus.bus.BusConnection(os.environ["DBUS_SYSTEM_BUS_ADDRESS"])
+    hints: dict[tuple[str, str], bool] = {}
+    lid = {"closed": False}
+    frozen = {"on": False}
+
+    class Sessions(dbus.service.FallbackObject):
+        @dbus.service.method(PROPS, in_signature="ss", out_signature="v", rel_path_keyword="path")
+        def Get(self, interface, name, path=""):
+            if frozen["on"]:
+                time.sleep(30)  # a logind that does not answer within the helper's bound
+            if interface != SESSION or name not in ("LockedHint", "IdleHint", "Active"):
+                raise dbus.exceptions.DBusException(f"no property {name}",
+                                                    name="org.freedesktop.DBus.Error.UnknownProperty")
+            default = name == "Active"
+            return dbus.Boolean(hints.get((path.lstrip("/"), name), default), variant_level=1)
+
+        @dbus.service.signal(PROPS, signature="sa{sv}as", rel_path_keyword="path")
+        def PropertiesChanged(self, interface, changed, invalidated, path=""):
+            pass
+
+    class Manager(dbus.service.Object):
+        @dbus.service.method(PROPS, in_signature="ss", out_signature="v")
+        def Get(self, interface, name):
+            if frozen["on"]:
+                time.sleep(30)
+            if interface != MANAGER or name != "LidClosed":
+                raise dbus.exceptions.DBusException(f"no property {name}",
+                                                    name="org.freedesktop.DBus.Error.UnknownProperty")
+            return dbus.Boolean(lid["closed"], variant_level=1)
+
+        @dbus.service.method(CONTROL, in_signature="ssb")
+        def SetHint(self, session, name, value):
+            hints[(session, name)] = bool(value)
+            sessions.PropertiesChanged(SESSION, {name: dbus.Boolean(value)}, [], path="/" + session)
+
+        @dbus.service.method(CONTROL, in_signature="b")
+        def SetLid(self, closed):
+            lid["closed"] = bool(closed)
+
+        @dbus.service.method(CONTROL, in_signature="b")
+        def Freeze(self, on):
+            frozen["on"] = bool(on)
+
+    name = dbus.service.BusName(NAME, bus)  # noqa: F841  (held for the process's life)
+    sessions = Sessions(bus, SESSION_PREFIX)
+    Manager(bus, MANAGER_PATH)
+    print("ready", flush=True)
+    GLib.MainLoop().run()
+
+
+class LogindBus:
+    """The fake on ``address``: ``start()`` returns once it owns the name; ``stop()`` ends
+    exactly the process it started."""
+
+    def __init__(self, address: str):
+        self.address = address
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "LogindBus":
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address)
+        self.proc = subprocess.Popen(["/usr/bin/python3", str(Path(__file__).resolve())], env=env,
+                                     stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+        line = self.proc.stdout.readline().decode().strip()
+        if line != "ready":
+            self.stop()
+            raise RuntimeError("the logind fake did not start")
+        return self
+
+    def _control(self, method: str, *args: str) -> None:
+        subprocess.run(["busctl", f"--address={self.address}", "call", NAME, MANAGER_PATH, CONTROL,
+                        method, *args], check=True, capture_output=True, timeout=10)
+
+    def set_hint(self, session: str, name: str, value: bool) -> None:
+        self._control("SetHint", "ssb", _label(session), name, "true" if value else "false")
+
+    def set_lid(self, closed: bool) -> None:
+        self._control("SetLid", "b", "true" if closed else "false")
+
+    def freeze(self, on: bool = True) -> None:
+        self._control("Freeze", "b", "true" if on else "false")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc is not None and self.proc.stdout:
+            self.proc.stdout.close()
+
+    def __enter__(self) -> "LogindBus":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _label(session: str) -> str:
+    """A session id as logind (sd_bus_path_encode) spells it in an object path."""
+    out = []
+    for i, c in enumerate(session):
+        if c.isascii() and (c.isalpha() or (c.isdigit() and i > 0)):
+            out.append(c)
+        else:
+            out.append("_%02x" % ord(c))
+    return "".join(out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        sys.exit("usage: logind_bus.py  (with DBUS_SYSTEM_BUS_ADDRESS set)")
+    _serve()
