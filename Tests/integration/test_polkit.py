@@ -40,6 +40,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from desktop import Desktop, LoginSession  # noqa: E402
+from logind_bus import LogindBus  # noqa: E402
 from launcherbed import LauncherInstallation  # noqa: E402
 from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED  # noqa: E402
 
@@ -222,13 +223,15 @@ def test_pkexec_locked_out_goes_straight_to_the_password(polkit):
 
 @pytest.fixture
 def session_for(polkit):
+    """Sessions' records, and logind's bus API for their hints (logind_bus.LogindBus)."""
     made = []
 
     def make(**kw):
         s = LoginSession(polkit.user, **kw)
         made.append(s)
         return s
-    yield make
+    with LogindBus(polkit.bed.address):
+        yield make
     for s in made:
         s.close()
 

@@ -34,6 +34,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from desktop import PROFILES, Desktop, LoginSession  # noqa: E402
+from logind_bus import LogindBus  # noqa: E402
 from launcherbed import LauncherInstallation, Syslog  # noqa: E402
 from test_polkit import AUTH_SELF, PKEXEC, dialog  # noqa: E402
 from messages import FINGER, ENROLLED, OTHER, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
@@ -400,8 +401,9 @@ def test_gdm_fingerprint_where_logind_runs_asks_whoever_is_at_the_seat(stock, gr
     seat = None if greeter_session is None else LoginSession(
         stock.user, seat="seat0", session_type="wayland", **greeter_session)
     try:
-        out, events, logs = greeter(stock, "gdm-fingerprint", items={"tty": "/dev/tty1"},
-                                    logind=True, seat_session=seat)
+        with LogindBus(stock.bed.address):   # the seat session's hints
+            out, events, logs = greeter(stock, "gdm-fingerprint", items={"tty": "/dev/tty1"},
+                                        logind=True, seat_session=seat)
     finally:
         if seat is not None:
             seat.close()
