@@ -24,18 +24,16 @@ struct CallerPin {
     }
 
     /// The caller started us: on root's path it is our parent (the module forks and execs
-    /// the helper); through the launcher it is the parent of the launcher process(es) above
-    /// us, which wait for us and so still show their real parent.
+    /// the helper). Through the launcher too (the launcher execs the helper in its own
+    /// process), unless the launcher had to fork a child to lead a session of its own: then
+    /// our parent is the launcher waiting for us, whose parent is the caller.
     private static func isCaller(_ pid: Int32, viaLauncher: Bool) -> Bool {
-        var above = getppid()
-        guard viaLauncher else { return above == pid }
-        // The launcher, and the child it may have forked to lead a session of its own.
-        for _ in 0..<2 {
-            guard let stat = ProcStat(pid: above) else { return false }
-            if stat.parent == pid { return true }
-            above = stat.parent
-        }
-        return false
+        let parent = getppid()
+        if parent == pid { return true }
+        // Alive (it waits for us), so it still shows its real parent: a caller that ended
+        // would have left it to a reaper, never to a new process with the caller's pid.
+        guard viaLauncher, let waiting = ProcStat(pid: parent) else { return false }
+        return waiting.parent == pid
     }
 
     /// Whether the pinned process still runs (a pidfd polls readable once it has exited).
