@@ -59,7 +59,8 @@ HardDeadline.set(seconds: HardDeadline.seconds(for: options))
 switch request.mode {
 case .authenticate:
     let outcome = Authenticate.run(request, options: options, channel: channel, log: log)
-    log.log(.info, "user=\(request.user) service=\(Presence.printable(request.service)) \(outcome.logText)")
+    // The service is the caller's word through the launcher: one word, so it adds no field.
+    log.log(.info, "user=\(request.user) service=\(LogWords.word(request.service)) \(outcome.logText)")
     finish(HelperResult.frame(outcome), log: log)
 case .authsucc:
     finish(launch.authsucc(request, options: options, channel: channel, log: log), log: log)
