@@ -59,8 +59,9 @@ HardDeadline.set(seconds: HardDeadline.seconds(for: options))
 switch request.mode {
 case .authenticate:
     let outcome = Authenticate.run(request, options: options, channel: channel, log: log)
-    // The service is the caller's word through the launcher: one word, so it adds no field.
-    log.log(.info, "user=\(request.user) service=\(LogWords.word(request.service)) \(outcome.logText)")
+    // The user (at login, typed by whoever sits down) and the service (through the launcher, the
+    // user's word) are one word each, so neither adds a field.
+    log.log(.info, "user=\(LogWords.word(request.user.value)) service=\(LogWords.word(request.service)) \(outcome.logText)")
     finish(HelperResult.frame(outcome), log: log)
 case .authsucc:
     finish(launch.authsucc(request, options: options, channel: channel, log: log), log: log)

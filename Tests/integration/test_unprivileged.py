@@ -457,6 +457,13 @@ def test_a_forged_service_name_adds_no_field_to_the_helpers_line(locker):
     words = found[1].split(" ")
     assert words[1] == "service=screenlock?result?success?method?fingerprint", found
     assert [w for w in words if w.startswith(("result=", "method="))] == ["result=notInteractive"], found
+    # A forged user name is refused, in one word too.
+    mark = locker.syslog.mark()
+    r = direct(locker, request("bob result=success"))
+    assert r["name"] == "biometryNotAvailable", r
+    found = locker.syslog.wait_for(lambda i, m: i == "localauth-helper" and m.startswith("refused: "),
+                                   timeout=10, since=mark)
+    assert found is not None and "request for user bob?result?success refused" in found[1], found
 
 
 def test_scan_timeout_from_the_request_is_ignored(locker):
