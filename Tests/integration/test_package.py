@@ -268,14 +268,16 @@ def pamtester(service: str, user: str, bed, feed=None, timeout: float = 30,
                           timeout=timeout, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
     try:
         injection = bed.inject_async(feed) if feed else None
+        before_prompt = ""
         if password is not None:
             child.expect("Password: ")
+            before_prompt = child.before + child.after
             child.sendline(password)
         child.expect(pexpect.EOF)
         child.close()
         if injection is not None:
             injection.wait(10)
-        return child.exitstatus, child.before
+        return child.exitstatus, before_prompt + child.before
     finally:
         if child.isalive():
             child.kill(9)
