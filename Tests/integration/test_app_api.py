@@ -365,14 +365,15 @@ def copy_of_the_launcher(world, parent: Path, mode: int) -> Path:
 
 
 @pytest.mark.parametrize("where,mode,why", [
-    ("/run", 0o755, "localauth-launcher is not setuid root"),
+    ("root's", 0o755, "localauth-launcher is not setuid root"),
     ("world", 0o4755, "/tmp is writable by group or others (mode 1777)"),
 ], ids=["not-setuid", "under-tmp"])
 def test_a_launcher_that_is_not_setuid_root_or_under_a_writable_directory_is_not_started(world, where, mode, why):
     """LOCALAUTH_PREFIX names where the root side is; the library still starts only a
     setuid-root launcher in directories only root can change. The copy under /tmp is the
     real launcher: started, it would evaluate (and anyone could have put another there)."""
-    prefix = copy_of_the_launcher(world, Path("/run") if where == "/run" else world.app.parent, mode)
+    parent = Path(LauncherInstallation.work_parent) if where == "root's" else world.app.parent
+    prefix = copy_of_the_launcher(world, parent, mode)
     try:
         run = world.run("can", "biometrics", env={"LOCALAUTH_PREFIX": str(prefix)})
     finally:
