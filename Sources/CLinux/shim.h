@@ -1,5 +1,6 @@
 /* glibc headers that Swift's Glibc module does not bring in. */
 #include <shadow.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <syslog.h>
 

@@ -66,7 +66,7 @@ final class Evaluation: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if cancelled { throw .make(.appCancel, debug: "cancelled before it started") }
-        let c = try RootConnection(program: RootSide.program)
+        let c = try RootConnection(program: RootSide.trustedProgram())
         connection = c
         return c
     }

@@ -27,6 +27,12 @@ enum RootSide {
         return geteuid() == 0 ? "\(dir)/libexec/localauth/localauth-helper"
                               : "\(dir)/libexec/localauth/localauth-launcher"
     }
+
+    /// `program` resolved, once it is root's (LaunchTrust): a setuid launcher, or for root
+    /// the helper, in directories only root can change.
+    static func trustedProgram() throws(LAError) -> String {
+        try LaunchTrust.checked(program, setuid: geteuid() != 0)
+    }
 }
 
 /// One run of the root side: a child process whose fds 0 and 1 are one end of a socket

@@ -54,8 +54,9 @@ public final class SecurityRecord: SecurityEvents {
         let fd = audit_open()
         guard fd >= 0 else { return }  // no audit in this kernel: nothing to write to
         defer { audit_close(fd) }
-        let host: String? = c.rhost.isEmpty ? nil : Self.auditField(c.rhost)
-        let tty: String? = c.tty.isEmpty ? nil : Self.auditField(c.tty)
+        // libaudit writes hostname= and terminal= as given: one word each.
+        let host: String? = c.rhost.isEmpty ? nil : LogWords.word(c.rhost)
+        let tty: String? = c.tty.isEmpty ? nil : LogWords.word(c.tty)
         let rc = withOptionalCString(host) { h in
             withOptionalCString(tty) { t in
                 // The account by name (acct="..."), as pam_faillock's records and `ausearch
@@ -83,14 +84,6 @@ public final class SecurityRecord: SecurityEvents {
         defer { copies.forEach { free($0) } }
         var vectors = zip(copies, fields).map { iovec(iov_base: UnsafeMutableRawPointer($0.0), iov_len: $0.1.utf8.count) }
         _ = vectors.withUnsafeMutableBufferPointer { sd_journal_sendv($0.baseAddress, Int32($0.count)) }
-    }
-
-    /// libaudit writes hostname= and terminal= as given; through the launcher they are the
-    /// user's words, so a space or `=` would add fields of their choosing to the record.
-    static func auditField(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.prefix(128).map {
-            $0.value > 0x20 && $0.value < 0x7f && $0 != "=" && $0 != "\"" ? $0 : "?"
-        }))
     }
 }
 

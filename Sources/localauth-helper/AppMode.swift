@@ -43,7 +43,7 @@ enum AppMode {
             return HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
                                       cause: "mode=app needs op=preflight|evaluate and policy=biometrics|owner")
         }
-        let who = "user \(request.user) application \(Presence.printable(request.service))"
+        let who = "user \(LogWords.word(request.user.value)) application \(LogWords.word(request.service))"
             + " (pid \(request.callerPID.map(String.init) ?? "?"))"
         let frame: Frame
         switch op {

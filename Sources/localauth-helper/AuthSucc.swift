@@ -15,7 +15,11 @@ import SystemEvents
 ///   (PAM_AUTHTOK, the frame after the request) is checked against the account here.
 /// * `proof=account`, the account phase, which sudo, su, login and polkit reach only after
 ///   the whole auth stack succeeded (where pam_faillock resets too). Trusted from root's
-///   stack; through the launcher a user can forge it, so there it proves nothing.
+///   stack; through the launcher a user can forge it, so there it proves nothing. sshd
+///   reaches it after a public key on the handle where a wrong password failed, so a
+///   networked handle proves nothing either (the module checks it too). Where the account
+///   has a local hash, PAM_AUTHTOK must still be its password; only for an account without
+///   one (SSSD, Kerberos) is the account phase itself the proof.
 enum AuthSucc {
     enum Proof: String { case authtok, account }
 
@@ -49,9 +53,13 @@ enum AuthSucc {
         // A request that names no proof (written by hand) gets the stricter one.
         switch request.proof ?? .authtok {
         case .account:
-            return caller.unprivileged
-                ? "the account phase proves nothing through the launcher (a user can send it)"
-                : nil
+            if caller.unprivileged {
+                return "the account phase proves nothing through the launcher (a user can send it)"
+            }
+            if let networked = networkedHandle(request) {
+                return "the account phase proves no password for a networked handle (\(networked))"
+            }
+            return localHashRefusal(request, password: password ?? [])
         case .authtok:
             let typed = password ?? []
             let verdict = caller.unprivileged
@@ -67,6 +75,31 @@ enum AuthSucc {
                     + "phase: `account required pam_localauth.so`"
             case nil: return "the password could not be checked"
             }
+        }
+    }
+
+    /// Why the request is from a networked handle (the module's rule, checked again):
+    /// any PAM_RHOST, loopback included (every `ssh -R` tunnel presents one), or sshd's
+    /// PAM_TTY `ssh`; nil otherwise.
+    static func networkedHandle(_ request: HelperRequest) -> String? {
+        if !request.rhost.isEmpty { return "PAM_RHOST is set" }
+        if request.tty == "ssh" { return "PAM_TTY is ssh" }
+        return nil
+    }
+
+    /// The account phase's password check: nil when the account has no local hash (the
+    /// phase is the proof then) or PAM_AUTHTOK matches it; otherwise why not. Linux-PAM
+    /// drops PAM_AUTHTOK when pam_authenticate returns, so for a local account it is
+    /// usually empty here: the `authsucc` line, which sees it, is the one that clears.
+    private static func localHashRefusal(_ request: HelperRequest, password: [UInt8]) -> String? {
+        switch ShadowPassword.check(user: request.user, password: password) {
+        case .matches, .unprovable: return nil
+        case .differs:
+            return password.isEmpty
+                ? "the account has a local password hash and PAM_AUTHTOK is empty (libpam drops it "
+                    + "after pam_authenticate): for a local account the `auth optional pam_localauth.so "
+                    + "authsucc` line after the password module clears the lockout"
+                : "PAM_AUTHTOK is not the local account's password"
         }
     }
 

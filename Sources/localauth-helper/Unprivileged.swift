@@ -113,7 +113,7 @@ struct UnprivilegedCaller {
     /// launcher saw as its parent.
     func check(_ request: inout HelperRequest) -> String? {
         guard request.user == name else {
-            return "request for user \(Presence.printable(request.user.value)) refused: the caller is uid \(uid) (\(name))"
+            return "request for user \(LogWords.word(request.user.value)) refused: the caller is uid \(uid) (\(name))"
         }
         request.callerPID = callerPID
         request.callerUID = uid

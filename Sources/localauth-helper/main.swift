@@ -8,6 +8,10 @@ import Glibc
 import LocalAuth
 import LocalAuthProtocol
 
+// Before anything else: out of the caller's cgroup, which may be the user's to freeze or
+// throttle (CgroupEscape). Logged once the options say how much to log.
+let cgroupMove = CgroupEscape.leaveCallersCgroup()
+
 // Ctrl-C and Ctrl-Z at the terminal reach the whole foreground process group; the module
 // turns Ctrl-C into a cancel frame, so the helper itself must not die or stop on them.
 signal(SIGINT, SIG_IGN)
@@ -54,12 +58,15 @@ channel.send(Frame(.started))
 let options = Options.load(configPath: launch.configPath, arguments: request.arguments,
                            allowingArgument: launch.allowsArgument, log: bootLog)
 let log: LogSink = options.debug ? SyslogSink(ident: "localauth-helper", minimum: .debug) : bootLog
+CgroupEscape.report(cgroupMove, log: log)
 HardDeadline.set(seconds: HardDeadline.seconds(for: options))
 
 switch request.mode {
 case .authenticate:
     let outcome = Authenticate.run(request, options: options, channel: channel, log: log)
-    log.log(.info, "user=\(request.user) service=\(Presence.printable(request.service)) \(outcome.logText)")
+    // The user (at login, typed by whoever sits down) and the service (through the launcher, the
+    // user's word) are one word each, so neither adds a field.
+    log.log(.info, "user=\(LogWords.word(request.user.value)) service=\(LogWords.word(request.service)) \(outcome.logText)")
     finish(HelperResult.frame(outcome), log: log)
 case .authsucc:
     finish(launch.authsucc(request, options: options, channel: channel, log: log), log: log)

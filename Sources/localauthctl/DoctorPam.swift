@@ -201,39 +201,48 @@ struct ServiceCheck {
     // MARK: - The authsucc line
 
     /// Who gets a lockout cleared by their password. The account line (the account phase,
-    /// reached only after the whole auth stack succeeded) clears it for every account; the
-    /// `authsucc` auth line checks the typed password against the local account itself, so
-    /// it clears only for pam_unix's users, and only where a good password reaches it (a
-    /// wrong one reaching it is refused there, no longer a hole).
+    /// reached only after the whole auth stack succeeded) clears it for accounts without a
+    /// local hash (SSSD, Kerberos): libpam drops PAM_AUTHTOK when pam_authenticate returns,
+    /// so there it has no password to check a local account's against. The `authsucc` auth
+    /// line checks the typed password against the local account itself, so it clears only
+    /// for pam_unix's users, and only where a good password reaches it (a wrong one reaching
+    /// it is refused there, no longer a hole): they need it, account line or not.
     private func authsucc(_ first: Int) -> [Finding] {
-        if accountClears { return [] }
         // pam-auth-update's lines: its second profile puts the account line in common-account.
         let accountFix = rules[first].file.hasSuffix("/common-auth")
             ? "pam-auth-update --enable localauth localauth-authsucc, and `@include common-account` in "
-                + "each service (its account line clears a lockout for every account)"
-            : "add `account required pam_localauth.so` to \(service) (the account phase runs "
-                + "after the whole auth stack succeeded: it clears a lockout for every account)"
+                + "each service (its account line clears a lockout for accounts without a local hash)"
+            : "add `account required pam_localauth.so` to \(service) (the account phase runs after "
+                + "the whole auth stack succeeded: it clears a lockout for accounts without a local hash)"
         let succs = s.authsuccs
         let firstPassword = s.passwords[0]
-        let repair = StackRepair(service: service, rules: rules).best()
-        let alternative = repair.map { "; or, for programs that skip the account phase, \($0)" } ?? ""
+        let letIn = s.modulesThatLetIn()
+        let localIn = s.passwords.filter { rules[$0].isLocalPassword && letIn.contains($0) }
+        let otherIn = s.passwords.filter { !rules[$0].isLocalPassword && letIn.contains($0) }
+        let localFix = StackRepair(service: service, rules: rules).best()
+            ?? "add `auth optional pam_localauth.so authsucc` to \(service) after \(top(firstPassword))"
         if succs.isEmpty {
+            if accountClears && localIn.isEmpty { return [] }
             let managed = rules[first].file.hasSuffix("/common-auth")  // pam-auth-update's lines
+            let fixes = (localIn.isEmpty ? [] : [localFix]) + (accountClears || otherIn.isEmpty ? [] : [accountFix])
+            let why = accountClears
+                ? "no `authsucc` line, and the account line cannot check a local password (libpam drops "
+                    + "PAM_AUTHTOK when pam_authenticate returns)"
+                : "no `authsucc` line and no `account` line"
             return [problem("no line clears a fingerprint lockout after the password module, "
-                            + "\(show(firstPassword)): no `authsucc` line and no `account` line",
+                            + "\(show(firstPassword)): \(why)",
                             fix: managed ? "pam-auth-update --enable localauth localauth-authsucc"
-                                         : accountFix + alternative)]
+                                         : fixes.isEmpty ? nil : fixes.joined(separator: "; and "))]
         }
         var out: [Finding] = []
-        let letIn = s.modulesThatLetIn()
         for p in s.authsuccFaults().missedBy where rules[p].isLocalPassword {
             let succ = succs.first { $0 > p } ?? succs[0]
             let end = s.passwordAccepted(by: p).endedAt.map { " (the stack ends at \(show($0)))" } ?? ""
             let reason = s.passwords.count > 1 ? " accepted by \(rules[p].moduleName)" : ""
             out.append(problem("\(show(succ)) is not reached after a successful password\(reason)\(end)",
-                               fix: accountFix + alternative))
+                               fix: localFix))
         }
-        for p in s.passwords where !rules[p].isLocalPassword && letIn.contains(p) {
+        for p in otherIn where !accountClears {
             out.append(problem("a password accepted by \(rules[p].moduleName) (\(show(p))) never clears a "
                                + "fingerprint lockout: the `authsucc` line can check local passwords only",
                                fix: accountFix))
@@ -266,9 +275,9 @@ struct ServiceCheck {
                 ? "authsucc \(rules[succ].location), reached only after the password succeeded"
                 : "authsucc \(rules[succ].location), reached after the password (it checks the password itself)"
         } else {
-            clear = "the account line clears a lockout after the password"
+            clear = "the account line clears a lockout after the password (no local password here)"
         }
-        if accountClears && !s.authsuccs.isEmpty { clear += "; the account line clears it for every account" }
+        if accountClears && !s.authsuccs.isEmpty { clear += "; the account line clears it for accounts without a local hash" }
         return "\(subject): module line \(rules[first].location), password \(passwords), \(clear)"
     }
 

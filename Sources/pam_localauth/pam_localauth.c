@@ -190,8 +190,9 @@ static bool la_first_line_ran(pam_handle_t *pamh, const char *user, const char *
  * has: `authtok` (the auth line after the password module: PAM_AUTHTOK goes along and the
  * helper checks it against the account, since `required` does not stop a stack and the
  * line also runs after a wrong password) or `account` (the account phase, which sudo, su,
- * login and polkit reach only after the whole auth stack succeeded; root's path only).
- * True when the helper cleared it.
+ * login and polkit reach only after the whole auth stack succeeded; root's path only; the
+ * helper still checks PAM_AUTHTOK where the account has a local hash). True when the helper
+ * cleared it.
  */
 static bool la_clear_after_password(pam_handle_t *pamh, int flags, const struct la_args *args,
                                     const char *user, const char *proof, int pam_code)
@@ -231,10 +232,28 @@ LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
 }
 
 /*
+ * Why the account phase of this handle proves no password, or NULL. sshd runs the account
+ * phase on the handle where a wrong password failed once a public key lets the user in, so
+ * there it says nothing about the password: any PAM_RHOST at all (a loopback address too,
+ * which every `ssh -R` tunnel and local forwarder presents) or sshd's PAM_TTY `ssh`. The
+ * helper checks the same from the request.
+ */
+static const char *la_networked_handle(pam_handle_t *pamh)
+{
+    if (la_item_string(pamh, PAM_RHOST)[0] != '\0')
+        return "PAM_RHOST is set (a networked login, loopback included)";
+    if (strcmp(la_item_string(pamh, PAM_TTY), "ssh") == 0)
+        return "PAM_TTY is ssh";
+    return NULL;
+}
+
+/*
  * `account required pam_localauth.so`: where a lockout is cleared after the password in
  * any stack. sudo, su, login and polkit call the account phase only after pam_authenticate
  * succeeded, so a first line that ran here without a match means another module (the
- * password) let the user in. It judges no account: PAM_SUCCESS, whatever happened.
+ * password) let the user in; sshd does not (la_networked_handle), and for an account with
+ * a local hash the helper also checks PAM_AUTHTOK against it. It judges no account:
+ * PAM_SUCCESS, whatever happened.
  */
 LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
@@ -246,8 +265,15 @@ LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const ch
     if (args.unprivileged)
         return PAM_SUCCESS;
     const char *user = la_user(pamh);
-    if (la_first_line_ran(pamh, user, "account"))
-        la_clear_after_password(pamh, flags, &args, user, "account", PAM_SUCCESS);
+    if (!la_first_line_ran(pamh, user, "account"))
+        return PAM_SUCCESS;
+    const char *networked = la_networked_handle(pamh);
+    if (networked != NULL) {
+        pam_syslog(pamh, LOG_NOTICE, "account: %s: the account phase proves no password "
+                   "here, the lockout is not cleared", networked);
+        return PAM_SUCCESS;
+    }
+    la_clear_after_password(pamh, flags, &args, user, "account", PAM_SUCCESS);
     return PAM_SUCCESS;
 }
 

@@ -137,6 +137,19 @@ import Testing
         #expect(stat(dir.path + "/state/.secret", &st) == 0 && st.st_mode & 0o777 == 0o600)
     }
 
+    @Test func aHeldSecretLockIsAFailureNotAWaitForEver() throws {
+        _ = try store.installationSecret()
+        // Another open file description of the lock, held as a stuck helper would hold it.
+        let holder = open(dir.path + "/state/.secret.lock", O_RDWR | O_CLOEXEC)
+        #expect(holder >= 0 && flock(holder, LOCK_EX | LOCK_NB) == 0)
+        #expect(throws: StoreError.lockHeld(path: dir.path + "/state/.secret.lock",
+                                            millis: FileStateStore.secretLockBoundMillis)) {
+            try store.installationSecret()
+        }
+        close(holder)
+        #expect(try store.installationSecret().count == 32)
+    }
+
     @Test func badUserNamesAreRejectedWithTheExactError() {
         #expect(throws: UserName.Invalid.empty) { try UserName("") }
         #expect(throws: UserName.Invalid.slash) { try UserName("a/b") }

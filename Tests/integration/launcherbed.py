@@ -4,7 +4,9 @@ launcher, a syslog that the test can read, and a private mount namespace to run 
 Run with /usr/bin/python3, as root. Nothing on the machine is edited:
 
 * ``LauncherInstallation()``: the module, the helper and the setuid-root launcher installed
-  by ``scripts/install --prefix`` into a temporary prefix, from a private copy of the
+  by ``scripts/install --prefix`` into a temporary prefix under /var/lib (the
+  LocalAuthentication library starts only a launcher in directories only root can change,
+  so not under /tmp; and /run is often mounted nosuid), from a private copy of the
   sources built with ``scripts/build --prefix P --config-path P/etc/security/localauth.conf``.
   The launcher has the helper ``P/libexec/localauth/localauth-helper`` and that config
   path compiled in, so only what a test writes there (as root) reaches the helper on the
@@ -43,6 +45,8 @@ LAUNCHER_REL = Path("libexec/localauth/localauth-launcher")
 class LauncherInstallation(system.Installation):
     """See the module docstring: a `system.Installation` whose launcher reads the
     configuration under the prefix. ``launcher``, ``write_config`` besides the rest."""
+
+    work_parent = "/var/lib"
 
     @property
     def launcher(self) -> Path:

@@ -283,7 +283,9 @@ class PamWorld:
         prefix: a command to run the driver under, e.g. setpriv with the same uid for
         real and effective.
         account: after a successful pam_authenticate, call pam_acct_mgmt in the same handle,
-        as sudo, su and login do (its code is `acct_rv`; "" when not called).
+        as sudo, su and login do (its code is `acct_rv`; "" when not called); "always": call
+        it whatever pam_authenticate answered, as sshd does once a public key let the user in
+        after a wrong password.
         cgroup: a cgroup directory the driver moves itself into first (where logind would
         put a login session's processes).
         """
@@ -416,7 +418,7 @@ def _drive_main():
     times["start"] = time.monotonic()
     rv = pam.pam_authenticate(handle, flags)
     acct_rv = None
-    if spec["account"] and rv == consts["PAM_SUCCESS"]:
+    if spec["account"] == "always" or (spec["account"] and rv == consts["PAM_SUCCESS"]):
         acct_rv = pam.pam_acct_mgmt(handle, flags)
     pam.pam_end(handle, rv if acct_rv is None else acct_rv)
     after = _dispositions(libc)

@@ -432,12 +432,15 @@ class Installation(_Created):
     def config(self) -> Path:
         return self.prefix / "etc" / "security" / "localauth.conf"
 
+    # Where the temporary installation is made (None: the system's temporary directory).
+    work_parent: Optional[str] = None
+
     def build_args(self) -> list:
         """Extra `scripts/build` arguments for the C parts (subclasses add theirs)."""
         return []
 
     def _create(self) -> None:
-        work = Path(tempfile.mkdtemp(prefix="localauth-install-"))
+        work = Path(tempfile.mkdtemp(prefix="localauth-install-", dir=self.work_parent))
         self._record(f"installation {work}", lambda: shutil.rmtree(work, ignore_errors=True))
         work.chmod(0o755)
         self.prefix = self.requested or work / "prefix"

@@ -349,6 +349,43 @@ def test_a_program_cannot_act_for_another_user_or_lift_its_lockout_without_the_p
     assert world.state_values()["failures"] == "1"
 
 
+def copy_of_the_launcher(world, parent: Path, mode: int) -> Path:
+    """The installed launcher (root's, with the installation's helper compiled in) copied
+    to PARENT/libexec/localauth/ with ``mode``: a prefix for LOCALAUTH_PREFIX."""
+    prefix = Path(tempfile.mkdtemp(prefix="localauth-prefix-", dir=parent))
+    prefix.chmod(0o755)
+    target = prefix / "libexec" / "localauth" / "localauth-launcher"
+    target.parent.mkdir(parents=True)
+    for d in (target.parent, target.parent.parent):
+        d.chmod(0o755)
+    shutil.copy(world.inst.launcher, target)
+    os.chown(target, 0, 0)
+    target.chmod(mode)
+    return prefix
+
+
+@pytest.mark.parametrize("where,mode,why", [
+    ("root's", 0o755, "localauth-launcher is not setuid root"),
+    ("world", 0o4755, "/tmp is writable by group or others (mode 1777)"),
+], ids=["not-setuid", "under-tmp"])
+def test_a_launcher_that_is_not_setuid_root_or_under_a_writable_directory_is_not_started(world, where, mode, why):
+    """LOCALAUTH_PREFIX names where the root side is; the library still starts only a
+    setuid-root launcher in directories only root can change. The copy under /tmp is the
+    real launcher: started, it would evaluate (and anyone could have put another there)."""
+    parent = Path(LauncherInstallation.work_parent) if where == "root's" else world.app.parent
+    prefix = copy_of_the_launcher(world, parent, mode)
+    try:
+        run = world.run("can", "biometrics", env={"LOCALAUTH_PREFIX": str(prefix)})
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
+    assert (run.result["success"], run.result["code"]) == ("0", "-6"), run.output
+    assert run.result["desc"] == "Biometry is not available on this device."
+    (debug,) = re.findall(r"^DEBUG (.*?)\r?$", run.output, re.M)
+    assert debug.startswith(f"refused to start {prefix}/libexec/localauth/localauth-launcher: "), debug
+    assert why in debug, debug
+    assert run.messages("localauth-launcher") == [] and helper_lines(run) == []   # nothing ran
+
+
 def test_companion_policies_fail_without_the_root_side(world):
     run = world.run("can", "3")
     assert (run.result["code"], run.result["desc"]) == ("-11", "No companion device available.")

@@ -441,3 +441,81 @@ def test_the_modules_line_names_tty_rhost_ruser_and_the_rule(e2e):
     first = r.logs[0]
     assert (first["tty"], first["rhost"], first["ruser"]) == ("/dev/pts/77", "localhost", "operator"), first
     assert first["result"] == "biometryLockout" and first["reason"] == "never-used", first
+
+
+# --- the helper leaves its caller's cgroup ------------------------------------------------
+
+def unified_hierarchy():
+    """Where cgroup v2 is mounted (unified, or beside v1 at .../unified), else None: the
+    file cgroup.controllers exists only in a v2 hierarchy."""
+    for path in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        if (Path(path) / "cgroup.controllers").is_file():
+            return Path(path)
+    return None
+
+
+def cgroup_of(pid):
+    """The process's path in the unified hierarchy (its `0::` line)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        if line.startswith("0::"):
+            return line[3:]
+    raise AssertionError(f"pid {pid} has no cgroup v2 line")
+
+
+def helper_child(parent, helper, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == parent and os.readlink(stat.parent / "exe") == str(helper):
+                    return int(stat.parent.name)
+            except (OSError, ValueError, IndexError):
+                continue
+        time.sleep(0.02)
+    raise AssertionError(f"no helper below pid {parent}")
+
+
+@pytest.fixture
+def caller_cgroup():
+    """A cgroup of the test's own in the unified hierarchy, standing for a user's delegated
+    one (user@UID.service/app.slice/...); skipped where this machine does not allow one."""
+    import secrets
+    root = unified_hierarchy()
+    if root is None:
+        pytest.skip("no cgroup v2 hierarchy on this machine")
+    cg = root / f"localauth-test-{secrets.token_hex(4)}"
+    try:
+        cg.mkdir()
+    except OSError as exc:
+        pytest.skip(f"cannot make a cgroup here: {exc}")
+    try:
+        yield cg
+    finally:
+        for _ in range(250):          # until the processes that were in it are gone
+            try:
+                cg.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.02)
+
+
+def test_the_helper_leaves_its_callers_cgroup_before_it_waits_for_the_finger(e2e, caller_cgroup):
+    """The caller (pamtester) runs in a cgroup of its own; while the reader waits, the root
+    helper is in the root cgroup, where its caller cannot freeze or throttle it."""
+    e2e.first_password()
+    into_cgroup = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(caller_cgroup)]
+    pt = e2e.world.pamtester(e2e.service, USER, prefix=into_cgroup)
+    try:
+        pt.expect(ASK_FINGER, timeout=15)
+        pt.expect(SKIP_PROMPT, timeout=15)
+        helper = helper_child(pt.child.pid, e2e.inst.helper)
+        assert cgroup_of(pt.child.pid) == "/" + caller_cgroup.name
+        assert cgroup_of(helper) == "/"
+        assert e2e.bed.reader.inject(f"SCAN {ENROLLED}") == "verify-match"
+        res = pt.finish()
+    finally:
+        pt.kill()
+    assert res.status == 0 and OK in res.output, res.output

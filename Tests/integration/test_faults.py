@@ -315,6 +315,35 @@ def test_fprintd_killed_mid_scan(real):
     real.match_works(real.stack())
 
 
+# Holds an flock on argv[1] until its stdin closes (a process stuck with the lock held).
+HOLD_LOCK = ("import fcntl, sys\n"
+             "f = open(sys.argv[1], 'r+')\n"
+             "fcntl.flock(f, fcntl.LOCK_EX)\n"
+             "print('held', flush=True)\n"
+             "sys.stdin.read()\n")
+
+
+@needs_helper
+def test_the_installation_secret_lock_held_by_a_stuck_process(real):
+    """`.secret.lock` is one lock for every user of the installation: a process that holds
+    it and never lets go (a helper frozen in a cgroup its caller controls) costs another
+    sign-in a bounded wait, then the password; no finger, and the log names the lock."""
+    real.match_works(real.stack())            # the secret and its lock file exist now
+    holder = subprocess.Popen([pamenv.PYTHON, "-c", HOLD_LOCK, str(real.state / ".secret.lock")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        mark = real.bed.mark()
+        r = real.attempt("installation secret lock held", real.stack())
+        check(r, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL",
+              ".secret.lock is still held by another process")
+        assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
+    real.match_works(real.stack())
+
+
 @needs_helper
 def test_polkit_refuses(world, bed_factory):
     r = Real(world, bed_factory(polkit="deny"))

@@ -261,17 +261,23 @@ class PamService:
 
 
 def pamtester(service: str, user: str, bed, feed=None, timeout: float = 30,
-              operations=("authenticate",)):
-    """pamtester on a pseudo-terminal (a person at the reader); returns (status, transcript)."""
+              operations=("authenticate",), password=None):
+    """pamtester on a pseudo-terminal (a person at the reader), ``password`` typed at the
+    password prompt if given; returns (status, transcript)."""
     child = pexpect.spawn("pamtester", [service, user, *operations], encoding="utf-8",
                           timeout=timeout, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
     try:
         injection = bed.inject_async(feed) if feed else None
+        before_prompt = ""
+        if password is not None:
+            child.expect("Password: ")
+            before_prompt = child.before + child.after
+            child.sendline(password)
         child.expect(pexpect.EOF)
         child.close()
         if injection is not None:
             injection.wait(10)
-        return child.exitstatus, child.before
+        return child.exitstatus, before_prompt + child.before
     finally:
         if child.isalive():
             child.kill(9)
@@ -316,10 +322,12 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
 
         with ThrowawayAccount("la-pkg-") as account:
             bed.enroll(account.name, "right-index-finger", "f1")
-            # pam_permit stands in for the password: the account line records the password for
-            # the user once the stack succeeded, as the first sign-in after installing would.
+            # The first sign-in after installing: the account's password, which the authsucc
+            # line checks and records (the account phase has no PAM_AUTHTOK left to check a
+            # local account's password against).
             with PamService("la-pkg-pw-", [f"auth sufficient pam_localauth.so {args}",
-                                           "auth requisite pam_permit.so",
+                                           "auth requisite pam_unix.so nodelay",
+                                           f"auth optional pam_localauth.so authsucc {args}",
                                            "account required pam_permit.so",
                                            f"account required pam_localauth.so {args}"]) as setup, \
                  PamService("la-pkg-fp-", [f"auth sufficient pam_localauth.so {args}",
@@ -327,7 +335,8 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
                                            f"auth optional pam_localauth.so authsucc {args}",
                                            "account required pam_permit.so"]) as finger:
                 status, out = pamtester(setup.name, account.name, bed,
-                                        operations=("authenticate", "acct_mgmt"))
+                                        operations=("authenticate", "acct_mgmt"),
+                                        password=account.password)
                 assert status == 0, out
                 # pamtester as root for another account, like login: one line for every
                 # refusal.

@@ -628,6 +628,22 @@ def test_a_remote_handle_never_clears_a_lockout_in_the_account_phase(bed):
     assert bed.events("start") == []
 
 
+@pytest.mark.parametrize("items", [{"rhost": "127.0.0.1"}, {"rhost": "::1"},
+                                   {"rhost": "localhost"}, {"tty": "ssh"}],
+                         ids=["ipv4-loopback", "ipv6-loopback", "localhost", "sshd-tty"])
+def test_a_networked_handle_starts_nothing_in_the_account_phase(bed, items):
+    """A loopback host (any `ssh -R` tunnel presents one) is this machine for the first
+    line, which still runs; but sshd's account phase follows a key after a wrong password,
+    so no PAM_RHOST at all, and not sshd's PAM_TTY, lets the account line clear."""
+    r = bed.drive(account_stack(bed, "la-acct-net", "nomatch"), items=items, account=True)
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
+    assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate"]
+    why = "PAM_RHOST is set" if "rhost" in items else "PAM_TTY is ssh"
+    refusals = [l for l in r.logs if f"account: {why}" in l.message]
+    assert len(refusals) == 1 and "the lockout is not cleared" in refusals[0].message, r.logs
+    assert refusals[0].priority == 5   # LOG_NOTICE
+
+
 def test_account_phase_without_the_first_line_changes_nothing(bed):
     svc = bed.world.service("la-acct3", [f"auth required {bed.world.matrix}",
                                          f"account required {MODULE} helper={bed.helper} "

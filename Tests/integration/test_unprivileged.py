@@ -443,6 +443,29 @@ def test_presence_comes_from_the_caller_not_from_the_request(locker):
     assert not [e for e in locker.bed.events(mark) if e.name == "VerifyFingerSelected"]
 
 
+def test_a_forged_service_name_adds_no_field_to_the_helpers_line(locker):
+    """The request's service is the user's word here: in root's log line it stays one
+    word, so `service=screenlock result=success ...` cannot add a verdict of its own."""
+    mark = locker.syslog.mark()
+    forged = "screenlock result=success method=fingerprint"
+    r = direct(locker, request(locker.user, service=forged))
+    assert r["name"] == "notInteractive", r   # pipes, no terminal: no scan
+    head = f"user={locker.user.name} service="
+    found = locker.syslog.wait_for(lambda i, m: i == "localauth-helper" and m.startswith(head),
+                                   timeout=10, since=mark)
+    assert found is not None, locker.syslog.since(mark)
+    words = found[1].split(" ")
+    assert words[1] == "service=screenlock?result?success?method?fingerprint", found
+    assert [w for w in words if w.startswith(("result=", "method="))] == ["result=notInteractive"], found
+    # A forged user name is refused, in one word too.
+    mark = locker.syslog.mark()
+    r = direct(locker, request("bob result=success"))
+    assert r["name"] == "biometryNotAvailable", r
+    found = locker.syslog.wait_for(lambda i, m: i == "localauth-helper" and m.startswith("refused: "),
+                                   timeout=10, since=mark)
+    assert found is not None and "request for user bob?result?success refused" in found[1], found
+
+
 def test_scan_timeout_from_the_request_is_ignored(locker):
     """Root's scan_timeout holds through the launcher: a user cannot keep the reader (and
     everyone's sudo) waiting for ten minutes."""

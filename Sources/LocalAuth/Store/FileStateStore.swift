@@ -52,10 +52,16 @@ public final class FileStateStore: StateStore {
         return next
     }
 
+    /// How long `.secret.lock` is waited for. It is one lock for the whole installation,
+    /// held only to read or create a 32-byte file: a holder past this is stuck (a helper
+    /// frozen or throttled by the user whose cgroup it ran in), and another user's sign-in
+    /// must not wait for it (it would wait the whole helper_timeout, then lose the finger).
+    public static let secretLockBoundMillis: Int64 = 2000
+
     public func installationSecret() throws(StoreError) -> [UInt8] {
         try checkDirectory()
         let secretPath = directory + "/.secret"
-        let lock = try openLock(directory + "/.secret.lock")
+        let lock = try openLock(directory + "/.secret.lock", boundMillis: Self.secretLockBoundMillis)
         defer { close(lock) }
         if let existing = try readSecret(secretPath) { return existing }
         guard let fresh = Crypto.randomBytes(32) else {
@@ -162,19 +168,30 @@ public final class FileStateStore: StateStore {
     // MARK: - Locking and writing
 
     /// Opens (creating) and exclusively locks a lock file; returns its descriptor.
-    private func openLock(_ path: String) throws(StoreError) -> Int32 {
+    /// The lock file, held (flock LOCK_EX); with `boundMillis`, `.lockHeld` when another
+    /// process still holds it after that long, else it waits as long as it takes.
+    private func openLock(_ path: String, boundMillis: Int64? = nil) throws(StoreError) -> Int32 {
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
         guard fd >= 0 else { throw .io(path: path, operation: "open", errno: errno) }
         if let problem = ownershipProblem(fd, path) {
             close(fd)
             throw .unsafeDirectory(path: directory, why: problem)
         }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else {
-                let e = errno
+        let deadline = boundMillis.map { MonotonicClock.millis() + $0 }
+        while flock(fd, deadline == nil ? LOCK_EX : LOCK_EX | LOCK_NB) != 0 {
+            let e = errno
+            if e == EINTR { continue }
+            if e == EWOULDBLOCK, let deadline, let boundMillis {
+                if MonotonicClock.millis() < deadline {
+                    var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+                    nanosleep(&pause, nil)
+                    continue
+                }
                 close(fd)
-                throw .io(path: path, operation: "lock", errno: e)
+                throw .lockHeld(path: path, millis: boundMillis)
             }
+            close(fd)
+            throw .io(path: path, operation: "lock", errno: e)
         }
         return fd
     }

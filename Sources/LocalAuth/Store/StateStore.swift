@@ -43,6 +43,8 @@ public enum StoreError: Error, Equatable, CustomStringConvertible, Sendable {
     case unsafeDirectory(path: String, why: String)
     /// A system call failed on `path`.
     case io(path: String, operation: String, errno: Int32)
+    /// The lock file `path` was still held by another process after `millis` ms.
+    case lockHeld(path: String, millis: Int64)
 
     public var description: String {
         switch self {
@@ -50,6 +52,8 @@ public enum StoreError: Error, Equatable, CustomStringConvertible, Sendable {
             return "state directory \(path): \(why)"
         case .io(let path, let operation, let code):
             return "\(operation) \(path): \(errnoText(code))"
+        case .lockHeld(let path, let millis):
+            return "\(path) is still held by another process after \(millis) ms: not waited for longer"
         }
     }
 }

@@ -1,6 +1,8 @@
 // la-probe: drives LocalAuthentication the way an application does, for the integration
 // tests (Tests/integration/test_app_api.py). One line per result on stdout:
 //   RESULT op=can|eval success=1|0 code=N domain=D state=HEX|- biometry=N desc=TEXT
+// and before it, when the error says what happened here (NSDebugDescription):
+//   DEBUG TEXT
 //
 //   la-probe can biometrics|owner|POLICY-RAW
 //   la-probe eval biometrics|owner [--async] [--fallback TITLE] [--reason TEXT]
@@ -28,6 +30,9 @@ func hex(_ data: Data?) -> String {
 
 func report(_ op: String, _ success: Bool, _ error: Error?, _ context: LAContext) {
     let ns = error.map { $0 as NSError }
+    if let debug = ns?.userInfo["NSDebugDescription"] as? String {
+        print("DEBUG " + debug.replacingOccurrences(of: "\n", with: " "))
+    }
     let line = "RESULT op=\(op) success=\(success ? 1 : 0) code=\(ns?.code ?? 0) domain=\(ns?.domain ?? "-")"
         + " state=\(hex(context.evaluatedPolicyDomainState)) biometry=\(context.biometryType.rawValue)"
         + " desc=\(ns?.localizedDescription ?? "-")"

@@ -1,0 +1,222 @@
+"""The account line (`account required pam_localauth.so`) clears a lockout only where the
+account phase proves a password: through the real libpam (pam_wrapper), the installed
+module and helper, the real fprintd with the virtual reader, and a throwaway user whose
+password hash is in /etc/shadow (pam_unix checks it, as on a real machine).
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_account_phase.py
+
+sshd runs pam_authenticate for a password try and pam_acct_mgmt on the same handle once a
+public key let the user in (the driver's ``account="always"``); a loopback PAM_RHOST is any
+`ssh -R` tunnel. Every test starts from a lockout (``failures=5``) and looks at the state
+file afterwards: a lockout that was not to be cleared keeps ``failures=5`` and gets no
+``last_password``.
+"""
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pamenv  # noqa: E402
+import system  # noqa: E402
+from ctl_support import write_state  # noqa: E402
+from pamenv import PamWorld, outcomes  # noqa: E402
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+SET_ITEMS = Path(pamenv.PAM_MATRIX).parent / "pam_set_items.so"
+NETWORKED = [{"rhost": "127.0.0.1"}, {"rhost": "::1"}, {"tty": "ssh"}]
+NETWORKED_IDS = ["ipv4-loopback", "ipv6-loopback", "sshd-tty"]
+
+
+@pytest.fixture(scope="module")
+def inst():
+    return system.shared_installation()
+
+
+class Account:
+    """A locked-out throwaway user, a pam_wrapper world with stacks for them, and the state
+    directory the installed helper uses."""
+
+    def __init__(self, inst, bed, world, user):
+        self.inst, self.bed, self.world, self.user = inst, bed, world, user
+        self.state = world.root / "state"
+        self.state.mkdir(mode=0o700)
+        self.args = " ".join([f"dbus_address={bed.address}", f"state_dir={self.state}",
+                              f"config={inst.config}", f"fprint_dir={bed.state_dir}",
+                              "scan_timeout=10"])
+        write_state(self.state, user.name, failures=5)
+
+    def stack(self, name, password_lines):
+        """The first line, the password module(s), and the account line."""
+        return self.world.service(name, [f"auth sufficient {self.inst.module} {self.args}",
+                                         *password_lines,
+                                         f"account required {self.inst.module} {self.args}"])
+
+    def unix_stack(self):
+        return self.stack("la-acct-unix", ["auth requisite pam_unix.so nodelay"])
+
+    def drive(self, service, answers, items=None, env=None):
+        return self.world.drive(service, self.user.name, answers=answers, items=items or {},
+                                env=env, account="always")
+
+    def state_values(self):
+        return system.state_fields(self.state / f"{self.user.name}.state")
+
+    def assert_still_locked(self):
+        values = self.state_values()
+        assert values["failures"] == "5", values
+        assert "last_password" not in values and "boot_id" not in values, values
+
+
+@pytest.fixture
+def account(inst, bed):
+    with system.ThrowawayUser(prefix="la-acct-") as user, PamWorld() as world:
+        yield Account(inst, bed, world, user)
+
+
+def authsucc_outcome(result):
+    """The module's line for the account line's helper run (the second outcome)."""
+    found = outcomes(result.logs)
+    assert len(found) == 2, [l.message for l in result.logs]
+    return found[1]
+
+
+# --- networked handles ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("items", NETWORKED, ids=NETWORKED_IDS)
+def test_a_wrong_password_then_a_key_over_a_networked_handle_clears_nothing(account, items):
+    r = account.drive(account.unix_stack(), ["wrong-password"], items=items)
+    assert (r.rv, r.acct_rv) == ("PAM_AUTH_ERR", "PAM_SUCCESS"), r.stderr[-1500:]
+    account.assert_still_locked()
+    why = "PAM_RHOST is set" if "rhost" in items else "PAM_TTY is ssh"
+    assert any(f"account: {why}" in l.message and "the lockout is not cleared" in l.message
+               for l in r.logs), [l.message for l in r.logs]
+    assert len(outcomes(r.logs)) == 1   # the first line's; the account line started nothing
+
+
+# --- local handles -------------------------------------------------------------------------
+#
+# Linux-PAM drops PAM_AUTHTOK when pam_authenticate returns, so after pam_unix the account
+# phase has none: for a local account the `authsucc` line after the password module (which
+# sees it) clears the lockout, and the account line clears only where PAM_AUTHTOK is still
+# there and matches. pam_wrapper's pam_set_items, in the account phase, puts one there.
+
+def token_stack(account, name):
+    """pam_permit lets the user in; in the account phase pam_set_items sets PAM_AUTHTOK
+    from the driver's environment before the account line runs."""
+    return account.world.service(name, [
+        f"auth sufficient {account.inst.module} {account.args}", "auth requisite pam_permit.so",
+        f"account optional {SET_ITEMS}", f"account required {account.inst.module} {account.args}"])
+
+
+def test_the_right_password_token_on_a_local_handle_clears_through_the_account_line(account):
+    r = account.drive(token_stack(account, "la-acct-right"), [], items={"tty": "/dev/pts/9"},
+                      env={"PAM_AUTHTOK": account.user.password})
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS"), r.stderr[-1500:]
+    assert authsucc_outcome(r)["result"] == "success"
+    values = account.state_values()
+    assert values["failures"] == "0" and "last_password" in values, values
+
+
+def test_a_wrong_password_token_where_the_account_has_a_local_hash_clears_nothing(account):
+    r = account.drive(token_stack(account, "la-acct-wrong"), [],
+                      env={"PAM_AUTHTOK": "not-the-" + account.user.password})
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS"), r.stderr[-1500:]
+    line = authsucc_outcome(r)
+    assert line["result"] == "invalidContext", line
+    assert "PAM_AUTHTOK is not the local account's password" in line["cause"], line
+    account.assert_still_locked()
+
+
+def test_no_password_token_where_the_account_has_a_local_hash_clears_nothing(account):
+    """Another module let the user in (pam_permit here: a token, a key) and no password
+    went through the stack: the account phase is no proof for a local account."""
+    svc = account.stack("la-acct-permit", ["auth requisite pam_permit.so"])
+    r = account.drive(svc, [])
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS"), r.stderr[-1500:]
+    line = authsucc_outcome(r)
+    assert line["result"] == "invalidContext", line
+    assert "local password hash and PAM_AUTHTOK is empty" in line["cause"], line
+    account.assert_still_locked()
+
+
+def test_after_pam_unix_the_authsucc_line_clears_and_the_account_line_alone_does_not(account):
+    """The right password through pam_unix: the account line alone sees no PAM_AUTHTOK and
+    says which line clears; the shipped stack's `authsucc` line does clear."""
+    r = account.drive(account.unix_stack(), [account.user.password])
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS"), r.stderr[-1500:]
+    assert "authsucc` line after the password module clears" in authsucc_outcome(r)["cause"]
+    account.assert_still_locked()
+    svc = account.stack("la-acct-shipped", [
+        "auth requisite pam_unix.so nodelay",
+        f"auth optional {account.inst.module} authsucc {account.args}"])
+    r = account.drive(svc, [account.user.password])
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS"), r.stderr[-1500:]
+    assert authsucc_outcome(r)["result"] == "success"
+    values = account.state_values()
+    assert values["failures"] == "0" and "last_password" in values, values
+
+
+def test_an_account_without_a_local_hash_is_still_cleared_by_the_account_phase(inst, bed):
+    """pam_matrix's made-up user has no entry in /etc/passwd or /etc/shadow (as an SSSD or
+    Kerberos account has no local hash): the account phase stays the proof."""
+    with PamWorld() as world:
+        name = "la-acct-directory-user"
+        world.add_user(name, "directory-password")
+        user = type("User", (), {"name": name})()
+        acct = Account(inst, bed, world, user)
+        svc = acct.stack("la-acct-matrix", [f"auth requisite {world.matrix}"])
+        r = acct.drive(svc, ["directory-password"])
+        assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS"), r.stderr[-1500:]
+        assert authsucc_outcome(r)["result"] == "success"
+        values = acct.state_values()
+        assert values["failures"] == "0" and "last_password" in values, values
+
+
+# --- the helper checks the same by itself (defence in depth) -------------------------------
+
+def frame(kind, payload=b""):
+    return struct.pack(">I", len(payload) + 1) + kind.encode() + payload
+
+
+def helper_authsucc(account, password, **items):
+    """The installed helper run as root's module runs it, with an account-phase request
+    written here: what it answers when the module's own check were missing."""
+    kv = dict(version="1", mode="authsucc", user=account.user.name, service="sshd", tty="",
+              rhost="", ruser="", silent="1", locale="", language="", pid=str(os.getpid()),
+              caller_uid="0", first_line="1", proof="account")
+    kv.update(items)
+    lines = [f"{k}={v}" for k, v in kv.items()]
+    lines += [f"arg={a}" for a in account.args.split()]
+    data = frame("Q", "\n".join(lines).encode()) + frame("A", password.encode())
+    proc = subprocess.run([str(account.inst.helper)], input=data, capture_output=True,
+                          env={"PATH": system.SAFE_PATH}, timeout=30)
+    out, frames = proc.stdout, []
+    while len(out) >= 4:
+        (length,) = struct.unpack(">I", out[:4])
+        frames.append((chr(out[4]), out[5:4 + length].decode()))
+        out = out[4 + length:]
+    results = [p for t, p in frames if t == "R"]
+    assert len(results) == 1, frames
+    return dict(line.split("=", 1) for line in results[0].split("\n"))
+
+
+@pytest.mark.parametrize("items", NETWORKED, ids=NETWORKED_IDS)
+def test_the_helper_refuses_a_networked_account_phase_even_with_the_right_password(account, items):
+    result = helper_authsucc(account, account.user.password, **items)
+    assert result["name"] == "invalidContext", result
+    assert "networked handle" in result["cause"], result
+    account.assert_still_locked()
+
+
+def test_the_helper_checks_the_token_of_a_local_account_in_the_account_phase(account):
+    result = helper_authsucc(account, "wrong-password")
+    assert result["name"] == "invalidContext", result
+    account.assert_still_locked()
+    result = helper_authsucc(account, account.user.password)
+    assert result["name"] == "success", result
+    assert account.state_values()["failures"] == "0"
