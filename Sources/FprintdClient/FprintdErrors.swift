@@ -29,11 +29,14 @@ enum FprintdErrors {
     private static func laError(_ error: BusError, doing call: String) -> LAError {
         switch error {
         case .timedOut:
-            return LAError(.biometryNotAvailable, cause: "fprintd did not answer \(call) in time")
+            return LAError(.biometryNotAvailable, reason: .readerUnreachable,
+                           cause: "fprintd did not answer \(call) in time")
         case .disconnected:
-            return LAError(.biometryNotAvailable, cause: "no connection to the system bus: \(error.summary)")
+            return LAError(.biometryNotAvailable, reason: .readerUnreachable,
+                           cause: "no connection to the system bus: \(error.summary)")
         case .remote(let name, _) where absentNames.contains(name):
-            return LAError(.biometryNotAvailable, cause: "fprintd is not running (\(name))")
+            return LAError(.biometryNotAvailable, reason: .readerUnreachable,
+                           cause: "fprintd is not running (\(name))")
         case .remote(let name, _) where name == Fprintd.ErrorName.noEnrolledPrints:
             return LAError(.biometryNotEnrolled, cause: "fprintd \(call): \(name)")
         case .remote(let name, _) where name == Fprintd.ErrorName.permissionDenied:

@@ -117,7 +117,12 @@ enum AuthSucc {
             store: store, options: options, log: log)
         let watch = LockoutWatch(store: store, user: request.user, rules: Rules(options))
         do {
-            try PasswordRecord.record(env: env, rules: Rules(options), domainState: currentDomain(env, options))
+            let domain = request.readerUnreachable ? nil : currentDomain(env, options)
+            if request.readerUnreachable {
+                log.log(.info, "fprintd failed earlier in this transaction: the enrolled set is not read again "
+                        + "(the trusted one stays; the next password that reaches fprintd trusts the set it sees)")
+            }
+            try PasswordRecord.record(env: env, rules: Rules(options), domainState: domain)
             if watch.lockedBefore {
                 SecurityRecord(program: "localauth-helper", log: log)
                     .lockoutCleared(request.user, failures: watch.failuresBefore ?? 0, by: .password,

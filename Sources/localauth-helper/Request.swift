@@ -32,6 +32,10 @@ struct HelperRequest {
     var firstLine: Bool
     /// authsucc mode: what proves the password (AuthSucc.Proof); nil when not named.
     var proof: AuthSucc.Proof?
+    /// authsucc mode: fprintd failed earlier in this transaction (`reader=unreachable`), so
+    /// it is not asked again. Only ever skips a contact; through the launcher a user who
+    /// sends it only loses the re-trust of their enrolled set.
+    var readerUnreachable: Bool { keys.value("reader") == "unreachable" }
     var arguments: [String]
     /// Every key as sent, for what only one mode reads (`op`, `policy` in `mode=app`).
     var keys = KeyValues()
@@ -46,7 +50,7 @@ struct HelperRequest {
         let kv: KeyValues
         do { kv = try KeyValues.parse(frame.payload) } catch { throw Invalid("request is not key=value text: \(error)") }
         for key in ["version", "mode", "user", "service", "tty", "rhost", "ruser", "silent", "locale", "language",
-                    "pid", "first_line", "stdin_tty", "display", "proof", "caller_uid", "op", "policy"]
+                    "pid", "first_line", "stdin_tty", "display", "proof", "caller_uid", "op", "policy", "reader"]
         where kv.count(key) > 1 {
             throw Invalid("request repeats `\(key)`")
         }

@@ -26,6 +26,8 @@ struct la_args {
     const char *authtok;     /* PAM_AUTHTOK for the lines after the password; a secret */
     const char *proof;       /* authsucc mode: "authtok" (auth line) or "account" (account
                               * phase); NULL in authenticate mode */
+    bool reader_unreachable; /* authsucc mode: fprintd failed earlier in this handle, so the
+                              * helper does not ask it again (`reader=unreachable`) */
     long helper_timeout_ms;  /* `helper_timeout=SECONDS`: time waiting on the helper, in all */
     int argc;                /* every argument, for `arg=` request lines */
     const char **argv;

@@ -34,6 +34,14 @@ static const char la_marker[] = "pam_localauth_first_line";
  * stack with the same handle for each password retry: the finger is not asked for again. */
 static const char la_tried[] = "pam_localauth_tried";
 
+/* What failed on the reader's side in this handle's first line, for the lines after the
+ * password: "helper" (the helper said nothing, died or garbled its answer) or "reader"
+ * (fprintd unreachable, frozen, gone from the bus). Those lines then do the password's
+ * bookkeeping without waiting for the same failure a second time (la_clear_after_password). */
+static const char la_reader_failed[] = "pam_localauth_reader_failed";
+static const char la_failed_helper[] = "helper";
+static const char la_failed_reader[] = "reader";
+
 static void la_marker_cleanup(pam_handle_t *pamh, void *data, int status)
 {
     (void)pamh;
@@ -129,6 +137,19 @@ static void la_log_run(pam_handle_t *pamh, const char *user, const struct la_out
                           pam_code, la_outcome_cause(out, buf, sizeof buf));
 }
 
+/* Records on the handle what failed on the reader's side (la_reader_failed). The static
+ * strings need no cleanup. */
+static void la_note_reader_failure(pam_handle_t *pamh, const struct la_outcome *out)
+{
+    const char *what = NULL;
+    if (!out->have_result)
+        what = la_failed_helper;
+    else if (strcmp(out->result.reason, "reader-unreachable") == 0)
+        what = la_failed_reader;
+    if (what != NULL)
+        pam_set_data(pamh, la_reader_failed, (void *)what, NULL);
+}
+
 /* The line before the password module: fingerprint first. */
 static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *args)
 {
@@ -164,6 +185,7 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
         pam_set_data(pamh, la_marker, NULL, NULL);  /* a fingerprint is not a password */
     else
         pam_set_data(pamh, la_tried, (void *)la_tried, NULL);
+    la_note_reader_failure(pamh, &out);
     return pam_code;
 }
 
@@ -200,6 +222,17 @@ static bool la_clear_after_password(pam_handle_t *pamh, int flags, const struct 
     char buf[384];
     struct la_args a = *args;
     const void *tok = NULL;
+    const void *failed = NULL;
+    if (pam_get_data(pamh, la_reader_failed, &failed) != PAM_SUCCESS)
+        failed = NULL;
+    if (failed == la_failed_helper) {
+        /* A second helper would most likely be as silent, and the person who just typed the
+         * password would wait for it again: the lockout stays until a helper answers. */
+        pam_syslog(pamh, LOG_NOTICE, "%s: the helper did not answer earlier in this transaction: "
+                   "the password is not recorded and no lockout is cleared", proof);
+        return false;
+    }
+    a.reader_unreachable = failed == la_failed_reader;
     a.proof = proof;
     a.pass_authtok = true;
     a.authtok = pam_get_item(pamh, PAM_AUTHTOK, &tok) == PAM_SUCCESS ? tok : NULL;

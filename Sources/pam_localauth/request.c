@@ -125,6 +125,8 @@ bool la_request_encode(const struct la_request *req, char *buf, size_t cap, size
         la_kv_add(&w, "first_line", "1");
     if (req->proof != NULL)
         la_kv_add(&w, "proof", req->proof);
+    if (req->args->reader_unreachable)
+        la_kv_add(&w, "reader", "unreachable");
     for (int i = 0; i < req->args->argc; i++)
         la_kv_add(&w, "arg", req->args->argv[i]);
     if (w.failed_key != NULL) {

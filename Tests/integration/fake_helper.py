@@ -179,6 +179,13 @@ def mode_wrong_direction(peer, rec, req):
     peer.frame("Q", "version=1")
 
 
+def mode_reader_unreachable(peer, rec, req):
+    """fprintd frozen or gone, as the real helper reports it."""
+    peer.frame("S")
+    peer.frame("R", "code=-6\nname=biometryNotAvailable\nreason=reader-unreachable\n"
+                    "cause=fake: fprintd did not answer GetDevices in time")
+
+
 def mode_hang(peer, rec, req):
     time.sleep(3600)
 

@@ -226,6 +226,29 @@ def test_fprintd_frozen(real):
     real.match_works(real.stack())
 
 
+@needs_helper
+def test_fprintd_frozen_is_not_waited_for_again_after_the_password(real):
+    """The lines after the password (authsucc, account) know from the handle that fprintd
+    failed in this transaction: they record the password without asking it again, so the
+    person who typed it does not wait `bus_timeout` a second time (issue 21). Counted, not
+    timed: after the first line's helper, no helper joins the bus."""
+    from testbed import NewClients
+    watcher = NewClients(real.bed.address)
+    real.bed.freeze_fprintd()
+    try:
+        r = real.attempt("fprintd frozen, then the password", real.stack("bus_timeout=0.5", authsucc=True))
+    finally:
+        real.bed.thaw_fprintd()
+        joined = list(watcher.times)
+        watcher.close()
+    check(r, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", "did not answer")
+    assert outcomes(r.logs)[0]["reason"] == "reader-unreachable"
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
+    assert len(joined) == 1, f"{len(joined)} connections to the bus: only the first line's helper may connect"
+    state = read_state(real.state, USER)
+    assert state["last_password"] > 0, state   # the account line recorded the password all the same
+
+
 def password_prompt_at(r):
     """When the password prompt came (the driver's clock)."""
     for (style, text), at in zip(reversed(r.messages), reversed(r.times["messages"])):

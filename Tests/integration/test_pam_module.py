@@ -553,6 +553,37 @@ def test_authsucc_after_first_line_runs_helper(bed):
     assert [o["pam"] for o in outcomes(r.logs)] == ["PAM_AUTH_ERR", "PAM_AUTHINFO_UNAVAIL"]
 
 
+def test_after_a_silent_helper_the_lines_after_the_password_start_none(bed):
+    """A helper that never answered the first line would make the person who just typed the
+    password wait its first-frame bound again: neither the authsucc line nor the account
+    line starts another (issue 21: no second wait)."""
+    svc = bed.world.service("la-as7", [bed.line("hang", "sufficient"),
+                                       f"auth required {bed.world.matrix}",
+                                       authsucc_line(bed),
+                                       f"account required {MODULE} helper={bed.helper} fake_dir={bed.records}"])
+    r = bed.drive(svc, account=True)
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
+    assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate"]
+    said = [l.message for l in r.logs if "did not answer earlier in this transaction" in l.message]
+    assert len(said) == 2, [l.message for l in r.logs]   # the authsucc line's, the account line's
+
+
+def test_after_fprintd_failed_the_lines_after_the_password_do_not_ask_it_again(bed):
+    svc = bed.world.service("la-as8", [bed.line("reader_unreachable", "sufficient"),
+                                       f"auth required {bed.world.matrix}",
+                                       authsucc_line(bed)])
+    r = bed.drive(svc)
+    assert r.rv == "PAM_SUCCESS"
+    first, second = bed.events("start")
+    assert "reader" not in first["request"]
+    assert (second["request"]["mode"], second["request"]["reader"]) == ("authsucc", "unreachable")
+    # A first line that reached the reader sends no such word.
+    svc = bed.world.service("la-as9", [bed.line("nomatch", "sufficient"),
+                                       f"auth required {bed.world.matrix}", authsucc_line(bed)])
+    bed.drive(svc)
+    assert "reader" not in bed.events("start")[-1]["request"]
+
+
 def test_authsucc_after_a_fingerprint_success_changes_nothing(bed):
     """pam-auth-update's `success=end` jumps from a fingerprint success to the Additional
     block, where the authsucc line sits: that must not count as a password."""

@@ -58,6 +58,9 @@ public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
         case stateUnreadable
         case enrollmentChanged
         case readerBusy
+        /// fprintd did not answer, is not on the bus, or the bus itself is gone: the lines
+        /// after the password do not ask it again in the same transaction.
+        case readerUnreachable
         case remoteSession
         /// Who is at the reader (PresenceRule): no session vouches for the caller; its
         /// session is on no seat or not the seat's active one; locked; idle; another user's;
@@ -119,6 +122,7 @@ extension LAError.Reason {
         case .stateUnreadable: return "state-unreadable"
         case .enrollmentChanged: return "enrollment-changed"
         case .readerBusy: return "reader-busy"
+        case .readerUnreachable: return "reader-unreachable"
         case .remoteSession: return "remote"
         case .noSession: return "no-session"
         case .notActive: return "not-active"
