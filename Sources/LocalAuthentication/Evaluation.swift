@@ -10,14 +10,17 @@ import Glibc
 /// root side is told (end of file), stops the reader and answers `appCancel`.
 final class Evaluation: @unchecked Sendable {
     let request: AppRequest
+    /// The root side to start (RootSide.program when the evaluation was made).
+    let program: String
     private let prompt: LAPrompt?
     private let ui: LAUserInterface?
     private let lock = NSLock()
     private var connection: RootConnection?
     private var cancelled = false
 
-    init(request: AppRequest, prompt: LAPrompt?, ui: LAUserInterface?) {
+    init(request: AppRequest, prompt: LAPrompt?, ui: LAUserInterface?, program: String = RootSide.program) {
         self.request = request
+        self.program = program
         self.prompt = prompt
         self.ui = ui
     }
@@ -66,7 +69,7 @@ final class Evaluation: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if cancelled { throw .make(.appCancel, debug: "cancelled before it started") }
-        let c = try RootConnection(program: RootSide.trustedProgram())
+        let c = try RootConnection(program: RootSide.trustedProgram(program))
         connection = c
         return c
     }
@@ -76,7 +79,7 @@ final class Evaluation: @unchecked Sendable {
             let frame: Frame
             do { frame = try connection.receive() } catch {
                 return AppResult(error: .make(.biometryNotAvailable,
-                                              debug: "the root side (\(RootSide.program)) ended without a result: \(error)"))
+                                              debug: "the root side (\(program)) ended without a result: \(error)"))
             }
             switch frame.kind {
             case .started:

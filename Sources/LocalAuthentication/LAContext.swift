@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Apple's `LAContext` for Swift programs on Linux, source-compatible with Apple's:
 ///
@@ -76,15 +79,19 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// Whether `policy` can be evaluated now, without asking the user anything and without
     /// starting the reader. On `false`, `error` (if given) holds an `NSError` in
-    /// `LAErrorDomain` with Apple's code.
+    /// `LAErrorDomain` with Apple's code. The answer is the root side's, kept for the
+    /// process: at most 5 s old, and new after an evaluation of this process ended
+    /// (docs/API.md, "How fresh a preflight is").
     @discardableResult
     open func canEvaluatePolicy(_ policy: LAPolicy, error: UnsafeMutablePointer<NSError?>?) -> Bool {
         let failure: LAError?
         if let refused = refusal(policy, reason: nil) {
             failure = refused
         } else {
-            let evaluation = Evaluation(request: request(.preflight, policy), prompt: nil, ui: nil)
-            let result = evaluation.run()
+            // The root side's answer, shared by the process's contexts and kept a few
+            // seconds (PreflightAnswers): the first call starts the root side, later ones
+            // take it from memory.
+            let result = PreflightCache.shared.answer(preflightKey(policy))
             record(result, biometry: true)
             failure = result.error
         }
@@ -167,6 +174,9 @@ open class LAContext: NSObject, @unchecked Sendable {
         handle?.set(evaluation)
         queue.async { [self] in
             let result = evaluation.run()
+            // Before the reply: the program's next preflight must see what this evaluation
+            // changed (a failure counted, a lockout, a lockout lifted by the password).
+            PreflightCache.shared.evaluationEnded()
             lock.withLock { running[id] = nil }
             record(result, biometry: false)
             reply(result.error == nil, result.error)
@@ -193,6 +203,13 @@ open class LAContext: NSObject, @unchecked Sendable {
     private func request(_ operation: AppRequest.Operation, _ policy: LAPolicy) -> AppRequest {
         AppRequest(operation: operation, policy: policy == .deviceOwnerAuthentication ? "owner" : "biometrics",
                    fallbackTitle: localizedFallbackTitle, canInteract: false)
+    }
+
+    /// The question a preflight asks the root side: its answer depends on who asks where,
+    /// and the policy word, not on the context (the fallback title plays no part in it).
+    private func preflightKey(_ policy: LAPolicy) -> PreflightCache.Key {
+        PreflightCache.Key(program: RootSide.program, uid: getuid(),
+                           policy: request(.preflight, policy).policy)
     }
 
     private func fallbackTitle(_ policy: LAPolicy) -> String? {

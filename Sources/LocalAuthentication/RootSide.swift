@@ -30,8 +30,8 @@ enum RootSide {
 
     /// `program` resolved, once it is root's (LaunchTrust): a setuid launcher, or for root
     /// the helper, in directories only root can change.
-    static func trustedProgram() throws(LAError) -> String {
-        try LaunchTrust.checked(program, setuid: geteuid() != 0)
+    static func trustedProgram(_ named: String = program) throws(LAError) -> String {
+        try LaunchTrust.checked(named, setuid: geteuid() != 0)
     }
 }
 
@@ -230,7 +230,7 @@ struct AppRequest {
 
 /// The result frame: `code` (0 or an `LAError` raw value), `cause`, and in `mode=app`
 /// `domain_state` (hex) and `biometry`.
-struct AppResult {
+struct AppResult: Equatable, Sendable {
     var error: LAError?
     var domainState: Data?
     var biometry: LABiometryType?
@@ -253,8 +253,11 @@ struct AppResult {
         biometry = kv.value("biometry").map { $0 == "touchID" ? .touchID : .none }
     }
 
-    init(error: LAError) {
+    /// An answer made here, not by the root side (a refusal before it was reached).
+    init(error: LAError?, domainState: Data? = nil, biometry: LABiometryType? = nil) {
         self.error = error
+        self.domainState = domainState
+        self.biometry = biometry
     }
 
     private static func bytes(hex: String) -> Data? {
