@@ -158,24 +158,31 @@ def pam_run(world, inst, password="not-the-password"):
         return R
 
 
-def test_failures_in_a_program_and_under_sudo_add_up(world, inst):
-    """Three wrong fingers in the program, two more under sudo (a root caller: the module
-    starts the helper itself, with the same configuration): locked out after five, for sudo
-    and for the program alike."""
-    assert world.run("eval", "biometrics", fingers=[OTHER] * 3).result["code"] == "-1"
+def sudo_with_wrong_fingers(world, inst, n):
+    """``sudo -k true`` as the user with ``n`` wrong fingers, given up at the password
+    prompt (a root caller: the module starts the helper itself, with the same
+    configuration). Returns the first outcome sudo's module logged."""
     lines = [f"auth sufficient {inst.module} config={inst.config}", "auth requisite pam_unix.so",
              f"auth optional {inst.module} authsucc config={inst.config}", "account required pam_permit.so"]
     with system.PamService("la-app-sudo-", lines) as svc, system.SudoersDropIn(world.user, svc.name):
-        mark, log_mark = world.bed.mark(), world.syslog.mark()
+        log_mark = world.syslog.mark()
         pt = system.run_on_pty(["sudo", "-k", "true"], user=world.user,
                                prefix=namespace_prefix(world.syslog), timeout=40)
-        injection = world.bed.inject_async([f"SCAN {OTHER}"] * 2)
+        injection = world.bed.inject_async([f"SCAN {OTHER}"] * n)
         pt.expect(SUDO_PROMPT, timeout=30)      # the finger failed: sudo's password prompt
-        assert injection.wait(20) == ["verify-no-match"] * 2
+        assert injection.wait(20) == ["verify-no-match"] * n
         pt.interrupt()                          # the user gives up at the password
         pt.finish(timeout=30)
     sudo_lines = [LogLine(0, m) for i, m in world.syslog.lines[log_mark:] if i == "sudo"]
-    assert outcomes(sudo_lines)[0]["result"] == "biometryLockout", sudo_lines
+    return outcomes(sudo_lines)[0]
+
+
+def test_failures_in_a_program_and_under_sudo_add_up(world, inst):
+    """Three wrong fingers in the program, two more under sudo: locked out after five, for
+    sudo and for the program alike."""
+    assert world.run("eval", "biometrics", fingers=[OTHER] * 3).result["code"] == "-1"
+    first = sudo_with_wrong_fingers(world, inst, 2)
+    assert first["result"] == "biometryLockout", first
     assert world.state_values()["failures"] == "5"
     run = world.run("eval", "biometrics")
     assert run.result["code"] == "-8" and run.scans == []
@@ -230,6 +237,116 @@ def test_device_owner_authentication_tries_the_finger_first(world):
     run = world.run("eval", "owner", fingers=[ENROLLED])
     assert run.result["success"] == "1" and len(run.scans) == 1
     assert "Password: " not in run.output
+
+
+# --- the preflight's answer, kept for the process ------------------------------------------
+#
+# docs/API.md, "How fresh a preflight is": the root side's answer is given as it is for
+# FRESH_S, then given while a new one is asked for in the background, and never once it is
+# MAX_AGE_S old; an evaluation of the program drops it. Counted here, not timed: how many
+# times each program started the root side (the helper logs one line per preflight it
+# answers, naming the program's pid).
+FRESH_S, MAX_AGE_S = 1.0, 5.0
+
+
+def preflights_started(world, since: int, pid=None, policy="biometrics") -> int:
+    return sum(1 for i, m in world.syslog.lines[since:]
+               if i == "localauth-helper" and f" preflight {policy}: " in m
+               and (pid is None or f"(pid {pid})" in m))
+
+
+def wait_preflights(world, since, at_least, pid=None, policy="biometrics") -> int:
+    """The count once ``at_least`` lines are in (the syslog socket is read by a thread)."""
+    world.syslog.wait_for(lambda *_: preflights_started(world, since, pid, policy) >= at_least,
+                          timeout=10, since=since)
+    return preflights_started(world, since, pid, policy)
+
+
+def stats(run) -> list:
+    return [dict(p.split("=", 1) for p in line.split())
+            for line in re.findall(r"^STATS (.*?)\r?$", run.output, re.M)]
+
+
+def test_repeated_preflights_in_one_program_start_the_root_side_once(world):
+    """Two hundred preflights (a new context each, as a computed property makes them) and
+    fifty of the owner policy: each policy's answer is asked for once, and every call gets
+    the same answer, domain state and biometry type. Without the cache each call starts the
+    launcher and a root helper (250 starts)."""
+    mark = world.syslog.mark()
+    run = world.run("can", "biometrics", "--repeat", "200", "--then", "can", "owner", "--repeat", "50")
+    bio, owner = run.results[:200], run.results[200:]
+    assert len(owner) == 50, run.output
+    assert {(r["success"], r["biometry"]) for r in bio + owner} == {("1", "1")}, run.output
+    assert len({r["state"] for r in bio}) == 1 and re.fullmatch(r"[0-9a-f]{64}", bio[0]["state"])
+    assert run.scans == []
+    bio_stats, owner_stats = stats(run)
+    for policy, st in (("biometrics", bio_stats), ("owner", owner_stats)):
+        started = wait_preflights(world, mark, 1, policy=policy)
+        # At most one background refresh per FRESH_S the calls took (none when they took
+        # less, as they do: microseconds each).
+        assert 1 <= started <= 1 + int(float(st["span_s"]) // FRESH_S), (policy, started, st)
+
+
+def test_a_lockout_the_programs_own_evaluation_reached_is_seen_by_its_next_preflight(world):
+    """A preflight (its answer kept), an evaluation that locks fingerprints out, then the
+    very next preflight says so; the password (deviceOwnerAuthentication) lifts it, and the
+    next preflight says that too. Each evaluation's end asked the root side again once."""
+    world.configure(lockout_threshold="1", max_tries="1")
+    mark = world.syslog.mark()
+    run = world.run("can", "biometrics",
+                    "--then", "eval", "biometrics",
+                    "--then", "can", "biometrics", "--repeat", "20",
+                    "--then", "eval", "owner",
+                    "--then", "can", "biometrics", "--repeat", "20",
+                    fingers=[OTHER], password=world.user.password)
+    r = run.results
+    assert len(r) == 43, run.output
+    before, locking, locked, lifting, lifted = r[0], r[1], r[2:22], r[22], r[23:]
+    assert before["success"] == "1", run.output
+    assert (locking["op"], locking["code"]) == ("eval", "-8"), run.output
+    assert [x["code"] for x in locked] == ["-8"] * 20, run.output
+    assert (lifting["op"], lifting["success"]) == ("eval", "1"), run.output
+    assert [x["success"] for x in lifted] == ["1"] * 20, run.output
+    assert len(run.scans) == 1           # the owner policy went straight to the password
+    # The first preflight, and one after each evaluation (a refresh more only if the
+    # twenty calls took FRESH_S, which they do not).
+    spans = sum(float(st["span_s"]) for st in stats(run))
+    started = wait_preflights(world, mark, 3)
+    assert 3 <= started <= 3 + int(spans // FRESH_S) + 1, (started, stats(run))
+
+
+def test_a_lockout_reached_elsewhere_is_seen_within_the_bound(world, inst):
+    """Two programs asked once (their answers kept), then sudo locks fingerprints out.
+    One keeps asking: the lockout comes after exactly one more start of the root side (the
+    background refresh its first stale call began). The other asks once after MAX_AGE_S:
+    its kept answer is too old to be given, so that call waits for a new one, the lockout.
+    A cache without the refresh, or giving answers of any age, fails one or the other."""
+    world.configure(lockout_threshold="2", max_tries="2")
+    mark = world.syslog.mark()
+    keeps = world.start("can", "biometrics", "--then", "pause", "--then", "can", "biometrics",
+                        "--repeat", "2000", "--every", "0.02", "--until", "-8", "--quiet")
+    once = world.start("can", "biometrics", "--then", "pause",
+                       "--then", "sleep", str(MAX_AGE_S + 0.5), "--then", "can", "biometrics")
+    pids = []
+    for pt in (keeps, once):
+        pt.expect(re.compile(r"PAUSED pid=(\d+)"), timeout=40)
+        pids.append(int(pt.child.match.group(1)))
+    for pid in pids:
+        assert wait_preflights(world, mark, 1, pid) == 1
+    assert sudo_with_wrong_fingers(world, inst, 2)["result"] == "biometryLockout"
+    for pt in (keeps, once):
+        pt.sendline("")
+    results = [result_lines(pt.finish(timeout=90)) for pt in (keeps, once)]
+    for (first, last), pid in zip(results, pids):
+        assert (first["success"], last["code"]) == ("1", "-8"), results
+        assert wait_preflights(world, mark, 2, pid) == 2, pid
+
+
+def result_lines(res) -> tuple:
+    from appbed import RESULT, parse_result
+    found = [parse_result(m) for m in RESULT.findall(res.output.replace("\r", ""))]
+    assert len(found) == 2, res.output
+    return found[0], found[1]
 
 
 # --- the buttons, invalidate and task cancellation -----------------------------------------
