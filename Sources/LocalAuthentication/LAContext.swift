@@ -175,8 +175,9 @@ open class LAContext: NSObject, @unchecked Sendable {
         queue.async { [self] in
             let result = evaluation.run()
             // Before the reply: the program's next preflight must see what this evaluation
-            // changed (a failure counted, a lockout, a lockout lifted by the password).
-            PreflightCache.shared.evaluationEnded()
+            // changed (a failure counted, a lockout, a lockout lifted by the password), and
+            // should find it in memory (the new answer waited for, a quarter second at most).
+            PreflightCache.shared.evaluationEnded(waitingUpTo: 0.25)
             lock.withLock { running[id] = nil }
             record(result, biometry: false)
             reply(result.error == nil, result.error)

@@ -85,6 +85,11 @@ struct PreflightAnswers {
         return true
     }
 
+    /// Whether `ticket` is still the request whose answer `key` waits for.
+    func isAsking(_ key: Key, ticket: Ticket) -> Bool {
+        inFlight[key]?.ticket == ticket
+    }
+
     /// An evaluation of this process ended at `now`: every answer goes, and each question
     /// asked so far is asked again (the returned requests, to start at once).
     mutating func evaluationEnded(now: Double) -> [(Key, Ticket)] {

@@ -8,7 +8,8 @@ import Glibc
 ///
 /// A call that finds a usable answer takes the lock for a dictionary look-up and returns
 /// (microseconds); only the first call, a call after `maxAge` without calls, and a call
-/// right after an evaluation ended wait for the root side (one process start).
+/// while the answer after an evaluation is still on its way wait for the root side (one
+/// process start at most).
 final class PreflightCache: @unchecked Sendable {
     typealias Key = PreflightAnswers.Key
 
@@ -43,7 +44,9 @@ final class PreflightCache: @unchecked Sendable {
             case .answer(let result):
                 return result
             case .answerAndRefresh(let result, let ticket):
+                lock.unlock()   // `background` may run the work at once (tests)
                 background { [self] in refresh(key, ticket) }
+                lock.lock()
                 return result
             case .fetch(let ticket):
                 lock.unlock()
@@ -58,12 +61,20 @@ final class PreflightCache: @unchecked Sendable {
     }
 
     /// An evaluation of this process ended: what the root side says may have changed.
-    /// Called before the evaluation's reply, so that the program's next preflight waits
-    /// for the new answers rather than getting the old ones.
-    func evaluationEnded() {
+    /// Called before the evaluation's reply, so that the program's next preflight never
+    /// gets an answer from before. The new answers are asked for at once, and waited for
+    /// here up to `bound` seconds: in the usual case (one process start) they are in by
+    /// the time the reply comes, so that next preflight gets its answer from memory; when
+    /// the root side takes longer (fprintd frozen), the reply does not wait for it, and a
+    /// preflight before it arrives waits for it instead.
+    func evaluationEnded(waitingUpTo bound: Double) {
         let again: [(Key, PreflightAnswers.Ticket)] = lock.withLock { answers.evaluationEnded(now: clock()) }
         for (key, ticket) in again {
             background { [self] in refresh(key, ticket) }
+        }
+        let deadline = Date(timeIntervalSinceNow: bound)
+        lock.withLock {
+            while again.contains(where: { answers.isAsking($0.0, ticket: $0.1) }), lock.wait(until: deadline) {}
         }
     }
 

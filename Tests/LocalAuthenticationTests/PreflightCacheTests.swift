@@ -163,12 +163,26 @@ private final class FakeRootSide: @unchecked Sendable {
         #expect(cache.answer(key).error?.code == .biometryLockout)
     }
 
+    @Test func afterAnEvaluationTheReplyWaitsBrieflyForTheNewAnswer() {
+        let root = FakeRootSide()
+        let cache = PreflightCache(fetch: { root.fetch($0) }, clock: { root.now() }, background: { $0() })
+        #expect(cache.answer(key).error == nil)
+        root.set(AppResult(error: .make(.biometryLockout, debug: "this process's evaluation")))
+        cache.evaluationEnded(waitingUpTo: 30)
+        #expect(root.count == 2)
+        // In memory by the time the reply comes: the next preflight asks nothing.
+        #expect(cache.answer(key).error?.code == .biometryLockout)
+        #expect(root.count == 2)
+    }
+
     @Test func afterAnEvaluationTheNextPreflightGetsTheNewAnswer() {
         let root = FakeRootSide()
         let cache = root.cache()
         #expect(cache.answer(key).error == nil)
         root.set(AppResult(error: .make(.biometryLockout, debug: "this process's evaluation")))
-        cache.evaluationEnded()
+        // The root side slow to answer (its work held back): the reply waits no longer than
+        // the bound.
+        cache.evaluationEnded(waitingUpTo: 0.05)
         let next = DispatchQueue(label: "next preflight")
         let got = ResultBox()
         let done = DispatchSemaphore(value: 0)
