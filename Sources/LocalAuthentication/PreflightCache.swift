@@ -13,10 +13,13 @@ import Glibc
 final class PreflightCache: @unchecked Sendable {
     typealias Key = PreflightAnswers.Key
 
+    /// Background requests run on a thread of their own (at most one per second and
+    /// policy, and one per evaluation), not on Dispatch's pool: callers waiting for their
+    /// answer may be occupying that pool's threads themselves.
     static let shared = PreflightCache(
         fetch: PreflightCache.askRootSide,
         clock: PreflightCache.bootClock,
-        background: { work in DispatchQueue.global(qos: .utility).async(execute: work) })
+        background: { work in Thread.detachNewThread(work) })
 
     // `lock` guards `answers`; the three closures are immutable.
     private let lock = NSCondition()
