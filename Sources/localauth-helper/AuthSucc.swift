@@ -72,7 +72,7 @@ enum AuthSucc {
                 return typed.isEmpty ? "no password in PAM_AUTHTOK" : "the password does not match the account"
             case .unprovable(let why)?:
                 return "the password cannot be checked here (\(why)); clear it in the account "
-                    + "phase: `account required pam_localauth.so`"
+                    + "phase: `account optional pam_localauth.so`"
             case nil: return "the password could not be checked"
             }
         }

@@ -248,12 +248,13 @@ static const char *la_networked_handle(pam_handle_t *pamh)
 }
 
 /*
- * `account required pam_localauth.so`: where a lockout is cleared after the password in
+ * `account optional pam_localauth.so`: where a lockout is cleared after the password in
  * any stack. sudo, su, login and polkit call the account phase only after pam_authenticate
  * succeeded, so a first line that ran here without a match means another module (the
  * password) let the user in; sshd does not (la_networked_handle), and for an account with
  * a local hash the helper also checks PAM_AUTHTOK against it. It judges no account:
- * PAM_SUCCESS, whatever happened.
+ * PAM_SUCCESS, whatever happened. Written `optional`, so that a stack without the module
+ * (the package removed) skips the line instead of failing with PAM_MODULE_UNKNOWN.
  */
 LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
