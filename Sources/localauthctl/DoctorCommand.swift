@@ -28,8 +28,9 @@ enum DoctorCommand {
         pam_ldap, pam_systemd_home), no pam_fprintd beside it, and a lockout cleared after
         the password of every module that lets users in: by an `account` line (every
         account), or by the `authsucc` line reached after pam_unix (it checks local
-        passwords only). A fix is printed only when it keeps every user getting in as
-        before. Exit 0 when nothing is a problem (warnings allowed), 1 when something is.
+        passwords only); and no line of the module that fails its stack once the module
+        is missing (the package removed: "Module is unknown"). A fix is printed only when
+        it keeps every user getting in as before. Exit 0 when nothing is a problem (warnings allowed), 1 when something is.
         """,
         flags: Flag.common + [pamDir, helper, module], run: run)
 

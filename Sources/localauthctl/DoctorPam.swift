@@ -50,6 +50,7 @@ struct DoctorPam {
                                    + "`auth optional pam_localauth.so authsucc` after it (pam_localauth(8)), or "
                                    + "pam-auth-update --enable localauth localauth-authsucc"))
         }
+        out += PamControlCheck(directory: directory, names: names).findings()
         out += localauthctlService(names)
         return out
     }
@@ -212,7 +213,7 @@ struct ServiceCheck {
         let accountFix = rules[first].file.hasSuffix("/common-auth")
             ? "pam-auth-update --enable localauth localauth-authsucc, and `@include common-account` in "
                 + "each service (its account line clears a lockout for accounts without a local hash)"
-            : "add `account required pam_localauth.so` to \(service) (the account phase runs after "
+            : "add `account optional pam_localauth.so` to \(service) (the account phase runs after "
                 + "the whole auth stack succeeded: it clears a lockout for accounts without a local hash)"
         let succs = s.authsuccs
         let firstPassword = s.passwords[0]

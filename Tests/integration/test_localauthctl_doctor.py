@@ -120,7 +120,7 @@ def test_a_missing_authsucc_line(doctor):
     # pam_unix's users have a local hash: only the authsucc line can clear their lockout.
     assert fix == f"fix: add `auth optional pam_localauth.so authsucc` to {doctor.pam}/sudo after line 5", fix
     # The account line alone is not enough for them: libpam has dropped PAM_AUTHTOK by then.
-    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace(authsucc, "") + "account required pam_localauth.so\n")
+    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace(authsucc, "") + "account optional pam_localauth.so\n")
     r = doctor.run()
     [(line, fix)] = problems(r)
     assert "the account line cannot check a local password" in line, line
@@ -280,7 +280,7 @@ auth	required			pam_permit.so
 @pytest.mark.parametrize("common", [SSSD_COMMON_AUTH, KRB5_COMMON_AUTH], ids=["sssd", "krb5"])
 def test_a_directory_service_stack_has_no_false_problem(doctor, common):
     (doctor.pam / "common-auth").write_text(common)
-    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account required pam_localauth.so\n")
+    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account optional pam_localauth.so\n")
     r = doctor.run()
     assert r.rc == 0, r
     assert problems(r) == [], r
@@ -295,7 +295,7 @@ def test_a_directory_service_stack_has_no_false_problem(doctor, common):
     r = doctor.run()
     [(line, fix)] = problems(r)
     assert f"a password accepted by {module}" in line and "never clears" in line, line
-    assert fix.startswith("fix: add `account required pam_localauth.so`") and "requisite" not in fix, fix
+    assert fix.startswith("fix: add `account optional pam_localauth.so`") and "requisite" not in fix, fix
 
 
 def test_a_fix_never_locks_out_the_users_of_another_password_module(doctor):
@@ -385,3 +385,73 @@ def test_root_without_fingerprints_is_no_problem(ctl_binary, bed, tmp_path):
     assert r.rc == 0, r
     assert "ok       no fingerprints enrolled for root (name a user to check theirs: " \
            "localauthctl doctor USER)" in r.lines, r
+
+
+# ---- a stack without the module -----------------------------------------------------------
+
+MISSING = "fails its stack once the module is missing (the package removed)"
+
+# common-account as pam-auth-update wrote it with the profile of earlier versions.
+OLD_COMMON_ACCOUNT = """\
+account	[success=1 new_authtok_reqd=done default=ignore]	pam_unix.so
+account	requisite			pam_deny.so
+account	required			pam_permit.so
+account	required			pam_localauth.so
+"""
+
+
+def test_a_line_that_fails_its_stack_once_the_module_is_gone(doctor):
+    # `apt-get remove localauth` leaves hand-written lines: libpam answers "Module is
+    # unknown", and a `required` account line then refuses everyone sudo.
+    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account required pam_localauth.so\n")
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert line.startswith(f"problem  {doctor.pam}/sudo:9 `account required pam_localauth.so` {MISSING}"), line
+    assert line.endswith("so nobody signs in through sudo"), line
+    assert fix == "fix: make it `account optional pam_localauth.so` (the line judges no account)", fix
+    # The same line written `optional`: skipped without the module, nothing to report.
+    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account optional pam_localauth.so\n")
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+    # A bracketed control without module_unknown or default counts it as `bad`, as libpam does.
+    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account [success=ok] pam_localauth.so\n")
+    [(line, _)] = problems(doctor.run())
+    assert MISSING in line, line
+
+
+def test_the_old_profiles_account_line_in_common_account_is_named_once(doctor):
+    (doctor.pam / "common-account").write_text(OLD_COMMON_ACCOUNT)
+    (doctor.pam / "sudo-i").write_text(GOOD_SUDO)
+    r = doctor.run()
+    found = [(l, f) for l, f in problems(r) if MISSING in l]
+    assert len(found) == 1, problems(r)
+    line, fix = found[0]
+    assert line.startswith(f"problem  {doctor.pam}/common-account:4 `account required pam_localauth.so`"), line
+    assert line.endswith("nobody signs in through sudo, sudo-i"), line
+    assert fix == "fix: pam-auth-update --package (the profiles' lines ignore a missing module)", fix
+
+
+def test_an_authsucc_line_that_fails_every_sign_in(doctor):
+    # It always answers PAM_AUTHINFO_UNAVAIL: `required` refuses every login, module or not.
+    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace("auth       optional   pam_localauth.so authsucc",
+                                                       "auth       required   pam_localauth.so authsucc"))
+    found = problems(doctor.run())
+    assert any("fails every sign-in through sudo: the authsucc line always answers PAM_AUTHINFO_UNAVAIL"
+               in l and f == "fix: write it `auth optional pam_localauth.so authsucc`" for l, f in found), found
+
+
+def test_no_shipped_line_fails_a_stack_without_the_module(doctor):
+    # Every service file the README shows, and the pam-auth-update profiles' lines as
+    # pam-auth-update writes them. gdm-fingerprint's `required` finger-only line is meant to
+    # fail its own conversation (the password is GDM's other one) and is not reported.
+    shipped = Path(__file__).resolve().parents[2] / "pam.d"
+    for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth", "gdm-fingerprint"):
+        shutil.copy(shipped / name, doctor.pam / name)
+    profile = (shipped / "pam-configs" / "localauth-authsucc").read_text()
+    account = profile.split("Account:\n", 1)[1].strip()
+    (doctor.pam / "common-account").write_text(OLD_COMMON_ACCOUNT.replace("required\t\t\tpam_localauth.so",
+                                                                          account))
+    r = doctor.run()
+    assert [l for l, _ in problems(r) if MISSING in l or "fails every sign-in" in l] == [], r
+    assert account == "optional\tpam_localauth.so", account
