@@ -198,7 +198,10 @@ struct Status {
 
     /// A key for scripts and a sentence for people, for each reason the password comes first.
     func explain(_ reason: LAError.Reason) -> (String, String) {
-        (reason.requiresPasswordFirst ? reason.key : "other", ruleText(reason, rules.figures, failures: failures))
+        if reason == .configurationUntrusted, let why = rules.untrustedConfiguration {
+            return (reason.key, tr(cliLanguage, "fingerprint sign-in is off: the configuration cannot be trusted (%s; localauthctl doctor)", why))
+        }
+        return (reason.requiresPasswordFirst ? reason.key : "other", ruleText(reason, rules.figures, failures: failures))
     }
 
     // MARK: - Output

@@ -463,10 +463,17 @@ def test_drop_ins_override_the_main_file_in_order_and_config_says_where(ctl, acc
     password_entered(ctl.state_dir, account.name, failures=3)
     s = status(ctl, account.name)
     assert s["lockout_threshold"] == 3 and s["locked_out"] is True, s
-    # A drop-in directory others can write is ignored whole, and said.
+    # A drop-in directory others can write is not read, and while it is there the
+    # fingerprint is off: said, and the exit status says a problem.
     d.chmod(0o777)
     r = ctl.run("config")
-    assert "lockout_threshold = 7" in r.out and "drop-ins ignored" in r.err, r
+    assert r.rc == 1 and "lockout_threshold = 7" in r.out, r
+    assert r.err_lines == [f"localauthctl: config: {d} has mode 0777: its group and every user can write it: not read; "
+                           "fingerprint sign-in is off until it is fixed (the password only)"], r
+    j = json.loads(ctl.run("config", "--json").out)
+    assert j["untrusted"] == [f"{d} has mode 0777: its group and every user can write it"], j
+    s = status(ctl, account.name)
+    assert s["decision"] == "password" and s["decision_reason"] == "config-untrusted", s
 
 
 def test_a_prefix_installation_reads_its_own_config(tmp_path):

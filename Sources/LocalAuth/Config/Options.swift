@@ -59,6 +59,11 @@ public struct Options: Equatable, Sendable {
     public var config = ConfigFile.defaultPath
     /// `helper_timeout`: seconds the module waits for the helper in all (read by the module).
     public var helperTimeout = 120.0
+    /// Not an option: why the configuration cannot be trusted (a file or the drop-in
+    /// directory not root's, writable by others, a symlink, unreadable), set by
+    /// `Options.resolve`. While it is set no fingerprint is tried at all (Rules.refusal):
+    /// the defaults are no stand-in for a site policy that could not be read.
+    public var untrustedConfiguration: String? = nil
 
     public init() {}
 

@@ -26,6 +26,9 @@ public enum UserMessage: Equatable, Sendable {
     case readerBusy
     /// No scan while the user also has a remote session open (PresenceRule).
     case signedInRemotely
+    /// No scan while the configuration cannot be trusted (Rules.refusal): about the
+    /// installation, not the account, so it is said to whoever is at the terminal.
+    case configurationUntrusted
     case readerDisconnected
     case noFingerDetected
     case matched
@@ -66,6 +69,8 @@ public enum UserMessage: Equatable, Sendable {
         case .fingerprintUnavailable: return tr(l, "Fingerprint sign-in is not available — use the password")
         case .readerBusy: return tr(l, "The fingerprint reader is in use by another session — use your password")
         case .signedInRemotely: return tr(l, "You are also signed in remotely — use your password")
+        case .configurationUntrusted:
+            return tr(l, "Fingerprint sign-in is off: its configuration file cannot be trusted — use your password")
         case .readerDisconnected: return tr(l, "The fingerprint reader was disconnected — use your password")
         case .noFingerDetected: return tr(l, "No finger detected — use your password")
         case .matched: return tr(l, "Fingerprint recognized")
