@@ -252,22 +252,25 @@ enum DoctorCommand {
         switch ConfigFile.dropIns(path) {
         case .success(let files): for file in files { out += configFileAlone(file) }
         case .failure(let problem):
-            out.append(Finding(severity: .problem, message: "drop-ins ignored whole: \(problem)",
-                               fix: "chown root:root \(ConfigFile.dropInDirectory(path)); "
-                                   + "chmod go-w \(ConfigFile.dropInDirectory(path))"))
+            let dir = ConfigFile.dropInDirectory(path)
+            out.append(Finding(severity: .problem, message: "config \(problem): \(untrustedEffect)",
+                               fix: ConfigRepair(path: dir, directory: true).fix()))
         }
         return out
     }
+
+    /// What the module does while a file cannot be trusted (Options.untrustedConfiguration).
+    static let untrustedEffect = "not read, and fingerprint sign-in is off until it is fixed (the password only)"
 
     static func configFileAlone(_ path: String) -> [Finding] {
         switch ConfigFile.read(path) {
         case .failure(.missing):
             return [Finding(severity: .ok, message: "config \(path): not present, every option at its default")]
         case .failure(.unsafe(let why)):
-            return [Finding(severity: .problem, message: "config \(why): ignored whole, defaults used",
-                            fix: "chown root:root \(path); chmod 0644 \(path)")]
+            return [Finding(severity: .problem, message: "config \(why): \(untrustedEffect)",
+                            fix: ConfigRepair(path: path, directory: false).fix())]
         case .failure(.unreadable(let why)):
-            return [Finding(severity: .problem, message: "config \(why)", fix: nil)]
+            return [Finding(severity: .problem, message: "config \(why): \(untrustedEffect)", fix: nil)]
         case .success(let text):
             var scratch = Options()
             let issues = ConfigParser.apply(fileText: text, source: path, to: &scratch)

@@ -6,7 +6,9 @@ problem with the line to fix, and exit 1; a sound one exits 0.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -455,3 +457,73 @@ def test_no_shipped_line_fails_a_stack_without_the_module(doctor):
     r = doctor.run()
     assert [l for l, _ in problems(r) if MISSING in l or "fails every sign-in" in l] == [], r
     assert account == "optional\tpam_localauth.so", account
+
+
+# ---- a configuration that cannot be trusted ----------------------------------------------
+
+UNTRUSTED = "not read, and fingerprint sign-in is off until it is fixed (the password only)"
+
+
+def _apply(fix: str) -> None:
+    """Runs a `fix: a; b; c` line's commands as the administrator would."""
+    commands = fix.removeprefix("fix: ")
+    commands = commands.split(" (", 1)[0] if "(" in commands else commands
+    commands = commands.split(": ", 1)[1] if commands.startswith("replace ") else commands
+    subprocess.run(["sh", "-ec", commands], check=True)
+
+
+def test_a_symlinked_config_is_replaced_and_its_target_left_alone(doctor):
+    # chown and chmod on the link would change what it points at (a 0600 file of nobody's
+    # became root's 0644) and leave the link: the fix replaces the link instead.
+    target = doctor.root / "elsewhere.conf"
+    target.write_text("max_tries = 1\n")
+    os.chown(target, 65534, 65534)
+    target.chmod(0o600)
+    doctor.config.unlink()
+    doctor.config.symlink_to(target)
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert line == f"problem  config {doctor.config} is a symlink: {UNTRUSTED}", line
+    assert fix == (f"fix: replace the symlink with a regular file: rm {doctor.config}; install -m 0644 -o root "
+                   f"-g root {target} {doctor.config} (review {target} first; chown or chmod on the link would "
+                   f"change {target} itself)"), fix
+    assert "chown root:root " + str(doctor.config) not in fix and "chmod 0644 " + str(doctor.config) not in fix
+    _apply(fix)
+    st = target.stat()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (65534, 65534, 0o600), "the fix changed the target"
+    assert not doctor.config.is_symlink()
+    r = doctor.run()
+    assert r.rc == 0 and f"ok       config {doctor.config}: every line parses" in r.lines, r
+
+
+def test_a_symlinked_drop_in_and_a_group_writable_config(doctor):
+    drop = Path(str(doctor.config) + ".d")
+    drop.mkdir(mode=0o755)
+    real = doctor.root / "lab.conf"
+    real.write_text("max_tries = 2\n")
+    real.chmod(0o600)
+    (drop / "20-lab.conf").symlink_to(real)
+    doctor.config.chmod(0o664)
+    r = doctor.run()
+    found = problems(r)
+    assert (f"problem  config {doctor.config} has mode 0664: its group can write it: {UNTRUSTED}",
+            f"fix: chmod go-w {doctor.config}") in found, found
+    link = drop / "20-lab.conf"
+    assert any(l == f"problem  config {link} is a symlink: {UNTRUSTED}" and f.startswith(
+        f"fix: replace the symlink with a regular file: rm {link}; install -m 0644 -o root -g root {real} {link}")
+               for l, f in found), found
+    for _, fix in found:
+        _apply(fix)
+    assert real.stat().st_mode & 0o7777 == 0o600 and doctor.config.stat().st_mode & 0o7777 == 0o644
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+
+
+def test_a_drop_in_directory_others_can_write(doctor):
+    drop = Path(str(doctor.config) + ".d")
+    drop.mkdir(mode=0o777)
+    drop.chmod(0o777)
+    [(line, fix)] = problems(doctor.run())
+    assert line == f"problem  config {drop} has mode 0777: its group and every user can write it: {UNTRUSTED}", line
+    assert fix == f"fix: chmod go-w {drop}", fix
