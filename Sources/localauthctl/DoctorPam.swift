@@ -220,8 +220,11 @@ struct ServiceCheck {
         let letIn = s.modulesThatLetIn()
         let localIn = s.passwords.filter { rules[$0].isLocalPassword && letIn.contains($0) }
         let otherIn = s.passwords.filter { !rules[$0].isLocalPassword && letIn.contains($0) }
+        // No single edit that keeps everyone in and every failure counted: no fix at all,
+        // rather than one that is not reached either, or skips what counts.
         let localFix = StackRepair(service: service, rules: rules).best()
-            ?? "add `auth optional pam_localauth.so authsucc` to \(service) after \(top(firstPassword))"
+            ?? "by hand, as pam_localauth(8) EXAMPLES shows: no change of one line keeps every user getting in "
+                + "and every module that counts or logs failures reached"
         if succs.isEmpty {
             if accountClears && localIn.isEmpty { return [] }
             let managed = rules[first].file.hasSuffix("/common-auth")  // pam-auth-update's lines
@@ -357,6 +360,28 @@ struct StackRepair {
         let stillIn = Set(after.modulesThatLetIn().map { candidate[$0].location })
         guard letIn.isSubset(of: stillIn) else { return false }
         if before.fingerMatched().succeeded && !after.fingerMatched().succeeded { return false }
+        // Every module that counts, logs or records an outcome still runs where it ran:
+        // making pam_unix `requisite` ends the stack before pam_faillock's `authfail`, and
+        // failed passwords would no longer count (nor, after a good one, `authsucc` reset
+        // the count).
+        let runs: [(PamScenarios) -> PamWalk.Run] = [{ $0.everyPasswordFails() }, { $0.fingerMatched() }]
+            + before.passwords.map { p in { $0.passwordAccepted(byLocation: self.rules[p].location) } }
+        for scenario in runs where !keeps(scenario(before), in: rules, scenario(after), in: candidate) {
+            return false
+        }
         return true
+    }
+
+    /// Whether every line that records (StackRepair.records) and ran in `old` runs in `new`.
+    private func keeps(_ old: PamWalk.Run, in oldRules: [PamRule], _ new: PamWalk.Run, in newRules: [PamRule]) -> Bool {
+        let ranAfter = Set(new.ran.filter { !newRules[$0].isLocalauth }.map { newRules[$0].location })
+        return old.ran.allSatisfy { !StackRepair.records(oldRules[$0]) || ranAfter.contains(oldRules[$0].location) }
+    }
+
+    /// Lines whose running matters in itself: everything but the password modules, ours,
+    /// and the lines that only decide (pam_deny, pam_permit). pam_faillock, pam_tally2,
+    /// pam_warn, pam_exec and whatever a site added to count or log are kept reached.
+    static func records(_ rule: PamRule) -> Bool {
+        !rule.isPasswordModule && !rule.isLocalauth && !["pam_deny.so", "pam_permit.so"].contains(rule.moduleName)
     }
 }

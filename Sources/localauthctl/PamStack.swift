@@ -347,6 +347,13 @@ struct PamScenarios {
         return (afterFailure, missed)
     }
 
+    /// `passwordAccepted(by:)` for the password module written at `location` (a changed
+    /// stack has other indices).
+    func passwordAccepted(byLocation location: String) -> PamWalk.Run {
+        guard let p = passwords.first(where: { rules[$0].location == location }) else { return everyPasswordFails() }
+        return passwordAccepted(by: p)
+    }
+
     /// The password modules whose users get in: a change must keep every one of them.
     func modulesThatLetIn() -> Set<Int> {
         Set(passwords.filter { passwordAccepted(by: $0).succeeded })

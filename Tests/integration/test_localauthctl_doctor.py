@@ -527,3 +527,48 @@ def test_a_drop_in_directory_others_can_write(doctor):
     [(line, fix)] = problems(doctor.run())
     assert line == f"problem  config {drop} has mode 0777: its group and every user can write it: {UNTRUSTED}", line
     assert fix == f"fix: chmod go-w {drop}", fix
+
+
+# ---- modules that count failures ---------------------------------------------------------
+
+BY_HAND = ("fix: by hand, as pam_localauth(8) EXAMPLES shows: no change of one line keeps every user "
+           "getting in and every module that counts or logs failures reached")
+
+
+@pytest.mark.parametrize("authfail", ["optional", "required", "[default=die]"])
+def test_a_fix_never_skips_the_module_that_counts_failed_passwords(doctor, authfail):
+    # Making pam_unix `requisite` ends the stack at a wrong password, before pam_faillock's
+    # authfail: failed passwords would no longer be counted. No fix skips it.
+    (doctor.pam / "sudo").write_text(
+        "auth required pam_faillock.so preauth\n"
+        "auth sufficient pam_localauth.so\n"
+        "auth sufficient pam_unix.so nullok\n"
+        f"auth {authfail} pam_faillock.so authfail\n"
+        "auth optional pam_localauth.so authsucc\n")
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert "line 5 `auth optional pam_localauth.so authsucc` is not reached after a successful password" in line
+    assert "requisite" not in fix and fix == BY_HAND, fix
+
+
+def test_pam_faillocks_layout_gets_a_fix_that_keeps_authfail_and_authsucc(doctor):
+    # pam_faillock(8)'s stack: a good password jumps over authfail and ends at faillock's
+    # `sufficient` authsucc, so our line after it is never reached. The fix moves it to
+    # where a good password reaches it and a wrong one still meets authfail.
+    lines = ["auth sufficient pam_localauth.so",
+             "auth required pam_faillock.so preauth",
+             "auth [success=1 default=bad] pam_unix.so",
+             "auth [default=die] pam_faillock.so authfail",
+             "auth sufficient pam_faillock.so authsucc",
+             "auth required pam_deny.so",
+             "auth optional pam_localauth.so authsucc"]
+    (doctor.pam / "sudo").write_text("\n".join(lines) + "\n")
+    r = doctor.run()
+    [(line, fix)] = problems(r)
+    assert "line 7 `auth optional pam_localauth.so authsucc` is not reached after a successful password" in line
+    assert fix == f"fix: move {doctor.pam}/sudo:7 `auth optional pam_localauth.so authsucc` to {doctor.pam}/sudo after line 4", fix
+    moved = lines[:4] + [lines[6]] + lines[4:6]
+    (doctor.pam / "sudo").write_text("\n".join(moved) + "\n")
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
