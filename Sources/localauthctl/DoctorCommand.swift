@@ -107,10 +107,22 @@ enum DoctorCommand {
             default:
                 return [Finding(severity: .problem,
                                 message: "fprintd is not reachable on \(options.dbusAddress): \(error.cause)",
-                                fix: "apt-get install fprintd (it is started by D-Bus on demand); "
-                                    + "check the system bus and fprintd's log")]
+                                fix: fprintdFix(error.cause))]
             }
         }
+    }
+
+    /// What to do when fprintd does not answer: nothing to install when it is installed.
+    static func fprintdFix(_ cause: String) -> String {
+        let paths: [String] = ["/usr/libexec/fprintd", "/usr/lib/fprintd/fprintd"]
+        let installed = paths.contains { path in access(path, X_OK) == 0 }
+        if cause.contains("system bus") || cause.contains("no bus connection") {
+            return "start the system bus (systemctl start dbus)"
+                + (installed ? "; fprintd is installed and is started by it on demand" : ", and apt-get install fprintd")
+        }
+        return installed
+            ? "fprintd is installed but did not answer: its log (journalctl -u fprintd) says why"
+            : "apt-get install fprintd (it is started by D-Bus on demand)"
     }
 
     // MARK: - The helper

@@ -61,10 +61,12 @@ struct DoctorPam {
         return run.ran.contains { rules[$0].isLocalauth }
     }
 
-    /// The file a finding is about: the one holding every line of ours when that is an
-    /// included file (common-auth), else the service file.
+    /// The file a finding is about: an included file (common-auth) when the whole auth
+    /// stack is that file's, else the service file. Our lines all in common-auth are not
+    /// enough: a problem with a line of the service's own (a password module above the
+    /// include) is the service file's to fix, and its line numbers are the service's.
     private func subjectFile(_ service: String, _ rules: [PamRule]) -> String {
-        let files = Set(rules.filter { $0.isLocalauth }.map(\.file))
+        let files = Set(rules.map(\.file))
         if files.count == 1, let only = files.first { return only }
         return service
     }
@@ -80,13 +82,19 @@ struct DoctorPam {
                 out.append(Finding(severity: .warning,
                                    message: "\(what) asks for the password only: \(directory)/\(service) does not use "
                                        + "pam_localauth.so",
-                                   fix: "add the pam_localauth.so lines of \(directory)/\(users.contains("sudo") ? "sudo" : users[0]) "
-                                       + "to \(directory)/\(service), or pam-auth-update --enable localauth "
-                                       + "localauth-authsucc"))
+                                   fix: "in \(directory)/\(service), " + DoctorPam.exampleLines
+                                       + ", or pam-auth-update --enable localauth localauth-authsucc"))
             }
         }
         return out
     }
+
+    /// The lines to add to a service, from the shipped example (never from another service
+    /// file of this machine, which may be anything: a test's, with test-only arguments).
+    static let exampleLines = "add `auth sufficient pam_localauth.so` before `@include common-auth`, "
+        + "`auth optional pam_localauth.so authsucc` after it and `account optional pam_localauth.so` after "
+        + "`@include common-account`, as in the shipped example (/usr/share/doc/localauth/examples/pam.d/sudo, "
+        + "pam_localauth(8))"
 
     /// The service `enable` and `disable` check passwords with.
     private func localauthctlService(_ names: [String]) -> [Finding] {
@@ -170,15 +178,31 @@ struct ServiceCheck {
         if let p = after.first(where: { rules[$0].isPasswordModule }) {
             return [Finding(severity: .warning,
                             message: "\(subject): \(show(first)) is `\(control.text)`: a matched finger does "
-                                + "not end the stack, \(rules[p].moduleName) asks for the password anyway",
-                            fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))")]
+                                + "not end the stack\(whyNotEnded(first)), \(rules[p].moduleName) asks for the "
+                                + "password anyway",
+                            fix: controlFix(first))]
         }
         if !matched.succeeded {
             let end = matched.endedAt.map { " (the stack ends at \(show($0)))" } ?? ""
             return [problem("\(show(first)) is `\(control.text)`: a matched finger is refused\(end)",
-                            fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))")]
+                            fix: controlFix(first))]
         }
         return []
+    }
+
+    /// `sufficient` already ends the stack on a match, except inside a substack (its `done`
+    /// ends only the substack): saying "use `sufficient`" to such a line changes nothing.
+    private func endsTheStack(_ i: Int) -> Bool { rules[i].control.action(for: "success") == .done }
+
+    private func whyNotEnded(_ i: Int) -> String {
+        endsTheStack(i) && rules[i].level > 0 ? " (it is in a substack, whose `done` ends only the substack)" : ""
+    }
+
+    private func controlFix(_ i: Int) -> String? {
+        guard endsTheStack(i) else { return "use `auth sufficient pam_localauth.so` at \(service) \(top(i))" }
+        guard rules[i].level > 0 else { return nil }  // the finding says where the stack ends
+        return "move \(rules[i].location) `\(rules[i].text)` out of the substack: `auth sufficient pam_localauth.so` "
+            + "in \(service) itself, above \(top(i))"
     }
 
     /// The module line must come before the password modules that prompt.

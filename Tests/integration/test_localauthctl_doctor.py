@@ -78,9 +78,9 @@ class Doctor:
         self.config.chmod(0o644)
         self.ctl = Ctl(binary, bed, self.state, self.config)
 
-    def run(self):
+    def run(self, *extra: str):
         return self.ctl.run("doctor", self.user, "--pam-dir", str(self.pam),
-                            "--helper", str(self.helper), "--module", str(self.module))
+                            "--helper", str(self.helper), "--module", str(self.module), *extra)
 
 
 @pytest.fixture
@@ -347,11 +347,23 @@ def test_pam_fprintd_beside_the_module_is_a_problem(doctor):
 
 def test_sudo_i_without_the_module_is_a_warning(doctor):
     (doctor.pam / "sudo-i").write_text("@include common-auth\n")
+    # Another program's test file with test-only arguments, sorted before sudo: the fix
+    # must not tell anyone to copy its lines.
+    (doctor.pam / "la-test-1f2e").write_text(
+        "auth sufficient pam_localauth.so helper=/tmp/la-fake state_dir=/tmp/la-state\n"
+        "auth required pam_unix.so\nauth optional pam_localauth.so authsucc helper=/tmp/la-fake\n")
+    (doctor.pam / "sudo").unlink()
     r = doctor.run()
     assert r.rc == 0, r
-    assert f"ok       sudo asks for the finger ({doctor.pam}/sudo)" in r.lines, r
     warning = f"warning  sudo -i asks for the password only: {doctor.pam}/sudo-i does not use pam_localauth.so"
-    assert warning in r.lines, r
+    i = r.lines.index(warning)
+    fix = r.lines[i + 1].strip()
+    assert "la-test" not in fix and "/tmp/la-fake" not in fix, fix
+    assert fix == (f"fix: in {doctor.pam}/sudo-i, add `auth sufficient pam_localauth.so` before `@include "
+                   "common-auth`, `auth optional pam_localauth.so authsucc` after it and `account optional "
+                   "pam_localauth.so` after `@include common-account`, as in the shipped example "
+                   "(/usr/share/doc/localauth/examples/pam.d/sudo, pam_localauth(8)), or pam-auth-update "
+                   "--enable localauth localauth-authsucc"), fix
 
 
 def test_a_missing_localauthctl_service_is_a_warning(doctor):
@@ -572,3 +584,63 @@ def test_pam_faillocks_layout_gets_a_fix_that_keeps_authfail_and_authsucc(doctor
     (doctor.pam / "sudo").write_text("\n".join(moved) + "\n")
     r = doctor.run()
     assert r.rc == 0 and problems(r) == [], r
+
+
+
+# ---- findings that say what is true ------------------------------------------------------
+
+def test_a_sufficient_line_in_a_substack_is_not_told_to_be_sufficient(doctor):
+    # Its `done` ends only the substack: "use `auth sufficient`" would change nothing.
+    (doctor.pam / "fingers").write_text("auth sufficient pam_localauth.so\n")
+    (doctor.pam / "sudo").write_text("auth substack fingers\n@include common-auth\n"
+                                     "auth optional pam_localauth.so authsucc\n")
+    r = doctor.run()
+    [w] = [i for i, l in enumerate(r.lines) if l.startswith("warning ") and "a matched finger does not end" in l]
+    assert "(it is in a substack, whose `done` ends only the substack)" in r.lines[w], r.lines[w]
+    fix = r.lines[w + 1].strip()
+    assert fix == (f"fix: move {doctor.pam}/fingers:1 `auth sufficient pam_localauth.so` out of the substack: "
+                   f"`auth sufficient pam_localauth.so` in {doctor.pam}/sudo itself, above line 1"), fix
+
+
+def test_a_security_key_that_ends_the_stack_is_not_a_password_that_skips_authsucc(doctor):
+    # A U2F success skips the authsucc line, and should: it is not the password. After a
+    # password the line is reached.
+    (doctor.pam / "sudo").write_text("auth sufficient pam_localauth.so\nauth sufficient pam_u2f.so cue\n"
+                                     "@include common-auth\nauth optional pam_localauth.so authsucc\n")
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+    # A key every user must pass (a second factor) is part of the password's run.
+    (doctor.pam / "sudo").write_text("auth sufficient pam_localauth.so\nauth required pam_u2f.so\n"
+                                     "@include common-auth\nauth optional pam_localauth.so authsucc\n")
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+
+
+def test_a_problem_in_the_service_file_is_headed_by_it(doctor):
+    # The module's lines are pam-auth-update's, in common-auth; the service's own line
+    # above the include is the problem, so the heading and the line numbers are sudo's.
+    (doctor.pam / "common-auth").write_text(
+        "auth\t[success=2 default=ignore]\tpam_localauth.so\n"
+        "auth\t[success=1 default=ignore]\tpam_unix.so nullok\n"
+        "auth\trequisite\t\t\tpam_deny.so\nauth\trequired\t\t\tpam_permit.so\n"
+        "auth\toptional\t\t\tpam_localauth.so authsucc\n")
+    (doctor.pam / "sudo").write_text("auth sufficient pam_unix.so nullok\n@include common-auth\n")
+    r = doctor.run()
+    found = [(l, f) for l, f in problems(r) if "comes after the password module" in l]
+    assert len(found) == 1, problems(r)
+    line, fix = found[0]
+    assert line.startswith(f"problem  {doctor.pam}/sudo: {doctor.pam}/common-auth:1 "), line
+    assert fix == f"fix: in {doctor.pam}/sudo, move line 2 above line 1", fix
+
+
+def test_fprintd_installed_and_the_bus_down_is_not_told_to_install_fprintd(doctor):
+    assert os.access("/usr/libexec/fprintd", os.X_OK), "the test bed's fprintd"
+    from ctl_support import plain_run
+    argv = doctor.ctl.argv("doctor", doctor.user, "--pam-dir", str(doctor.pam), "--helper", str(doctor.helper),
+                           "--module", str(doctor.module))
+    bus = argv.index("--dbus-address") + 1
+    argv[bus] = "unix:path=/nonexistent/la-doctor-bus"
+    r = plain_run(argv)
+    [(line, fix)] = [(l, f) for l, f in problems(r) if "fprintd is not reachable" in l]
+    assert "apt-get install" not in fix, fix
+    assert fix == "fix: start the system bus (systemctl start dbus); fprintd is installed and is started by it on demand", fix
