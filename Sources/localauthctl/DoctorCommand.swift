@@ -291,7 +291,8 @@ enum DoctorCommand {
             }
             return issues.map {
                 Finding(severity: .problem, message: $0.description,
-                        fix: "edit line \($0.line) of \(path) (localauth.conf(5)); the default is used meanwhile")
+                        fix: "edit line \($0.line) of \(path) (localauth.conf(5)); meanwhile the line is skipped "
+                            + "and the option keeps the value it had before it")
             }
         }
     }

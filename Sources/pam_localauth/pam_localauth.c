@@ -168,13 +168,16 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
 }
 
 /* Whether this handle's first line ran for `user` without a fingerprint success; logs
- * why not. `line` names the caller for the log ("authsucc", "account"). */
+ * why not. `line` names the caller for the log ("authsucc", "account"). The account line
+ * says nothing when the first line did not run: that is every SSH login by key and every
+ * service whose auth stack does not use the module, one line of noise each. */
 static bool la_first_line_ran(pam_handle_t *pamh, const char *user, const char *line)
 {
     const char *first_user = la_marker_get(pamh);
     if (first_user == NULL) {
-        pam_syslog(pamh, LOG_INFO, "%s: the first line did not run in this handle, or a "
-                   "finger matched there: nothing changed", line);
+        if (strcmp(line, "account") != 0)
+            pam_syslog(pamh, LOG_INFO, "%s: the first line did not run in this handle, or a "
+                       "finger matched there: nothing changed", line);
         return false;
     }
     if (user == NULL || strcmp(user, first_user) != 0) {

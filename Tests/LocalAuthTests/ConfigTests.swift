@@ -68,9 +68,9 @@ import Glibc
         #expect(o.reuseDuration == 0)     // kept: above Apple's 300 s
         #expect(o.policy == .owner)       // kept
         #expect(issues.map(\.description) == [
-            "/etc/security/localauth.conf:4: `scan_timeout` must be a number from 1 to 600, not `0.5`; the default is kept",
-            "/etc/security/localauth.conf:5: `reuse_duration` must be a number from 0 to 300, not `301`; the default is kept",
-            "/etc/security/localauth.conf:6: `policy` must be owner or biometrics, not `sometimes`; the default is kept",
+            "/etc/security/localauth.conf:4: `scan_timeout` must be a number from 1 to 600, not `0.5`; it stays `30`",
+            "/etc/security/localauth.conf:5: `reuse_duration` must be a number from 0 to 300, not `301`; it stays `0`",
+            "/etc/security/localauth.conf:6: `policy` must be owner or biometrics, not `sometimes`; it stays `owner`",
             "/etc/security/localauth.conf:7: unknown option `frobnicate`",
             "/etc/security/localauth.conf:8: expected `key = value`, found `this line has no equals sign`",
         ])
@@ -133,7 +133,7 @@ import Glibc
         #expect(o.debug)
         #expect(o.policy == .biometrics)
         #expect(issues.map(\.description) == [
-            "module arguments:5: `max_tries` must be a whole number from 1 to 10, not `x`; the default is kept",
+            "module arguments:5: `max_tries` must be a whole number from 1 to 10, not `x`; it stays `1`",  // the earlier argument's, not the default
             "module arguments:6: unknown option `nonsense`",
         ])
     }

@@ -277,20 +277,26 @@ def test_verify_failures_count_toward_the_lockout(ctl, account):
     assert read_state(ctl.state_dir, account.name)["failures"] == 3
     # Two more failed matches reach the lockout (5), though the prompt allows three.
     r = ctl.run("verify", account.name, feed=["SCAN f2"] * 2)
-    assert r.rc == 2 and r.last == "biometryLockout", r
+    assert r.rc == 2 and r.last == "biometryLockout lockout", r
     assert "Fingerprint locked after 5 failed attempts — enter your password to unlock" in r.lines
     assert read_state(ctl.state_dir, account.name)["failures"] == 5
     # Locked out: refused before the reader is touched, as a login would be.
     r = ctl.run("verify", account.name)
-    assert r.rc == 2 and r.last == "biometryLockout" and PLACE not in r.lines, r
+    assert r.rc == 2 and r.last == "biometryLockout lockout" and PLACE not in r.lines, r
     assert "locked out after 5 consecutive failed matches" in r.err, r
 
 
 def test_verify_of_a_user_never_seen_needs_the_password_first(ctl, account):
+    # Apple's code for every "password first" rule is biometryLockout; the outcome line
+    # names the rule, which is no lockout, as status says.
     r = ctl.run("verify", account.name)
-    assert r.rc == 2 and r.last == "biometryLockout", r
+    assert r.rc == 2 and r.last == "biometryLockout never-used", r
     assert "Your password is required before fingerprints can be used" in r.lines, r
     assert len(r.err_lines) == 1 and "never entered here" in r.err, r
+    s = status(ctl, account.name)
+    assert s["locked_out"] is False and s["password_required"] == "never-used", s
+    lines = ctl.run("status", account.name).lines
+    assert any(l.startswith("locked out:") and l.endswith(" no") for l in lines), lines
 
 
 def test_verify_with_no_prints_is_unavailable(ctl_binary, bed, account, tmp_path):
@@ -348,7 +354,7 @@ def test_the_idle_rule_is_stated_with_the_configured_hours(ctl, account, lang, e
     password_entered(ctl.state_dir, account.name, last_password=now - 25 * HOUR,
                      last_fingerprint=now - 25 * HOUR)
     r = ctl.run("verify", account.name, env={**os.environ, "LANG": lang, "LC_ALL": "", "LANGUAGE": ""})
-    assert r.rc == 2 and r.last == "biometryLockout", r
+    assert r.rc == 2 and r.last == "biometryLockout idle", r
     assert expected in r.lines, r
     assert not any("48" in line for line in r.lines), r
     assert "24" in r.err and "password_after_idle" in r.err and "48" not in r.err, r
@@ -476,6 +482,37 @@ def test_drop_ins_override_the_main_file_in_order_and_config_says_where(ctl, acc
     assert s["decision"] == "password" and s["decision_reason"] == "config-untrusted", s
 
 
+def test_a_bad_value_keeps_the_earlier_files_value_and_says_so(ctl, account):
+    # Not "the default is kept": the main file's value stays, and the message says which.
+    ctl.write_config("max_tries = 2\n")
+    d = Path(str(ctl.config) + ".d")
+    d.mkdir(mode=0o755)
+    (d / "20-lab.conf").write_text("max_tries = 99\n")
+    (d / "20-lab.conf").chmod(0o644)
+    r = ctl.run("config")
+    assert r.rc == 1, r
+    rows = {l.split(" = ")[0]: l for l in r.lines if " = " in l}
+    assert rows["max_tries"].split("#")[0].strip() == "max_tries = 2", rows
+    assert rows["max_tries"].endswith(f"# {ctl.config}:1"), rows
+    assert r.err_lines == [f"localauthctl: config: {d}/20-lab.conf:1: `max_tries` must be a whole number "
+                           "from 1 to 10, not `99`; it stays `2`"], r
+    password_entered(ctl.state_dir, account.name)
+    assert "up to 2 tries" in status(ctl, account.name)["decision_text"]
+
+
+def test_status_says_what_trusts_the_enrolled_set(ctl, account):
+    # With opt_in = optional a matched finger trusts it as the password does.
+    password_entered(ctl.state_dir, account.name)
+    row = lambda: next(l for l in ctl.run("status", account.name).lines if l.startswith("enrolled set:"))
+    assert row().endswith("not trusted yet (the next password or matched finger records it)"), row()
+    r = ctl.run("verify", account.name, feed=["SCAN f1"])
+    assert r.rc == 0 and r.last == "match", r
+    assert row().endswith(" trusted") and status(ctl, account.name)["enrolled_set"] == "trusted", row()
+    ctl.write_config("opt_in = required\n")
+    password_entered(ctl.state_dir, account.name, opted_in=True)
+    assert row().endswith("not trusted yet (localauthctl enable records it)"), row()
+
+
 def test_a_prefix_installation_reads_its_own_config(tmp_path):
     from system import Installation
     with Installation() as inst:
@@ -496,7 +533,7 @@ def test_a_lockout_and_a_reset_are_audited_like_pam_faillock(ctl, account):
     password_entered(ctl.state_dir, account.name, failures=3)
     with AuditDaemon() as audit:
         r = ctl.run("verify", account.name, feed=["SCAN f2"] * 2)
-        assert r.rc == 2 and r.last == "biometryLockout", r
+        assert r.rc == 2 and r.last == "biometryLockout lockout", r
         anomalies = [l for l in audit.search("ANOM_LOGIN_FAILURES") if f'acct="{account.name}"' in l]
         assert len(anomalies) == 1 and "op=localauth-lockout" in anomalies[0], anomalies
         locks = [l for l in audit.search("RESP_ACCT_LOCK") if f'acct="{account.name}"' in l]

@@ -1,6 +1,6 @@
 /// The one option table: `/etc/security/localauth.conf`, the module arguments, the helper
 /// and `localauthctl` all go through it (ConfigParser.swift). Bad values are reported and
-/// the default is kept; numbers are bounded.
+/// the option keeps the value it had before; numbers are bounded.
 public struct Options: Equatable, Sendable {
     public enum PolicyChoice: String, Sendable { case biometrics, owner }
     public enum OptIn: String, Sendable { case required, optional }
