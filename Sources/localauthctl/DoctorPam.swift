@@ -22,8 +22,9 @@ struct DoctorPam {
         // Services whose stacks are the same lines (say, everything in common-auth) are
         // checked once, and the finding names them all.
         var groups: [(key: String, subject: String, rules: [PamRule], account: Bool, services: [String])] = []
-        // Debian's common-* files are pieces that services include, never services.
-        for name in names where !name.hasPrefix("common-") {
+        // Debian's common-* files are pieces that services include, never services; the
+        // module steps aside in localauthctl's own password check (localauthctlService).
+        for name in names where !name.hasPrefix("common-") && name != "localauthctl" {
             guard let rules = reader.authStack(name), rules.contains(where: { $0.isLocalauth }) else { continue }
             users.append(name)
             let account = accountLineRuns(reader.stack(name, type: "account") ?? [])
@@ -51,7 +52,7 @@ struct DoctorPam {
                                    + "pam-auth-update --enable localauth localauth-authsucc"))
         }
         out += PamControlCheck(directory: directory, names: names).findings()
-        out += localauthctlService(names)
+        out += localauthctlService(names, users: users)
         return out
     }
 
@@ -96,28 +97,41 @@ struct DoctorPam {
         + "`@include common-account`, as in the shipped example (/usr/share/doc/localauth/examples/pam.d/sudo, "
         + "pam_localauth(8))"
 
-    /// The service `enable` and `disable` check passwords with.
-    private func localauthctlService(_ names: [String]) -> [Finding] {
+    /// The service `enable` and `disable` check passwords with: it must take the password
+    /// of every user who signs in by password elsewhere, directory users included (the
+    /// module steps aside in it, so `@include common-auth` is right).
+    private func localauthctlService(_ names: [String], users: [String]) -> [Finding] {
         let path = directory + "/localauthctl"
+        let shipped = "`@include common-auth` in \(path), as the package ships it (pam_localauth.so steps aside there)"
         guard names.contains("localauthctl") else {
             return [Finding(severity: .warning,
                             message: "\(path) is missing: localauthctl enable and disable check the password "
                                 + "with the `other` service (on Debian it refuses everything)",
-                            fix: "install it with `auth required pam_unix.so` (the package ships it)")]
+                            fix: shipped)]
         }
         var reader = PamStackReader(directory: directory)
-        let rules = reader.authStack("localauthctl") ?? []
-        if let ours = rules.first(where: { $0.isLocalauth }) {
-            return [Finding(severity: .problem,
-                            message: "\(path): \(ours.location) `\(ours.text)`: localauthctl's password check must "
-                                + "not scan the finger",
-                            fix: "remove that line; keep the password module only")]
+        let own = Set((reader.authStack("localauthctl") ?? []).filter(\.isPasswordModule).map(\.moduleName))
+        guard !own.isEmpty else {
+            return [Finding(severity: .warning, message: "\(path): no password module in its auth stack", fix: shipped)]
         }
-        if !rules.contains(where: { $0.isPasswordModule }) {
-            return [Finding(severity: .warning, message: "\(path): no password module in its auth stack",
-                            fix: "auth required pam_unix.so")]
+        // The password modules that let users in through the services that use the module.
+        var elsewhere: [String: String] = [:]
+        for service in users {
+            for rule in reader.authStack(service) ?? [] where rule.isPasswordModule && elsewhere[rule.moduleName] == nil {
+                elsewhere[rule.moduleName] = service
+            }
         }
-        return [Finding(severity: .ok, message: "\(path): checks the password only")]
+        let missing = elsewhere.keys.filter { !own.contains($0) }.sorted()
+        guard missing.isEmpty else {
+            let who = missing.map { "\($0) (\(elsewhere[$0]!))" }.joined(separator: ", ")
+            return [Finding(severity: .warning,
+                            message: "\(path) checks the password with \(own.sorted().joined(separator: ", ")) only: "
+                                + "users of \(who) cannot pass `localauthctl enable` or `disable` when it asks for "
+                                + "their password",
+                            fix: shipped)]
+        }
+        return [Finding(severity: .ok,
+                        message: "\(path): checks the password with \(own.sorted().joined(separator: ", "))")]
     }
 }
 
@@ -157,6 +171,7 @@ struct ServiceCheck {
         }
         out += passwordOrder(first)
         out += authsucc(first)
+        out += directoryLogin()
         if !out.contains(where: { $0.severity != .ok }) {
             out.append(Finding(severity: .ok, message: soundText(first)))
         }
@@ -276,6 +291,31 @@ struct ServiceCheck {
                                fix: accountFix))
         }
         return out
+    }
+
+    // MARK: - Directory services at a login
+
+    /// Services that start a session: what pam_sss, pam_krb5 and pam_winbind do at a
+    /// password login (a Kerberos ticket, cached offline credentials refreshed) is what a
+    /// fingerprint login goes without.
+    static let logins: Set<String> = ["login", "gdm-password", "gdm-fingerprint", "lightdm", "sddm", "greetd",
+                                      "xdm", "lxdm", "slim"]
+
+    private func directoryLogin() -> [Finding] {
+        let who = usedBy.filter { ServiceCheck.logins.contains($0) }
+        guard !who.isEmpty else { return [] }
+        let matched = Set(s.fingerMatched().ran)
+        let skipped = s.passwords.filter {
+            ["pam_sss.so", "pam_krb5.so", "pam_winbind.so"].contains(rules[$0].moduleName) && !matched.contains($0)
+                && s.passwordAccepted(by: $0).succeeded
+        }
+        guard let d = skipped.first else { return [] }
+        return [Finding(severity: .warning,
+                        message: "\(subject): a fingerprint login (\(who.joined(separator: ", "))) skips "
+                            + "\(rules[d].moduleName), which at a password login gets the Kerberos ticket and refreshes "
+                            + "the cached offline credentials: that session has no ticket (kinit, or the password at "
+                            + "the next login)",
+                        fix: nil)]
     }
 
     // MARK: - pam_fprintd beside us

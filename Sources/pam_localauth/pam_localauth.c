@@ -129,6 +129,13 @@ static void la_log_run(pam_handle_t *pamh, const char *user, const struct la_out
                           pam_code, la_outcome_cause(out, buf, sizeof buf));
 }
 
+/* The service `localauthctl enable` and `disable` check the password with. It includes
+ * the site's common-auth, so that directory users (SSSD, Kerberos, winbind) can pass it
+ * too; localauthctl has just scanned the finger itself, so there this module steps aside
+ * for the password modules (and sets no marker: nothing is cleared or recorded here,
+ * localauthctl records the password itself). */
+static const char la_ctl_service[] = "localauthctl";
+
 /* The line before the password module: fingerprint first. */
 static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *args)
 {
@@ -136,6 +143,11 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
     if (user == NULL) {
         la_log_outcome(pamh, "", LA_RESULT_NO_USER, PAM_AUTHINFO_UNAVAIL,
                        "no user name set (PAM_USER); the module never asks for one");
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    if (strcmp(la_item_string(pamh, PAM_SERVICE), la_ctl_service) == 0) {
+        la_log_outcome(pamh, user, "skipped", PAM_AUTHINFO_UNAVAIL,
+                       "localauthctl checks the password only (it scanned the finger itself)");
         return PAM_AUTHINFO_UNAVAIL;
     }
     const char *rhost = la_item_string(pamh, PAM_RHOST);
@@ -222,6 +234,8 @@ static bool la_clear_after_password(pam_handle_t *pamh, int flags, const struct 
 static int la_authsucc(pam_handle_t *pamh, int flags, const struct la_args *args)
 {
     const char *user = la_user(pamh);
+    if (strcmp(la_item_string(pamh, PAM_SERVICE), la_ctl_service) == 0)
+        return PAM_AUTHINFO_UNAVAIL;  /* localauthctl records the password itself */
     if (la_first_line_ran(pamh, user, "authsucc"))
         la_clear_after_password(pamh, flags, args, user, "authtok", PAM_AUTHINFO_UNAVAIL);
     return PAM_AUTHINFO_UNAVAIL;

@@ -644,3 +644,36 @@ def test_fprintd_installed_and_the_bus_down_is_not_told_to_install_fprintd(docto
     [(line, fix)] = [(l, f) for l, f in problems(r) if "fprintd is not reachable" in l]
     assert "apt-get install" not in fix, fix
     assert fix == "fix: start the system bus (systemctl start dbus); fprintd is installed and is started by it on demand", fix
+
+
+# ---- directory users ----------------------------------------------------------------------
+
+def test_a_localauthctl_service_that_only_local_users_pass(doctor):
+    # pam_unix alone: SSSD's users cannot pass enable or disable when it asks for the
+    # password. The shipped file includes common-auth (the module steps aside there).
+    (doctor.pam / "common-auth").write_text(SSSD_COMMON_AUTH)
+    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account optional pam_localauth.so\n")
+    r = doctor.run()
+    warning = (f"warning  {doctor.pam}/localauthctl checks the password with pam_unix.so only: users of "
+               "pam_sss.so (sudo) cannot pass `localauthctl enable` or `disable` when it asks for their password")
+    assert warning in r.lines, r
+    fix = r.lines[r.lines.index(warning) + 1].strip()
+    assert fix == (f"fix: `@include common-auth` in {doctor.pam}/localauthctl, as the package ships it "
+                   "(pam_localauth.so steps aside there)"), fix
+    shutil.copy(Path(__file__).resolve().parents[2] / "pam.d" / "localauthctl", doctor.pam / "localauthctl")
+    r = doctor.run()
+    assert f"ok       {doctor.pam}/localauthctl: checks the password with pam_sss.so, pam_unix.so" in r.lines, r
+
+
+@pytest.mark.parametrize("common,module", [(SSSD_COMMON_AUTH, "pam_sss.so"), (KRB5_COMMON_AUTH, "pam_krb5.so")],
+                         ids=["sssd", "krb5"])
+def test_a_fingerprint_login_on_a_directory_stack_goes_without_the_ticket(doctor, common, module):
+    (doctor.pam / "common-auth").write_text(common)
+    shutil.copy(Path(__file__).resolve().parents[2] / "pam.d" / "login", doctor.pam / "login")
+    r = doctor.run()
+    [w] = [l for l in r.lines if l.startswith(f"warning  {doctor.pam}/login: a fingerprint login")]
+    assert w == (f"warning  {doctor.pam}/login: a fingerprint login (login) skips {module}, which at a password "
+                 "login gets the Kerberos ticket and refreshes the cached offline credentials: that session has "
+                 "no ticket (kinit, or the password at the next login)"), w
+    # sudo is no login: nothing said about it.
+    assert not [l for l in r.lines if "/sudo: a fingerprint login" in l], r
