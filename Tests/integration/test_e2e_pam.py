@@ -20,6 +20,7 @@ match seen on the bus in that run, or after the right password.
 import os
 import re
 import socket
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -403,7 +404,11 @@ def test_the_lockout_and_the_password_that_clears_it_are_audited(e2e):
         assert e2e.state_file()["failures"] == "5"
         ours = lambda t: [l for l in audit.search(t) if f'acct="{USER}"' in l]
         [anomaly] = ours("ANOM_LOGIN_FAILURES")
-        assert "op=localauth-lockout" in anomaly and 'exe="localauth-helper"' in anomaly, anomaly
+        # The helper's full path, as pam_faillock's records carry theirs: `ausearch -x` finds it.
+        assert "op=localauth-lockout" in anomaly and f'exe="{os.path.realpath(e2e.inst.helper)}"' in anomaly, anomaly
+        found = subprocess.run(["ausearch", "-if", str(audit.log), "-x", os.path.realpath(e2e.inst.helper),
+                                "--raw"], capture_output=True, text=True)
+        assert "op=localauth-lockout" in found.stdout, found.stdout + found.stderr
         assert len(ours("RESP_ACCT_LOCK")) == 1
         assert ours("USER_MGMT") == []
         r = e2e.run(password=PASSWORD)

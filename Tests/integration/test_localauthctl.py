@@ -536,6 +536,8 @@ def test_a_lockout_and_a_reset_are_audited_like_pam_faillock(ctl, account):
         assert r.rc == 2 and r.last == "biometryLockout lockout", r
         anomalies = [l for l in audit.search("ANOM_LOGIN_FAILURES") if f'acct="{account.name}"' in l]
         assert len(anomalies) == 1 and "op=localauth-lockout" in anomalies[0], anomalies
+        # The tool's full path, as pam_faillock's records carry theirs (`ausearch -x`).
+        assert f'exe="{os.path.realpath(ctl.binary)}"' in anomalies[0], anomalies
         locks = [l for l in audit.search("RESP_ACCT_LOCK") if f'acct="{account.name}"' in l]
         assert len(locks) == 1, locks
         # Refused while locked out: no second "lockout began".
