@@ -53,8 +53,26 @@ struct DoctorPam {
         }
         out += PamControlCheck(directory: directory, names: names).findings()
         out += localauthctlService(names, users: users)
+        out += fprintdProfile(&reader)
         return out
     }
+
+    /// libpam-fprintd's pam-auth-update profile conflicts with ours (`Conflicts: fprintd`):
+    /// enabling ours after pam-auth-update's "Incompatible PAM profiles" screen leaves
+    /// libpam-fprintd's off without a word. Said, so nobody wonders where pam_fprintd went.
+    private func fprintdProfile(_ reader: inout PamStackReader) -> [Finding] {
+        guard access(DoctorPam.fprintdProfilePath, F_OK) == 0,
+              let common = reader.authStack("common-auth"),
+              common.contains(where: { $0.isFirstLine }),
+              !common.contains(where: { $0.moduleName == "pam_fprintd.so" }) else { return [] }
+        return [Finding(severity: .ok,
+                        message: "libpam-fprintd's pam-auth-update profile is off: it conflicts with localauth's, and "
+                            + "pam-auth-update left it out when localauth's were enabled (pam_fprintd no longer "
+                            + "asks for the finger in common-auth; `pam-auth-update --enable fprintd` would take "
+                            + "localauth's lines out)")]
+    }
+
+    static let fprintdProfilePath = "/usr/share/pam-configs/fprintd"
 
     /// An `account` line of ours that runs when the account is fine (every module succeeds).
     private func accountLineRuns(_ rules: [PamRule]) -> Bool {

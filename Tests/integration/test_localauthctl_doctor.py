@@ -677,3 +677,20 @@ def test_a_fingerprint_login_on_a_directory_stack_goes_without_the_ticket(doctor
                  "no ticket (kinit, or the password at the next login)"), w
     # sudo is no login: nothing said about it.
     assert not [l for l in r.lines if "/sudo: a fingerprint login" in l], r
+
+
+def test_libpam_fprintds_profile_left_out_is_said(doctor):
+    # libpam-fprintd is installed here (scripts/install-deps), so is its profile.
+    assert Path("/usr/share/pam-configs/fprintd").is_file()
+    (doctor.pam / "common-auth").write_text(
+        "auth\t[success=2 default=ignore]\tpam_localauth.so\n"
+        "auth\t[success=1 default=ignore]\tpam_unix.so nullok\n"
+        "auth\trequisite\t\t\tpam_deny.so\nauth\trequired\t\t\tpam_permit.so\n"
+        "auth\toptional\t\t\tpam_localauth.so authsucc\n")
+    (doctor.pam / "sudo").write_text("@include common-auth\n")
+    r = doctor.run()
+    assert any(l.startswith("ok       libpam-fprintd's pam-auth-update profile is off: it conflicts with "
+                            "localauth's") for l in r.lines), r
+    # Without our lines in common-auth there is nothing to say.
+    (doctor.pam / "common-auth").write_text(COMMON_AUTH)
+    assert not any("libpam-fprintd's" in l for l in doctor.run().lines)

@@ -77,6 +77,8 @@ def test_the_files_are_where_a_debian_system_expects_them(deb):
     for path, perms in expect.items():
         assert path in m, (path, sorted(m))
         assert m[path] == (perms, "root/root"), (path, m[path])
+    # The drop-in directory the shipped file tells administrators to keep site changes in.
+    assert m["etc/security/localauth.conf.d"] == ("drwxr-xr-x", "root/root"), m.get("etc/security/localauth.conf.d")
     assert not any(p.startswith("var/") for p in m), "the state directory is postinst's"
     assert all(owner == "root/root" for _, owner in m.values())
 

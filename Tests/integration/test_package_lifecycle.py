@@ -90,6 +90,7 @@ def test_install_enable_upgrade_remove_purge(root, deb, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert root.path("/etc/pam.d/common-auth").read_text() == common_auth
     assert root.run("stat -c %a:%U /var/lib/localauth").stdout.strip() == "700:root"
+    assert root.run("stat -c %a:%U /etc/security/localauth.conf.d").stdout.strip() == "755:root"
 
     # The administrator's setup: a user with sudo, every example service file, a line
     # written the way earlier releases' documentation said, both profiles enabled.
@@ -149,7 +150,8 @@ def test_install_enable_upgrade_remove_purge(root, deb, tmp_path):
     r = dpkg(root, "--purge", "localauth")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "warning" not in (r.stdout + r.stderr).lower(), r.stdout + r.stderr
-    for path in ("/var/lib/localauth", "/etc/security/localauth.conf", "/etc/pam.d/localauthctl",
+    for path in ("/var/lib/localauth", "/etc/security/localauth.conf", "/etc/security/localauth.conf.d",
+                 "/etc/pam.d/localauthctl",
                  "/usr/share/pam-configs/localauth", "/usr/share/pam-configs/localauth-authsucc",
                  "/usr/libexec/localauth", "/usr/share/doc/localauth"):
         assert not root.path(path).exists(), path
