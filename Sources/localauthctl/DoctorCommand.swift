@@ -21,8 +21,8 @@ enum DoctorCommand {
         reader; USER (default: you) has enrolled prints; the module, the helper and the
         setuid launcher are root's and nobody else can write them; the state directory is
         root's and 0700 (and USER is not locked out); the config file is root's and every
-        line parses (file:line for each issue); /etc/pam.d/localauthctl checks the password
-        only; sudo and sudo -i both ask for the finger; and every PAM service that uses
+        line parses (file:line for each issue); /etc/pam.d/localauthctl takes the password of
+        every password module the other services use; sudo and sudo -i both ask for the finger; and every PAM service that uses
         pam_localauth.so, run as libpam runs it (@include, include, substack, jumps): the
         module line before the password modules (pam_unix, pam_sss, pam_krb5, pam_winbind,
         pam_ldap, pam_systemd_home), no pam_fprintd beside it, and a lockout cleared after
@@ -30,9 +30,12 @@ enum DoctorCommand {
         account), or by the `authsucc` line reached after pam_unix (it checks local
         passwords only); and no line of the module that fails its stack once the module
         is missing (the package removed: "Module is unknown"). A fix is printed only when
-        it keeps every user getting in as before. Exit 0 when nothing is a problem (warnings allowed), 1 when something is.
+        it keeps every user getting in as before. Exit 0 when nothing is a problem
+        (warnings allowed), 1 when something is. --json prints one object for fleet
+        scripts: user, findings (each with severity ok, warning or problem, message, and
+        fix or null), problems and warnings.
         """,
-        flags: Flag.common + [pamDir, helper, module], run: run)
+        flags: Flag.common + [pamDir, helper, module, .json], run: run)
 
     enum Severity: String { case ok, warning, problem }
 
@@ -69,12 +72,24 @@ enum DoctorCommand {
                                   helper: helperPath).check()
         findings += DoctorPam(directory: inv.value(pamDir) ?? "/etc/pam.d").check()
 
+        let problems = findings.filter { $0.severity == .problem }.count
+        let warnings = findings.filter { $0.severity == .warning }.count
+        if inv.has(.json) {
+            say(JSON.object([
+                ("user", .string(account.name.value)),
+                ("findings", .array(findings.map { f in
+                    .object([("severity", .string(f.severity.rawValue)), ("message", .string(f.message)),
+                             ("fix", .string(f.fix))])
+                })),
+                ("problems", .int(Int64(problems))),
+                ("warnings", .int(Int64(warnings))),
+            ]).encoded())
+            return problems > 0 ? Exit.failed : Exit.ok
+        }
         for f in findings {
             say(f.severity.rawValue.padding(9) + f.message)
             if let fix = f.fix { say(String(repeating: " ", count: 9) + "fix: " + fix) }
         }
-        let problems = findings.filter { $0.severity == .problem }.count
-        let warnings = findings.filter { $0.severity == .warning }.count
         say("doctor: " + trn(cliLanguage, "%s problem", "%s problems", problems, problems) + ", "
             + trn(cliLanguage, "%s warning", "%s warnings", warnings, warnings))
         return problems > 0 ? Exit.failed : Exit.ok

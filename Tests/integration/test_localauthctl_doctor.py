@@ -694,3 +694,19 @@ def test_libpam_fprintds_profile_left_out_is_said(doctor):
     # Without our lines in common-auth there is nothing to say.
     (doctor.pam / "common-auth").write_text(COMMON_AUTH)
     assert not any("libpam-fprintd's" in l for l in doctor.run().lines)
+
+
+def test_doctor_json_for_fleets(doctor):
+    import json
+    r = doctor.run("--json")
+    assert r.rc == 0 and len(r.lines) == 1, r
+    j = json.loads(r.out)
+    assert j["user"] == doctor.user and (j["problems"], j["warnings"]) == (0, 0), j
+    assert {"severity": "ok", "message": f"prints of {doctor.user}: right-index-finger", "fix": None} in j["findings"], j
+    doctor.state.chmod(0o755)
+    r = doctor.run("--json")
+    j = json.loads(r.out)
+    assert r.rc == 1 and j["problems"] == 1, j
+    [bad] = [f for f in j["findings"] if f["severity"] == "problem"]
+    assert bad["message"].startswith(f"state directory {doctor.state}: mode 0755") and \
+        bad["fix"] == f"chmod 0700 {doctor.state}", bad
