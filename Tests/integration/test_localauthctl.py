@@ -80,7 +80,7 @@ def test_every_command_has_help(ctl_binary, command):
     ["reset"], ["reset", "a", "b"], ["verify", "--scan-timeout"], ["verify", "--scan-timeout", "0"],
     ["status", "--bus-timeout", "forever"], ["enable", "a", "b"], ["disable", "--user"],
     ["status", "a", "--user", "b"], ["help", "bogus"], ["status", "--all", "root"],
-    ["doctor", "--json"], ["doctor", "a", "b"],
+    ["doctor", "--json=yes"], ["doctor", "a", "b"], ["doctor", "--bogus"],
 ])
 def test_wrong_usage_is_64_and_one_line(ctl_binary, argv):
     r = plain_run([ctl_binary, *argv])
@@ -273,12 +273,12 @@ def test_verify_failures_count_toward_the_lockout(ctl, account):
     password_entered(ctl.state_dir, account.name)
     r = ctl.run("verify", account.name, feed=["SCAN f2"] * 3)
     assert r.rc == 1 and r.last == "authenticationFailed", r
-    assert r.lines.count(PLACE) == 3 and "Fingerprint not recognized — 2 tries left" in r.lines, r
+    assert r.lines.count(PLACE) == 3 and "Fingerprint not recognized - 2 tries left" in r.lines, r
     assert read_state(ctl.state_dir, account.name)["failures"] == 3
     # Two more failed matches reach the lockout (5), though the prompt allows three.
     r = ctl.run("verify", account.name, feed=["SCAN f2"] * 2)
     assert r.rc == 2 and r.last == "biometryLockout lockout", r
-    assert "Fingerprint locked after 5 failed attempts — enter your password to unlock" in r.lines
+    assert "Fingerprint locked after 5 failed attempts - enter your password to unlock" in r.lines
     assert read_state(ctl.state_dir, account.name)["failures"] == 5
     # Locked out: refused before the reader is touched, as a login would be.
     r = ctl.run("verify", account.name)
