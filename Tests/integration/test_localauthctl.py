@@ -619,6 +619,20 @@ def test_every_message_is_in_every_catalogue():
         assert entries <= ids, (lang, "unused entries", sorted(entries - ids))
 
 
+def test_every_english_message_shows_on_the_linux_console():
+    """The text console's font has no em dash (U+2014) or ellipsis (U+2026): they showed
+    as boxes in two-part messages ("Fingerprint not recognized — use your password") at
+    login and sudo on a virtual console. Every English message is ASCII."""
+    import re
+    po = (Path(__file__).resolve().parents[2] / "po" / "en.po").read_text()
+    ids = re.findall(r'^(?:msgid|msgid_plural|msgstr) "((?:[^"\\]|\\.)*)"$', po, re.M)
+    assert len(ids) > 100, len(ids)
+    assert [m for m in ids if not m.isascii()] == []
+    from messages import LOCKED, UNAVAILABLE
+    assert LOCKED == "Fingerprint locked after 5 failed attempts - enter your password to unlock"
+    assert UNAVAILABLE == "Fingerprint sign-in is not available - use the password"
+
+
 def test_your_own_status_without_root_through_the_launcher(bed_factory, account, tmp_path):
     """A user reads their own failures, lockout and times without root: localauthctl asks
     the setuid launcher, which runs the helper for the caller's uid only. (polkit allows the

@@ -329,7 +329,7 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
                 assert status == 0, out
                 # pamtester as root for another account, like login: one line for every
                 # refusal.
-                assert "Fingerprint sign-in is not available — use the password" in out, out
+                assert "Fingerprint sign-in is not available - use the password" in out, out
                 recorded = read_state(state, account.name)
                 assert recorded["failures"] == 0 and "last_password" in recorded, recorded
 
