@@ -17,7 +17,7 @@ public protocol LAUserInterface: AnyObject {
     func evaluationWillBegin(_ prompt: LAPrompt, choose: @escaping @Sendable (LAUserChoice) -> Void)
 
     /// A line about the reader: "Place your right index finger on the fingerprint reader",
-    /// "Fingerprint not recognized — 2 tries left", "Biometry is locked out" in words, ...
+    /// "Fingerprint not recognized - 2 tries left", "Biometry is locked out" in words, ...
     func show(_ message: String, isError: Bool)
 
     /// `deviceOwnerAuthentication` asks for the account password (checked by the system's

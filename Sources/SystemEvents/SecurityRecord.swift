@@ -19,7 +19,8 @@ public final class SecurityRecord: SecurityEvents {
     private let program: String
     private let log: LogSink
 
-    /// `program`: the name in the records (`localauth-helper`, `localauthctl`).
+    /// `program`: the name in the journal's entries (`localauth-helper`, `localauthctl`);
+    /// the audit records carry the executable's path.
     public init(program: String, log: LogSink) {
         self.program = program
         self.log = log
@@ -61,7 +62,10 @@ public final class SecurityRecord: SecurityEvents {
             withOptionalCString(tty) { t in
                 // The account by name (acct="..."), as pam_faillock's records and `ausearch
                 // --user`... name it; libaudit prefers a given id to the name, so none is given.
-                audit_log_acct_message(fd, type, program, op, user.value, UInt32.max, h, nil, t,
+                // No program name either: libaudit then writes the executable's full path
+                // (exe="/usr/libexec/localauth/localauth-helper"), as in pam_faillock's
+                // records, which `ausearch -x` and `-F exe=` audit rules match.
+                audit_log_acct_message(fd, type, nil, op, user.value, UInt32.max, h, nil, t,
                                        success ? 1 : 0)
             }
         }

@@ -72,7 +72,7 @@ enum AuthSucc {
                 return typed.isEmpty ? "no password in PAM_AUTHTOK" : "the password does not match the account"
             case .unprovable(let why)?:
                 return "the password cannot be checked here (\(why)); clear it in the account "
-                    + "phase: `account required pam_localauth.so`"
+                    + "phase: `account optional pam_localauth.so`"
             case nil: return "the password could not be checked"
             }
         }
@@ -116,6 +116,7 @@ enum AuthSucc {
                                   fprintDir: options.fprintDir, log: log),
             store: store, options: options, log: log)
         let watch = LockoutWatch(store: store, user: request.user, rules: Rules(options))
+        let before = try? store.load(request.user)
         do {
             let domain = request.readerUnreachable ? nil : currentDomain(env, options)
             if request.readerUnreachable {
@@ -128,11 +129,21 @@ enum AuthSucc {
                     .lockoutCleared(request.user, failures: watch.failuresBefore ?? 0, by: .password,
                                     context: request.eventContext)
             }
-            return HelperResult.frame(code: 0, name: "success", cause: "password recorded, lockout cleared")
+            return HelperResult.frame(code: 0, name: "success", cause: recorded(watch, before))
         } catch {
             return HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue,
                                       name: "biometryNotAvailable", cause: "could not record the password: \(error)")
         }
+    }
+
+    /// What recording the password changed, in the log's words: a lockout is said to be
+    /// cleared only when there was one.
+    private static func recorded(_ watch: LockoutWatch, _ before: StoredState?) -> String {
+        if case .damaged? = before { return "password recorded, the damaged state rewritten (it counted as a lockout)" }
+        let failures = watch.failuresBefore ?? 0
+        if watch.lockedBefore { return "password recorded, lockout cleared (\(failures) consecutive failed matches)" }
+        if failures > 0 { return "password recorded, \(failures) failed matches forgotten (no lockout)" }
+        return "password recorded (no lockout to clear)"
     }
 
     private static func unchanged(_ why: String) -> Frame {

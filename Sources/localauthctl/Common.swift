@@ -118,6 +118,8 @@ func describe(_ error: LAError, _ language: Language, figures: RuleFigures) -> S
     case .enrollmentChanged: text = tr(cliLanguage, "the enrolled fingerprints changed since they were trusted")
     case .disabledByConfiguration: text = tr(cliLanguage, "fingerprint login is off for this user (localauthctl enable)")
     case .readerBusy: text = tr(cliLanguage, "the fingerprint reader is in use by another session")
+    case .configurationUntrusted:
+        text = tr(cliLanguage, "fingerprint sign-in is off: the configuration cannot be trusted (localauthctl doctor)")
     case .scanTimeout: text = tr(cliLanguage, "no finger was detected in time")
     default: text = error.localizedDescription(language)
     }

@@ -11,9 +11,11 @@ enum ConfigCommand {
         Prints every option as the module reads it: the configuration file, then the
         drop-ins of its .d directory (*.conf, in name order, each overriding what came
         before), each line `key = value  # source`, the source being file:line or
-        `default` (or `command line` for an option flag). Problems (a bad line, an unsafe file) follow, as doctor reports them.
+        `default` (or `command line` for an option flag). Problems (a bad line, an unsafe file) follow, as doctor reports them,
+        and the exit status is 1. A file or drop-in that cannot be trusted is not read, and
+        while it is there fingerprint sign-in is off (the password only).
         --json prints one object: options (key: value), sources (key: file:line or
-        default), files (read, in order) and problems.
+        default), files (read, in order), problems, and untrusted (the files not read).
         """,
         flags: Flag.common.filter { $0 != .user } + [.json], run: run)
 
@@ -31,8 +33,9 @@ enum ConfigCommand {
                 ("sources", .object(keys.map { ($0, .string(report.sources[$0] ?? "default")) })),
                 ("files", .array(report.files.map { .string($0) })),
                 ("problems", .array(report.problems.map { .string($0.1) })),
+                ("untrusted", .array(report.untrusted.map { .string($0) })),
             ]).encoded())
-            return Exit.ok
+            return report.problems.isEmpty ? Exit.ok : Exit.failed
         }
         say("# \(path), then \(ConfigFile.dropInDirectory(path))/*.conf")
         for key in keys {
@@ -40,6 +43,6 @@ enum ConfigCommand {
             say(line.padding(max(40, line.count + 1)) + "# " + (report.sources[key] ?? "default"))
         }
         for (_, problem) in report.problems { warn("config: \(problem)") }
-        return Exit.ok
+        return report.problems.isEmpty ? Exit.ok : Exit.failed
     }
 }

@@ -21,17 +21,21 @@ enum DoctorCommand {
         reader; USER (default: you) has enrolled prints; the module, the helper and the
         setuid launcher are root's and nobody else can write them; the state directory is
         root's and 0700 (and USER is not locked out); the config file is root's and every
-        line parses (file:line for each issue); /etc/pam.d/localauthctl checks the password
-        only; sudo and sudo -i both ask for the finger; and every PAM service that uses
+        line parses (file:line for each issue); /etc/pam.d/localauthctl takes the password of
+        every password module the other services use; sudo and sudo -i both ask for the finger; and every PAM service that uses
         pam_localauth.so, run as libpam runs it (@include, include, substack, jumps): the
         module line before the password modules (pam_unix, pam_sss, pam_krb5, pam_winbind,
         pam_ldap, pam_systemd_home), no pam_fprintd beside it, and a lockout cleared after
         the password of every module that lets users in: by an `account` line (every
         account), or by the `authsucc` line reached after pam_unix (it checks local
-        passwords only). A fix is printed only when it keeps every user getting in as
-        before. Exit 0 when nothing is a problem (warnings allowed), 1 when something is.
+        passwords only); and no line of the module that fails its stack once the module
+        is missing (the package removed: "Module is unknown"). A fix is printed only when
+        it keeps every user getting in as before. Exit 0 when nothing is a problem
+        (warnings allowed), 1 when something is. --json prints one object for fleet
+        scripts: user, findings (each with severity ok, warning or problem, message, and
+        fix or null), problems and warnings.
         """,
-        flags: Flag.common + [pamDir, helper, module], run: run)
+        flags: Flag.common + [pamDir, helper, module, .json], run: run)
 
     enum Severity: String { case ok, warning, problem }
 
@@ -68,12 +72,24 @@ enum DoctorCommand {
                                   helper: helperPath).check()
         findings += DoctorPam(directory: inv.value(pamDir) ?? "/etc/pam.d").check()
 
+        let problems = findings.filter { $0.severity == .problem }.count
+        let warnings = findings.filter { $0.severity == .warning }.count
+        if inv.has(.json) {
+            say(JSON.object([
+                ("user", .string(account.name.value)),
+                ("findings", .array(findings.map { f in
+                    .object([("severity", .string(f.severity.rawValue)), ("message", .string(f.message)),
+                             ("fix", .string(f.fix))])
+                })),
+                ("problems", .int(Int64(problems))),
+                ("warnings", .int(Int64(warnings))),
+            ]).encoded())
+            return problems > 0 ? Exit.failed : Exit.ok
+        }
         for f in findings {
             say(f.severity.rawValue.padding(9) + f.message)
             if let fix = f.fix { say(String(repeating: " ", count: 9) + "fix: " + fix) }
         }
-        let problems = findings.filter { $0.severity == .problem }.count
-        let warnings = findings.filter { $0.severity == .warning }.count
         say("doctor: " + trn(cliLanguage, "%s problem", "%s problems", problems, problems) + ", "
             + trn(cliLanguage, "%s warning", "%s warnings", warnings, warnings))
         return problems > 0 ? Exit.failed : Exit.ok
@@ -106,10 +122,22 @@ enum DoctorCommand {
             default:
                 return [Finding(severity: .problem,
                                 message: "fprintd is not reachable on \(options.dbusAddress): \(error.cause)",
-                                fix: "apt-get install fprintd (it is started by D-Bus on demand); "
-                                    + "check the system bus and fprintd's log")]
+                                fix: fprintdFix(error.cause))]
             }
         }
+    }
+
+    /// What to do when fprintd does not answer: nothing to install when it is installed.
+    static func fprintdFix(_ cause: String) -> String {
+        let paths: [String] = ["/usr/libexec/fprintd", "/usr/lib/fprintd/fprintd"]
+        let installed = paths.contains { path in access(path, X_OK) == 0 }
+        if cause.contains("system bus") || cause.contains("no bus connection") {
+            return "start the system bus (systemctl start dbus)"
+                + (installed ? "; fprintd is installed and is started by it on demand" : ", and apt-get install fprintd")
+        }
+        return installed
+            ? "fprintd is installed but did not answer: its log (journalctl -u fprintd) says why"
+            : "apt-get install fprintd (it is started by D-Bus on demand)"
     }
 
     // MARK: - The helper
@@ -251,22 +279,25 @@ enum DoctorCommand {
         switch ConfigFile.dropIns(path) {
         case .success(let files): for file in files { out += configFileAlone(file) }
         case .failure(let problem):
-            out.append(Finding(severity: .problem, message: "drop-ins ignored whole: \(problem)",
-                               fix: "chown root:root \(ConfigFile.dropInDirectory(path)); "
-                                   + "chmod go-w \(ConfigFile.dropInDirectory(path))"))
+            let dir = ConfigFile.dropInDirectory(path)
+            out.append(Finding(severity: .problem, message: "config \(problem): \(untrustedEffect)",
+                               fix: ConfigRepair(path: dir, directory: true).fix()))
         }
         return out
     }
+
+    /// What the module does while a file cannot be trusted (Options.untrustedConfiguration).
+    static let untrustedEffect = "not read, and fingerprint sign-in is off until it is fixed (the password only)"
 
     static func configFileAlone(_ path: String) -> [Finding] {
         switch ConfigFile.read(path) {
         case .failure(.missing):
             return [Finding(severity: .ok, message: "config \(path): not present, every option at its default")]
         case .failure(.unsafe(let why)):
-            return [Finding(severity: .problem, message: "config \(why): ignored whole, defaults used",
-                            fix: "chown root:root \(path); chmod 0644 \(path)")]
+            return [Finding(severity: .problem, message: "config \(why): \(untrustedEffect)",
+                            fix: ConfigRepair(path: path, directory: false).fix())]
         case .failure(.unreadable(let why)):
-            return [Finding(severity: .problem, message: "config \(why)", fix: nil)]
+            return [Finding(severity: .problem, message: "config \(why): \(untrustedEffect)", fix: nil)]
         case .success(let text):
             var scratch = Options()
             let issues = ConfigParser.apply(fileText: text, source: path, to: &scratch)
@@ -275,7 +306,8 @@ enum DoctorCommand {
             }
             return issues.map {
                 Finding(severity: .problem, message: $0.description,
-                        fix: "edit line \($0.line) of \(path) (localauth.conf(5)); the default is used meanwhile")
+                        fix: "edit line \($0.line) of \(path) (localauth.conf(5)); meanwhile the line is skipped "
+                            + "and the option keeps the value it had before it")
             }
         }
     }

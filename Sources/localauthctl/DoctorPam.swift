@@ -22,8 +22,9 @@ struct DoctorPam {
         // Services whose stacks are the same lines (say, everything in common-auth) are
         // checked once, and the finding names them all.
         var groups: [(key: String, subject: String, rules: [PamRule], account: Bool, services: [String])] = []
-        // Debian's common-* files are pieces that services include, never services.
-        for name in names where !name.hasPrefix("common-") {
+        // Debian's common-* files are pieces that services include, never services; the
+        // module steps aside in localauthctl's own password check (localauthctlService).
+        for name in names where !name.hasPrefix("common-") && name != "localauthctl" {
             guard let rules = reader.authStack(name), rules.contains(where: { $0.isLocalauth }) else { continue }
             users.append(name)
             let account = accountLineRuns(reader.stack(name, type: "account") ?? [])
@@ -50,9 +51,28 @@ struct DoctorPam {
                                    + "`auth optional pam_localauth.so authsucc` after it (pam_localauth(8)), or "
                                    + "pam-auth-update --enable localauth localauth-authsucc"))
         }
-        out += localauthctlService(names)
+        out += PamControlCheck(directory: directory, names: names).findings()
+        out += localauthctlService(names, users: users)
+        out += fprintdProfile(&reader)
         return out
     }
+
+    /// libpam-fprintd's pam-auth-update profile conflicts with ours (`Conflicts: fprintd`):
+    /// enabling ours after pam-auth-update's "Incompatible PAM profiles" screen leaves
+    /// libpam-fprintd's off without a word. Said, so nobody wonders where pam_fprintd went.
+    private func fprintdProfile(_ reader: inout PamStackReader) -> [Finding] {
+        guard access(DoctorPam.fprintdProfilePath, F_OK) == 0,
+              let common = reader.authStack("common-auth"),
+              common.contains(where: { $0.isFirstLine }),
+              !common.contains(where: { $0.moduleName == "pam_fprintd.so" }) else { return [] }
+        return [Finding(severity: .ok,
+                        message: "libpam-fprintd's pam-auth-update profile is off: it conflicts with localauth's, and "
+                            + "pam-auth-update left it out when localauth's were enabled (pam_fprintd no longer "
+                            + "asks for the finger in common-auth; `pam-auth-update --enable fprintd` would take "
+                            + "localauth's lines out)")]
+    }
+
+    static let fprintdProfilePath = "/usr/share/pam-configs/fprintd"
 
     /// An `account` line of ours that runs when the account is fine (every module succeeds).
     private func accountLineRuns(_ rules: [PamRule]) -> Bool {
@@ -60,10 +80,12 @@ struct DoctorPam {
         return run.ran.contains { rules[$0].isLocalauth }
     }
 
-    /// The file a finding is about: the one holding every line of ours when that is an
-    /// included file (common-auth), else the service file.
+    /// The file a finding is about: an included file (common-auth) when the whole auth
+    /// stack is that file's, else the service file. Our lines all in common-auth are not
+    /// enough: a problem with a line of the service's own (a password module above the
+    /// include) is the service file's to fix, and its line numbers are the service's.
     private func subjectFile(_ service: String, _ rules: [PamRule]) -> String {
-        let files = Set(rules.filter { $0.isLocalauth }.map(\.file))
+        let files = Set(rules.map(\.file))
         if files.count == 1, let only = files.first { return only }
         return service
     }
@@ -79,36 +101,55 @@ struct DoctorPam {
                 out.append(Finding(severity: .warning,
                                    message: "\(what) asks for the password only: \(directory)/\(service) does not use "
                                        + "pam_localauth.so",
-                                   fix: "add the pam_localauth.so lines of \(directory)/\(users.contains("sudo") ? "sudo" : users[0]) "
-                                       + "to \(directory)/\(service), or pam-auth-update --enable localauth "
-                                       + "localauth-authsucc"))
+                                   fix: "in \(directory)/\(service), " + DoctorPam.exampleLines
+                                       + ", or pam-auth-update --enable localauth localauth-authsucc"))
             }
         }
         return out
     }
 
-    /// The service `enable` and `disable` check passwords with.
-    private func localauthctlService(_ names: [String]) -> [Finding] {
+    /// The lines to add to a service, from the shipped example (never from another service
+    /// file of this machine, which may be anything: a test's, with test-only arguments).
+    static let exampleLines = "add `auth sufficient pam_localauth.so` before `@include common-auth`, "
+        + "`auth optional pam_localauth.so authsucc` after it and `account optional pam_localauth.so` after "
+        + "`@include common-account`, as in the shipped example (/usr/share/doc/localauth/examples/pam.d/sudo, "
+        + "pam_localauth(8))"
+
+    /// The service `enable` and `disable` check passwords with: it must take the password
+    /// of every user who signs in by password elsewhere, directory users included (the
+    /// module steps aside in it, so `@include common-auth` is right).
+    private func localauthctlService(_ names: [String], users: [String]) -> [Finding] {
         let path = directory + "/localauthctl"
+        let shipped = "`@include common-auth` in \(path), as the package ships it (pam_localauth.so steps aside there)"
         guard names.contains("localauthctl") else {
             return [Finding(severity: .warning,
                             message: "\(path) is missing: localauthctl enable and disable check the password "
                                 + "with the `other` service (on Debian it refuses everything)",
-                            fix: "install it with `auth required pam_unix.so` (the package ships it)")]
+                            fix: shipped)]
         }
         var reader = PamStackReader(directory: directory)
-        let rules = reader.authStack("localauthctl") ?? []
-        if let ours = rules.first(where: { $0.isLocalauth }) {
-            return [Finding(severity: .problem,
-                            message: "\(path): \(ours.location) `\(ours.text)`: localauthctl's password check must "
-                                + "not scan the finger",
-                            fix: "remove that line; keep the password module only")]
+        let own = Set((reader.authStack("localauthctl") ?? []).filter(\.isPasswordModule).map(\.moduleName))
+        guard !own.isEmpty else {
+            return [Finding(severity: .warning, message: "\(path): no password module in its auth stack", fix: shipped)]
         }
-        if !rules.contains(where: { $0.isPasswordModule }) {
-            return [Finding(severity: .warning, message: "\(path): no password module in its auth stack",
-                            fix: "auth required pam_unix.so")]
+        // The password modules that let users in through the services that use the module.
+        var elsewhere: [String: String] = [:]
+        for service in users {
+            for rule in reader.authStack(service) ?? [] where rule.isPasswordModule && elsewhere[rule.moduleName] == nil {
+                elsewhere[rule.moduleName] = service
+            }
         }
-        return [Finding(severity: .ok, message: "\(path): checks the password only")]
+        let missing = elsewhere.keys.filter { !own.contains($0) }.sorted()
+        guard missing.isEmpty else {
+            let who = missing.map { "\($0) (\(elsewhere[$0]!))" }.joined(separator: ", ")
+            return [Finding(severity: .warning,
+                            message: "\(path) checks the password with \(own.sorted().joined(separator: ", ")) only: "
+                                + "users of \(who) cannot pass `localauthctl enable` or `disable` when it asks for "
+                                + "their password",
+                            fix: shipped)]
+        }
+        return [Finding(severity: .ok,
+                        message: "\(path): checks the password with \(own.sorted().joined(separator: ", "))")]
     }
 }
 
@@ -148,6 +189,7 @@ struct ServiceCheck {
         }
         out += passwordOrder(first)
         out += authsucc(first)
+        out += directoryLogin()
         if !out.contains(where: { $0.severity != .ok }) {
             out.append(Finding(severity: .ok, message: soundText(first)))
         }
@@ -169,15 +211,31 @@ struct ServiceCheck {
         if let p = after.first(where: { rules[$0].isPasswordModule }) {
             return [Finding(severity: .warning,
                             message: "\(subject): \(show(first)) is `\(control.text)`: a matched finger does "
-                                + "not end the stack, \(rules[p].moduleName) asks for the password anyway",
-                            fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))")]
+                                + "not end the stack\(whyNotEnded(first)), \(rules[p].moduleName) asks for the "
+                                + "password anyway",
+                            fix: controlFix(first))]
         }
         if !matched.succeeded {
             let end = matched.endedAt.map { " (the stack ends at \(show($0)))" } ?? ""
             return [problem("\(show(first)) is `\(control.text)`: a matched finger is refused\(end)",
-                            fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))")]
+                            fix: controlFix(first))]
         }
         return []
+    }
+
+    /// `sufficient` already ends the stack on a match, except inside a substack (its `done`
+    /// ends only the substack): saying "use `sufficient`" to such a line changes nothing.
+    private func endsTheStack(_ i: Int) -> Bool { rules[i].control.action(for: "success") == .done }
+
+    private func whyNotEnded(_ i: Int) -> String {
+        endsTheStack(i) && rules[i].level > 0 ? " (it is in a substack, whose `done` ends only the substack)" : ""
+    }
+
+    private func controlFix(_ i: Int) -> String? {
+        guard endsTheStack(i) else { return "use `auth sufficient pam_localauth.so` at \(service) \(top(i))" }
+        guard rules[i].level > 0 else { return nil }  // the finding says where the stack ends
+        return "move \(rules[i].location) `\(rules[i].text)` out of the substack: `auth sufficient pam_localauth.so` "
+            + "in \(service) itself, above \(top(i))"
     }
 
     /// The module line must come before the password modules that prompt.
@@ -212,15 +270,18 @@ struct ServiceCheck {
         let accountFix = rules[first].file.hasSuffix("/common-auth")
             ? "pam-auth-update --enable localauth localauth-authsucc, and `@include common-account` in "
                 + "each service (its account line clears a lockout for accounts without a local hash)"
-            : "add `account required pam_localauth.so` to \(service) (the account phase runs after "
+            : "add `account optional pam_localauth.so` to \(service) (the account phase runs after "
                 + "the whole auth stack succeeded: it clears a lockout for accounts without a local hash)"
         let succs = s.authsuccs
         let firstPassword = s.passwords[0]
         let letIn = s.modulesThatLetIn()
         let localIn = s.passwords.filter { rules[$0].isLocalPassword && letIn.contains($0) }
         let otherIn = s.passwords.filter { !rules[$0].isLocalPassword && letIn.contains($0) }
+        // No single edit that keeps everyone in and every failure counted: no fix at all,
+        // rather than one that is not reached either, or skips what counts.
         let localFix = StackRepair(service: service, rules: rules).best()
-            ?? "add `auth optional pam_localauth.so authsucc` to \(service) after \(top(firstPassword))"
+            ?? "by hand, as pam_localauth(8) EXAMPLES shows: no change of one line keeps every user getting in "
+                + "and every module that counts or logs failures reached"
         if succs.isEmpty {
             if accountClears && localIn.isEmpty { return [] }
             let managed = rules[first].file.hasSuffix("/common-auth")  // pam-auth-update's lines
@@ -248,6 +309,31 @@ struct ServiceCheck {
                                fix: accountFix))
         }
         return out
+    }
+
+    // MARK: - Directory services at a login
+
+    /// Services that start a session: what pam_sss, pam_krb5 and pam_winbind do at a
+    /// password login (a Kerberos ticket, cached offline credentials refreshed) is what a
+    /// fingerprint login goes without.
+    static let logins: Set<String> = ["login", "gdm-password", "gdm-fingerprint", "lightdm", "sddm", "greetd",
+                                      "xdm", "lxdm", "slim"]
+
+    private func directoryLogin() -> [Finding] {
+        let who = usedBy.filter { ServiceCheck.logins.contains($0) }
+        guard !who.isEmpty else { return [] }
+        let matched = Set(s.fingerMatched().ran)
+        let skipped = s.passwords.filter {
+            ["pam_sss.so", "pam_krb5.so", "pam_winbind.so"].contains(rules[$0].moduleName) && !matched.contains($0)
+                && s.passwordAccepted(by: $0).succeeded
+        }
+        guard let d = skipped.first else { return [] }
+        return [Finding(severity: .warning,
+                        message: "\(subject): a fingerprint login (\(who.joined(separator: ", "))) skips "
+                            + "\(rules[d].moduleName), which at a password login gets the Kerberos ticket and refreshes "
+                            + "the cached offline credentials: that session has no ticket (kinit, or the password at "
+                            + "the next login)",
+                        fix: nil)]
     }
 
     // MARK: - pam_fprintd beside us
@@ -356,6 +442,28 @@ struct StackRepair {
         let stillIn = Set(after.modulesThatLetIn().map { candidate[$0].location })
         guard letIn.isSubset(of: stillIn) else { return false }
         if before.fingerMatched().succeeded && !after.fingerMatched().succeeded { return false }
+        // Every module that counts, logs or records an outcome still runs where it ran:
+        // making pam_unix `requisite` ends the stack before pam_faillock's `authfail`, and
+        // failed passwords would no longer count (nor, after a good one, `authsucc` reset
+        // the count).
+        let runs: [(PamScenarios) -> PamWalk.Run] = [{ $0.everyPasswordFails() }, { $0.fingerMatched() }]
+            + before.passwords.map { p in { $0.passwordAccepted(byLocation: self.rules[p].location) } }
+        for scenario in runs where !keeps(scenario(before), in: rules, scenario(after), in: candidate) {
+            return false
+        }
         return true
+    }
+
+    /// Whether every line that records (StackRepair.records) and ran in `old` runs in `new`.
+    private func keeps(_ old: PamWalk.Run, in oldRules: [PamRule], _ new: PamWalk.Run, in newRules: [PamRule]) -> Bool {
+        let ranAfter = Set(new.ran.filter { !newRules[$0].isLocalauth }.map { newRules[$0].location })
+        return old.ran.allSatisfy { !StackRepair.records(oldRules[$0]) || ranAfter.contains(oldRules[$0].location) }
+    }
+
+    /// Lines whose running matters in itself: everything but the password modules, ours,
+    /// and the lines that only decide (pam_deny, pam_permit). pam_faillock, pam_tally2,
+    /// pam_warn, pam_exec and whatever a site added to count or log are kept reached.
+    static func records(_ rule: PamRule) -> Bool {
+        !rule.isPasswordModule && !rule.isLocalauth && !["pam_deny.so", "pam_permit.so"].contains(rule.moduleName)
     }
 }

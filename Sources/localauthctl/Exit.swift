@@ -24,8 +24,8 @@ enum Exit {
     static let permission: Int32 = 77
 
     static let table: [(Int32, String)] = [
-        (ok, "done (matched, changed, shown; doctor: no problem)"),
-        (failed, "the check failed (no match, wrong password, cancelled; doctor: problems)"),
+        (ok, "done (matched, changed, shown; doctor, config: no problem)"),
+        (failed, "the check failed (no match, wrong password, cancelled; a problem found)"),
         (refused, "refused by a rule (locked out, password first, set changed), or no change"),
         (usage, "wrong usage"),
         (noUser, "no such user"),

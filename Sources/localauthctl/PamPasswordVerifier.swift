@@ -5,7 +5,8 @@ import CPAM
 import LocalAuth
 
 /// Checks an account password through libpam, with the stack of the `localauthctl`
-/// service (`/etc/pam.d/localauthctl`, shipped with `auth required pam_unix.so`; when that
+/// service (`/etc/pam.d/localauthctl`, shipped with `@include common-auth`, in which
+/// pam_localauth.so steps aside, so directory users pass it too; when that
 /// file is missing, libpam uses the `other` service). The password is handed to the first
 /// echo-off prompt and to no other.
 final class PamPasswordVerifier: PasswordVerifier {

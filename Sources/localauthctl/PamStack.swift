@@ -279,10 +279,22 @@ enum PamWalk {
         return j + 1
     }
 
+    /// Modules that let a user in without the password: security keys, smart cards, an SSH
+    /// agent.
+    static let alternatives: Set<String> = ["pam_u2f.so", "pam_yubico.so", "pam_p11.so", "pam_pkcs11.so",
+                                            "pam_ssh_agent_auth.so", "pam_rssh.so"]
+
     /// What a line returns when nothing else is known: pam_deny, pam_rootok (the user is
-    /// not root) and pam_faillock `authfail` fail; pam_fprintd finds no finger; an `authsucc`
-    /// line of ours is ignored; anything else succeeds.
+    /// not root) and pam_faillock `authfail` fail; pam_fprintd finds no finger; a key or card
+    /// (alternatives) is not used unless every user must pass it; an `authsucc` line of ours
+    /// is ignored; anything else succeeds.
     static func guess(_ rule: PamRule) -> String {
+        if alternatives.contains(rule.moduleName) {
+            // In a run where the password is what lets the user in, a key or card that would
+            // end the stack by itself was not used; one every user must pass (`required`,
+            // a second factor) was.
+            return rule.control.action(for: "success") == .ok ? "success" : "authinfo_unavail"
+        }
         switch rule.moduleName {
         case "pam_deny.so", "pam_rootok.so": return "auth_err"
         case "pam_faillock.so" where rule.arguments.contains("authfail"): return "auth_err"
@@ -345,6 +357,13 @@ struct PamScenarios {
             if run.succeeded && !after.contains(where: { rules[$0].isAuthsucc }) { missed.append(p) }
         }
         return (afterFailure, missed)
+    }
+
+    /// `passwordAccepted(by:)` for the password module written at `location` (a changed
+    /// stack has other indices).
+    func passwordAccepted(byLocation location: String) -> PamWalk.Run {
+        guard let p = passwords.first(where: { rules[$0].location == location }) else { return everyPasswordFails() }
+        return passwordAccepted(by: p)
     }
 
     /// The password modules whose users get in: a change must keep every one of them.

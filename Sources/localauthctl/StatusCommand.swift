@@ -198,7 +198,10 @@ struct Status {
 
     /// A key for scripts and a sentence for people, for each reason the password comes first.
     func explain(_ reason: LAError.Reason) -> (String, String) {
-        (reason.requiresPasswordFirst ? reason.key : "other", ruleText(reason, rules.figures, failures: failures))
+        if reason == .configurationUntrusted, let why = rules.untrustedConfiguration {
+            return (reason.key, tr(cliLanguage, "fingerprint sign-in is off: the configuration cannot be trusted (%s; localauthctl doctor)", why))
+        }
+        return (reason.requiresPasswordFirst ? reason.key : "other", ruleText(reason, rules.figures, failures: failures))
     }
 
     // MARK: - Output
@@ -260,8 +263,12 @@ struct Status {
     private var enrolledSetText: String {
         switch enrolledSetState {
         case "trusted": return tr(cliLanguage, "trusted")
-        case "changed": return tr(cliLanguage, "changed since it was trusted (the password, then localauthctl enable)")
-        case "not-trusted-yet": return tr(cliLanguage, "not trusted yet (recorded at the next password or enable)")
+        case "changed" where options.optIn == .required:
+            return tr(cliLanguage, "changed since it was trusted (the password, then localauthctl enable)")
+        case "changed": return tr(cliLanguage, "changed since it was trusted (the password trusts the new set)")
+        case "not-trusted-yet" where options.optIn == .required:
+            return tr(cliLanguage, "not trusted yet (localauthctl enable records it)")
+        case "not-trusted-yet": return tr(cliLanguage, "not trusted yet (the next password or matched finger records it)")
         case "none": return tr(cliLanguage, "nothing enrolled")
         default: return tr(cliLanguage, "unknown")
         }

@@ -17,7 +17,7 @@ enum SwitchCommand {
         help: """
         Turns fingerprint login on for you (with opt_in = required in localauth.conf, the
         module steps aside for users who have not). Needs a live match of one of your
-        enrolled fingers ("Waiting for your finger…" while the reader is on), and your
+        enrolled fingers ("Waiting for your finger..." while the reader is on), and your
         password as well when the enrolled fingers changed since they were trusted, or when
         the password is required first (locked out, after a reboot, idle, stale, never
         used): the password, checked through PAM service `localauthctl`, then lifts that as

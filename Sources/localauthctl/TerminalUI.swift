@@ -4,7 +4,7 @@ import Glibc
 import LocalAuth
 
 /// The user interface of an evaluation on the terminal: each message on its own line on
-/// stdout as it comes, "Waiting for your finger…" while the reader is active (a status
+/// stdout as it comes, "Waiting for your finger..." while the reader is active (a status
 /// line that is erased on a terminal, a line of its own on a pipe), and the password read
 /// from /dev/tty with echo off.
 final class TerminalUI: AuthenticationUI {

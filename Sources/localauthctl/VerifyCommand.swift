@@ -15,8 +15,9 @@ enum VerifyCommand {
         failed matches, each counted toward the lockout; refused while locked out, when the
         password is required first (reboot, idle, stale, never used), when the enrolled set
         changed, or when fingerprint login is off. Prints each message as it comes and the
-        outcome on the last line: `match` or the LAError name (authenticationFailed,
-        biometryLockout, ...). Ctrl-C cancels. Needs root for now: the state directory is
+        outcome on the last line: `match`, or the LAError name and the rule that applied
+        (authenticationFailed, biometryLockout lockout, biometryLockout never-used: the
+        password was never entered, which is no lockout). Ctrl-C cancels. Needs root for now: the state directory is
         root's (an unprivileged path comes with localauth-launcher).
         """,
         flags: Flag.common + [.scanTimeout], run: run)
@@ -70,7 +71,10 @@ enum VerifyCommand {
             warn("verify: " + tr(cliLanguage, "fingerprint login is off for %s (localauthctl enable)", account.name))
             return Exit.refused
         case .failure(let error):
-            say(error.code.name)
+            // biometryLockout is Apple's one code for the lockout and every "password first"
+            // rule: the reason names which (`biometryLockout never-used` is no lockout, and
+            // status says "locked out: no").
+            say(error.reason.key.isEmpty ? error.code.name : "\(error.code.name) \(error.reason.key)")
             warn("verify: \(describe(error, language, figures: Rules(options).figures))")
             return Exit.of(error)
         }

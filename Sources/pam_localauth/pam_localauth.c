@@ -150,6 +150,13 @@ static void la_note_reader_failure(pam_handle_t *pamh, const struct la_outcome *
         pam_set_data(pamh, la_reader_failed, (void *)what, NULL);
 }
 
+/* The service `localauthctl enable` and `disable` check the password with. It includes
+ * the site's common-auth, so that directory users (SSSD, Kerberos, winbind) can pass it
+ * too; localauthctl has just scanned the finger itself, so there this module steps aside
+ * for the password modules (and sets no marker: nothing is cleared or recorded here,
+ * localauthctl records the password itself). */
+static const char la_ctl_service[] = "localauthctl";
+
 /* The line before the password module: fingerprint first. */
 static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *args)
 {
@@ -157,6 +164,11 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
     if (user == NULL) {
         la_log_outcome(pamh, "", LA_RESULT_NO_USER, PAM_AUTHINFO_UNAVAIL,
                        "no user name set (PAM_USER); the module never asks for one");
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    if (strcmp(la_item_string(pamh, PAM_SERVICE), la_ctl_service) == 0) {
+        la_log_outcome(pamh, user, "skipped", PAM_AUTHINFO_UNAVAIL,
+                       "localauthctl checks the password only (it scanned the finger itself)");
         return PAM_AUTHINFO_UNAVAIL;
     }
     const char *rhost = la_item_string(pamh, PAM_RHOST);
@@ -190,13 +202,16 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
 }
 
 /* Whether this handle's first line ran for `user` without a fingerprint success; logs
- * why not. `line` names the caller for the log ("authsucc", "account"). */
+ * why not. `line` names the caller for the log ("authsucc", "account"). The account line
+ * says nothing when the first line did not run: that is every SSH login by key and every
+ * service whose auth stack does not use the module, one line of noise each. */
 static bool la_first_line_ran(pam_handle_t *pamh, const char *user, const char *line)
 {
     const char *first_user = la_marker_get(pamh);
     if (first_user == NULL) {
-        pam_syslog(pamh, LOG_INFO, "%s: the first line did not run in this handle, or a "
-                   "finger matched there: nothing changed", line);
+        if (strcmp(line, "account") != 0)
+            pam_syslog(pamh, LOG_INFO, "%s: the first line did not run in this handle, or a "
+                       "finger matched there: nothing changed", line);
         return false;
     }
     if (user == NULL || strcmp(user, first_user) != 0) {
@@ -252,6 +267,8 @@ static bool la_clear_after_password(pam_handle_t *pamh, int flags, const struct 
 static int la_authsucc(pam_handle_t *pamh, int flags, const struct la_args *args)
 {
     const char *user = la_user(pamh);
+    if (strcmp(la_item_string(pamh, PAM_SERVICE), la_ctl_service) == 0)
+        return PAM_AUTHINFO_UNAVAIL;  /* localauthctl records the password itself */
     if (la_first_line_ran(pamh, user, "authsucc"))
         la_clear_after_password(pamh, flags, args, user, "authtok", PAM_AUTHINFO_UNAVAIL);
     return PAM_AUTHINFO_UNAVAIL;
@@ -281,12 +298,13 @@ static const char *la_networked_handle(pam_handle_t *pamh)
 }
 
 /*
- * `account required pam_localauth.so`: where a lockout is cleared after the password in
+ * `account optional pam_localauth.so`: where a lockout is cleared after the password in
  * any stack. sudo, su, login and polkit call the account phase only after pam_authenticate
  * succeeded, so a first line that ran here without a match means another module (the
  * password) let the user in; sshd does not (la_networked_handle), and for an account with
  * a local hash the helper also checks PAM_AUTHTOK against it. It judges no account:
- * PAM_SUCCESS, whatever happened.
+ * PAM_SUCCESS, whatever happened. Written `optional`, so that a stack without the module
+ * (the package removed) skips the line instead of failing with PAM_MODULE_UNKNOWN.
  */
 LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {

@@ -1,4 +1,7 @@
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import LocalAuth
 
 /// The one option table, read from the config file and from module arguments.
@@ -65,12 +68,60 @@ import Testing
         #expect(o.reuseDuration == 0)     // kept: above Apple's 300 s
         #expect(o.policy == .owner)       // kept
         #expect(issues.map(\.description) == [
-            "/etc/security/localauth.conf:4: `scan_timeout` must be a number from 1 to 600, not `0.5`; the default is kept",
-            "/etc/security/localauth.conf:5: `reuse_duration` must be a number from 0 to 300, not `301`; the default is kept",
-            "/etc/security/localauth.conf:6: `policy` must be owner or biometrics, not `sometimes`; the default is kept",
+            "/etc/security/localauth.conf:4: `scan_timeout` must be a number from 1 to 600, not `0.5`; it stays `30`",
+            "/etc/security/localauth.conf:5: `reuse_duration` must be a number from 0 to 300, not `301`; it stays `0`",
+            "/etc/security/localauth.conf:6: `policy` must be owner or biometrics, not `sometimes`; it stays `owner`",
             "/etc/security/localauth.conf:7: unknown option `frobnicate`",
             "/etc/security/localauth.conf:8: expected `key = value`, found `this line has no equals sign`",
         ])
+    }
+
+    /// A file of root's that others can write, a symlink, a drop-in (or its directory)
+    /// that cannot be trusted: not read, and the whole configuration is untrusted.
+    @Test func aFileThatCannotBeTrustedMakesTheConfigurationUntrusted() throws {
+        let dir = "/tmp/la-config-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        #expect(mkdir(dir, 0o755) == 0)
+        defer { _ = try? removeTree(dir) }
+        let conf = dir + "/localauth.conf"
+        try write(conf, "max_tries = 1\n", mode: 0o644)
+        var report = Options.resolve(configPath: conf)
+        #expect(report.options.maxTries == 1 && report.options.untrustedConfiguration == nil)
+        #expect(chmod(conf, 0o664) == 0)
+        report = Options.resolve(configPath: conf)
+        #expect(report.options.untrustedConfiguration == "\(conf) has mode 0664: its group can write it")
+        #expect(report.problems.map(\.1) == ["\(conf) has mode 0664: its group can write it: not read; "
+                                              + "fingerprint sign-in is off until it is fixed (the password only)"])
+        #expect(chmod(conf, 0o644) == 0)
+        #expect(mkdir(conf + ".d", 0o755) == 0)
+        try write(conf + ".d/10-site.conf", "max_tries = 2\n", mode: 0o606)
+        report = Options.resolve(configPath: conf)
+        #expect(report.options.maxTries == 1)  // the drop-in was not read
+        #expect(report.options.untrustedConfiguration == "\(conf).d/10-site.conf has mode 0606: every user can write it")
+        #expect(chmod(conf + ".d/10-site.conf", 0o644) == 0)
+        #expect(chmod(conf + ".d", 0o775) == 0)
+        #expect(Options.resolve(configPath: conf).options.untrustedConfiguration
+                == "\(conf).d has mode 0775: its group can write it")
+        #expect(chmod(conf + ".d", 0o755) == 0)
+        report = Options.resolve(configPath: conf)
+        #expect(report.options.maxTries == 2 && report.options.untrustedConfiguration == nil)
+        // A missing file is no problem: the defaults are what the site chose by leaving it out.
+        #expect(Options.resolve(configPath: dir + "/absent.conf").options.untrustedConfiguration == nil)
+    }
+
+    private func write(_ path: String, _ text: String, mode: mode_t) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, mode)
+        #expect(fd >= 0)
+        _ = text.withCString { Glibc.write(fd, $0, strlen($0)) }
+        _ = fchmod(fd, mode)
+        close(fd)
+    }
+
+    private func removeTree(_ dir: String) throws {
+        for name in ["localauth.conf.d/10-site.conf", "localauth.conf.d", "localauth.conf"] {
+            let path = dir + "/" + name
+            if unlink(path) != 0 { _ = rmdir(path) }
+        }
+        _ = rmdir(dir)
     }
 
     @Test func moduleArgumentsOverrideTheFile() {
@@ -82,7 +133,7 @@ import Testing
         #expect(o.debug)
         #expect(o.policy == .biometrics)
         #expect(issues.map(\.description) == [
-            "module arguments:5: `max_tries` must be a whole number from 1 to 10, not `x`; the default is kept",
+            "module arguments:5: `max_tries` must be a whole number from 1 to 10, not `x`; it stays `1`",  // the earlier argument's, not the default
             "module arguments:6: unknown option `nonsense`",
         ])
     }

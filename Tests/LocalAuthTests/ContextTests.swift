@@ -115,7 +115,7 @@ import Testing
         h.sensor.claimError = LAError(.systemCancel, reason: .readerBusy, cause: "AlreadyInUse")
         let r = h.evaluate(events: [.match])
         #expect(r.error?.code == .systemCancel)
-        #expect(h.ui.texts.contains("The fingerprint reader is in use by another session — use your password"))
+        #expect(h.ui.texts.contains("The fingerprint reader is in use by another session - use your password"))
         #expect(h.sensor.scansStarted == 0)
     }
 
@@ -187,8 +187,8 @@ import Testing
         #expect(pick(nil, nil, "zh_TW.UTF-8", "en_US") == .traditionalChinese)            // LC_MESSAGES
         #expect(pick("", "", "", "zh_HK.UTF-8") == .traditionalChinese)
         // Plural forms come from the catalogue: English has two, Chinese one.
-        #expect(UserMessage.notRecognized(triesLeft: 1).text(.english) == "Fingerprint not recognized — 1 try left")
-        #expect(UserMessage.notRecognized(triesLeft: 2).text(.english) == "Fingerprint not recognized — 2 tries left")
+        #expect(UserMessage.notRecognized(triesLeft: 1).text(.english) == "Fingerprint not recognized - 1 try left")
+        #expect(UserMessage.notRecognized(triesLeft: 2).text(.english) == "Fingerprint not recognized - 2 tries left")
         #expect(UserMessage.notRecognized(triesLeft: 2).text(.traditionalChinese) == "指紋未能識別——還可嘗試 2 次")
         // Languages can follow each other in one process.
         #expect(UserMessage.matched.text(.simplifiedChinese) == "指纹已识别")

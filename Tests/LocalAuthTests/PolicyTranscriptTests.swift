@@ -22,8 +22,8 @@ import Testing
         let first = h.evaluate(events: [.noMatch, .noMatch, .noMatch])
         #expect(first.error?.code == .authenticationFailed)
         #expect(h.state.consecutiveFailures == 3)
-        #expect(h.ui.texts.contains("Fingerprint not recognized — 2 tries left"))
-        #expect(h.ui.texts.contains("Fingerprint not recognized — 1 try left"))
+        #expect(h.ui.texts.contains("Fingerprint not recognized - 2 tries left"))
+        #expect(h.ui.texts.contains("Fingerprint not recognized - 1 try left"))
         #expect(h.sensor.scansStarted == 3)
 
         // Prompt 2: two more reach the lockout, with one try left shown after the fourth.
@@ -31,7 +31,7 @@ import Testing
         #expect(second.error?.code == .biometryLockout)
         #expect(second.error?.reason == .failedAttempts(5))
         #expect(h.state.consecutiveFailures == 5)
-        #expect(h.ui.texts.contains("Fingerprint locked after 5 failed attempts — enter your password to unlock"))
+        #expect(h.ui.texts.contains("Fingerprint locked after 5 failed attempts - enter your password to unlock"))
         #expect(h.sensor.scansStarted == 5)
 
         // Locked: the preflight says so and no scan starts, even with the right finger ready.
@@ -52,9 +52,9 @@ import Testing
         h.passwordEntered()
         let events: [SensorEvent] = RetryKind.allCases.map { .retry($0) } + [.noMatch, .retry(.tooFast), .match]
         #expect(try h.evaluate(events: events).get() == .fingerprint)
-        #expect(h.ui.texts.contains("Scan incomplete — try again"))
-        #expect(h.ui.texts.contains("Swipe too short — try again"))
-        #expect(h.ui.texts.contains("Fingerprint not recognized — 2 tries left"))
+        #expect(h.ui.texts.contains("Scan incomplete - try again"))
+        #expect(h.ui.texts.contains("Swipe too short - try again"))
+        #expect(h.ui.texts.contains("Fingerprint not recognized - 2 tries left"))
         #expect(h.sensor.scansStarted == 2)
         #expect(h.state.consecutiveFailures == 0)
     }

@@ -14,6 +14,27 @@ import Testing
         #expect(try h.evaluate(events: [.match]).get() == .fingerprint)
     }
 
+    @Test func aConfigurationThatCannotBeTrustedMeansNoFingerAtAll() throws {
+        // Not the defaults in place of the site's policy: no scan, whatever the state.
+        let h = Harness()
+        h.passwordEntered()
+        h.options.untrustedConfiguration = "/etc/security/localauth.conf has mode 0664: its group can write it"
+        let r = h.evaluate(events: [.match])
+        #expect(r.error?.code == .biometryNotAvailable)
+        #expect(r.error?.reason == .configurationUntrusted)
+        #expect(r.error?.cause.hasSuffix("its group can write it") == true)
+        #expect(h.sensor.scansStarted == 0)
+        #expect(h.ui.texts.contains { $0.hasPrefix("Fingerprint sign-in is off: its configuration file cannot be trusted") })
+        // It comes before every rule of the account's (nothing about the account is said).
+        var lockedOut = UserState()
+        lockedOut.consecutiveFailures = 9
+        let locked = Rules(h.options).refusal(.state(lockedOut), now: 0, bootID: nil)
+        guard case .error(let e)? = locked else { Issue.record("no refusal"); return }
+        #expect(e.reason == .configurationUntrusted)
+        h.options.untrustedConfiguration = nil
+        #expect(try h.evaluate(events: [.match]).get() == .fingerprint)
+    }
+
     @Test func thePasswordIsRequiredAfterARestart() throws {
         let h = Harness()
         h.passwordEntered()

@@ -49,7 +49,7 @@ import Testing
                                                  fingers: ["left-thumb", "right-index-finger"]))
         let r = h.evaluate(events: [.match])
         #expect(r.error?.reason == .enrollmentChanged)
-        #expect(h.ui.texts.contains("Your enrolled fingerprints changed — enter your password to use them again"))
+        #expect(h.ui.texts.contains("Your enrolled fingerprints changed - enter your password to use them again"))
         #expect(h.sensor.scansStarted == 1)
         h.passwordEntered()
         #expect(try h.evaluate(events: [.match]).get() == .fingerprint)
@@ -84,7 +84,7 @@ import Testing
         h.sensor.enrolled = .success(EnrolledSet(deviceIdentity: "virtual_device/0", deviceName: "",
                                                  fingers: ["left-thumb", "right-index-finger"]))
         #expect(h.evaluate(events: [.match]).error?.reason == .enrollmentChanged)
-        #expect(h.ui.texts.contains("Your enrolled fingerprints changed — enter your password, then run `localauthctl enable`"))
+        #expect(h.ui.texts.contains("Your enrolled fingerprints changed - enter your password, then run `localauthctl enable`"))
         h.passwordEntered()  // the password alone does not trust the new set when a switch is required
         #expect(h.evaluate(events: [.match]).error?.reason == .enrollmentChanged)
 

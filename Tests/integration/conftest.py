@@ -8,6 +8,8 @@
   ``bed_factory(polkit="deny")``, ``bed_factory(fprintd=False)``; all stopped at teardown.
 * ``enrolled_bed``: ``bed`` with testbed.DEFAULT_USER's right-index-finger enrolled as
   print ``f1``.
+* ``deb``: the Debian package scripts/package builds (once per session; with
+  LOCALAUTH_SKIP_BUILD=1 it packages build/ as it is).
 
 When a test fails, the tail of its bed's fprintd log is printed with the failure
 ("Captured stdout teardown"). SIGTERM to pytest raises KeyboardInterrupt, so fixtures and
@@ -17,7 +19,9 @@ it (PR_SET_PDEATHSIG), only the temp directory is left.
 
 import os
 import signal
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +100,17 @@ def syslog():
         yield s
     finally:
         s.close()
+
+
+@pytest.fixture(scope="session")
+def deb(tmp_path_factory) -> Path:
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path_factory.mktemp("deb")
+    argv = [str(repo / "scripts" / "package"), "--output", str(out)]
+    if os.environ.get("LOCALAUTH_SKIP_BUILD") == "1":
+        argv.append("--no-build")
+    proc = subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    path = Path(proc.stdout.strip().splitlines()[-1])
+    assert path.is_file() and path.name.startswith("localauth_") and path.suffix == ".deb", path
+    return path

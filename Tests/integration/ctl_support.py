@@ -24,7 +24,7 @@ from typing import Optional
 REPO = Path(__file__).resolve().parents[2]
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
 PLACE = "Swipe your right index finger across the fingerprint reader"  # the virtual reader swipes
-WAITING = "Waiting for your finger…"
+WAITING = "Waiting for your finger..."
 
 
 def localauthctl_binary() -> str:

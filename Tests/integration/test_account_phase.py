@@ -1,4 +1,4 @@
-"""The account line (`account required pam_localauth.so`) clears a lockout only where the
+"""The account line (`account optional pam_localauth.so`) clears a lockout only where the
 account phase proves a password: through the real libpam (pam_wrapper), the installed
 module and helper, the real fprintd with the virtual reader, and a throwaway user whose
 password hash is in /etc/shadow (pam_unix checks it, as on a real machine).

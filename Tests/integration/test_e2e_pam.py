@@ -20,6 +20,7 @@ match seen on the bus in that run, or after the right password.
 import os
 import re
 import socket
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ SWIPE = "Swipe your right index finger across the fingerprint reader"
 # person at the terminal may not be the owner, so every refusal is the same line, telling
 # nothing about the account (the owner's own sudo says which rule applies: see
 # test_e2e_sudo_su.py).
-UNAVAILABLE = "Fingerprint sign-in is not available — use the password"
+UNAVAILABLE = "Fingerprint sign-in is not available - use the password"
 FIRST_USE = LOCKED = UNAVAILABLE
 PROMPT = "Password:"            # pam_matrix's prompt, as a screen line
 PROMPT_TEXT = re.compile(r"(^|\n)Password: ")   # on the terminal (not the skip hint)
@@ -183,7 +184,7 @@ class E2E:
         assert self.state_file()["failures"] == "3"
         r = self.run([OTHER] * 2, password="wrong-2")
         assert r.status != 0 and r.results == ["verify-no-match"] * 2, r
-        assert r.screen == [SWIPE, "Fingerprint not recognized — 1 try left",
+        assert r.screen == [SWIPE, "Fingerprint not recognized - 1 try left",
                             SWIPE, LOCKED, PROMPT, DENIED], r.screen
         assert self.state_file()["failures"] == "5"
         return r
@@ -219,7 +220,8 @@ def test_first_use_asks_password_first_then_finger_works(e2e):
     assert r.scans_started == []                     # the reader was never asked
     only(r.logs, result="biometryLockout", reason="^never-used$", pam="PAM_AUTHINFO_UNAVAIL",
          cause="password required first")
-    assert [o["cause"] for o in r.logs][-1] == "password recorded, lockout cleared"
+    # Nothing was locked: the line does not say it cleared a lockout.
+    assert [o["cause"] for o in r.logs][-1] == "password recorded (no lockout to clear)"
     state = e2e.state_file()
     assert state["failures"] == "0" and "last_password" in state and "boot_id" in state
     r = e2e.run([ENROLLED])
@@ -248,9 +250,9 @@ def test_three_wrong_fingers_then_password(e2e):
     r = e2e.run([OTHER] * 3, password=PASSWORD)
     assert r.status == 0
     assert r.results == ["verify-no-match"] * 3
-    assert r.screen == [SWIPE, "Fingerprint not recognized — 2 tries left",
-                        SWIPE, "Fingerprint not recognized — 1 try left",
-                        SWIPE, "Fingerprint not recognized — use your password",
+    assert r.screen == [SWIPE, "Fingerprint not recognized - 2 tries left",
+                        SWIPE, "Fingerprint not recognized - 1 try left",
+                        SWIPE, "Fingerprint not recognized - use your password",
                         PROMPT, OK], r.screen
     only(r.logs, result="authenticationFailed", pam="PAM_AUTH_ERR", cause="3 failed matches")
     assert e2e.state_file()["failures"] == "0"       # the password cleared them
@@ -279,6 +281,7 @@ def test_lockout_after_five_failures_across_transactions(e2e):
     only(r.logs, result="biometryLockout", reason="^lockout$", pam="PAM_AUTHINFO_UNAVAIL",
          cause="5 consecutive failed matches")
     assert e2e.state_file()["failures"] == "0"       # the authsucc line cleared it
+    assert [o["cause"] for o in r.logs][-1] == "password recorded, lockout cleared (5 consecutive failed matches)"
     r = e2e.run([ENROLLED])
     assert r.status == 0 and r.results == ["verify-match"]
     assert PROMPT not in r.screen
@@ -401,7 +404,11 @@ def test_the_lockout_and_the_password_that_clears_it_are_audited(e2e):
         assert e2e.state_file()["failures"] == "5"
         ours = lambda t: [l for l in audit.search(t) if f'acct="{USER}"' in l]
         [anomaly] = ours("ANOM_LOGIN_FAILURES")
-        assert "op=localauth-lockout" in anomaly and 'exe="localauth-helper"' in anomaly, anomaly
+        # The helper's full path, as pam_faillock's records carry theirs: `ausearch -x` finds it.
+        assert "op=localauth-lockout" in anomaly and f'exe="{os.path.realpath(e2e.inst.helper)}"' in anomaly, anomaly
+        found = subprocess.run(["ausearch", "-if", str(audit.log), "-x", os.path.realpath(e2e.inst.helper),
+                                "--raw"], capture_output=True, text=True)
+        assert "op=localauth-lockout" in found.stdout, found.stdout + found.stderr
         assert len(ours("RESP_ACCT_LOCK")) == 1
         assert ours("USER_MGMT") == []
         r = e2e.run(password=PASSWORD)
@@ -414,7 +421,7 @@ def test_the_lockout_and_the_password_that_clears_it_are_audited(e2e):
 # The first refusal, in each language: the rule itself for the account's owner, or the one
 # line that says nothing about the account where the caller is someone else (login, su).
 FIRST_REFUSAL = {
-    "en": {FIRST_USE, "Fingerprint sign-in is not available — use the password"},
+    "en": {FIRST_USE, "Fingerprint sign-in is not available - use the password"},
     "zh_CN": {"使用指纹前需要先输入密码", "指纹登录不可用——请使用密码"},
     "zh_TW": {"使用指紋前需要先輸入密碼", "指紋登入無法使用——請使用密碼"},
 }

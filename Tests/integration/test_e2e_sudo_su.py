@@ -37,8 +37,8 @@ from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, UNAVAILA
 # "Fingerprint recognized" comments, it tells the user nothing to do: under PAM_SILENT (which
 # sudo always passes) the helper may leave it out, so the screens below do not count on it.
 MATCHED = ("Fingerprint recognized", "指纹已识别")
-NOT_RECOGNIZED = re.compile(r"^Fingerprint not recognized — (\d) tr(y|ies) left$")
-TRIES_USED = "Fingerprint not recognized — use your password"
+NOT_RECOGNIZED = re.compile(r"^Fingerprint not recognized - (\d) tr(y|ies) left$")
+TRIES_USED = "Fingerprint not recognized - use your password"
 SUDO_PROMPT = re.compile(r"\[sudo\] password for \S+: ")
 SU_PROMPT = re.compile(r"(^|\n)Password: ")
 
@@ -214,8 +214,8 @@ def test_sudo_three_wrong_fingers_then_password(machine):
     r = machine.sudo([OTHER] * 3, answers=[machine.user.password])
     assert r.status == 0
     assert r.results == ["verify-no-match"] * 3
-    assert r.screen == [SWIPE, "Fingerprint not recognized — 2 tries left",
-                        SWIPE, "Fingerprint not recognized — 1 try left",
+    assert r.screen == [SWIPE, "Fingerprint not recognized - 2 tries left",
+                        SWIPE, "Fingerprint not recognized - 1 try left",
                         SWIPE, TRIES_USED,
                         f"[sudo] password for {machine.user.name}:", "root"], r.screen
     assert machine.state_file()["failures"] == "0"
@@ -248,7 +248,7 @@ def test_sudo_five_failures_lock_out_until_the_password(machine):
     assert not_recognized(r.screen) == [2, 1] and TRIES_USED in r.screen
     r = machine.sudo([OTHER] * 2, interrupt=True)
     assert r.status != 0
-    assert r.screen[:4] == [SWIPE, "Fingerprint not recognized — 1 try left", SWIPE, LOCKED]
+    assert r.screen[:4] == [SWIPE, "Fingerprint not recognized - 1 try left", SWIPE, LOCKED]
     assert machine.state_file()["failures"] == "5"
     r = machine.sudo(answers=[machine.user.password])   # locked: no scan, the password
     assert r.status == 0
@@ -329,7 +329,7 @@ def test_su_five_failures_lock_out(su_setup, machine):
     assert r.status != 0
     r = su([OTHER] * 2, answers=[target.password])
     assert r.status == 0
-    assert r.screen == [SWIPE, "Fingerprint not recognized — 1 try left", SWIPE, UNAVAILABLE,
+    assert r.screen == [SWIPE, "Fingerprint not recognized - 1 try left", SWIPE, UNAVAILABLE,
                         "Password:", target.name], r.screen
     assert machine.state_file()["failures"] == "0"
     r = su([ENROLLED])

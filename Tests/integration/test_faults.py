@@ -671,15 +671,62 @@ def test_config_file_with_bad_values(real, helper_log):
         assert helper_log.wait_for(text), (text, helper_log.lines)
 
 
-@needs_helper
-def test_config_file_writable_by_others_is_ignored(real, helper_log):
-    conf = real.world.root / "open.conf"
+def _untrusted(root: Path, how: str) -> tuple:
+    """A site configuration (max_tries = 1) made untrustworthy in one way: the path to
+    give as config=, and what the log must say of it."""
+    conf = root / "site.conf"
     conf.write_text("max_tries = 1\n")
-    os.chmod(conf, 0o666)
-    svc = real.stack(f"config={conf}", helper=helper_log.wrapper)
-    r = no_match(real, svc, "config file writable by others", n=3)
-    check(r, "authenticationFailed", "PAM_AUTH_ERR", "3 failed matches")  # not 1
-    assert helper_log.wait_for("configuration ignored, defaults used")
+    os.chmod(conf, 0o644)
+    drop = root / "site.conf.d"
+    if how == "group-writable":      # config management deploying it 0664
+        os.chmod(conf, 0o664)
+        return conf, f"{conf} has mode 0664: its group can write it"
+    if how == "symlink":
+        link = root / "linked.conf"
+        link.symlink_to(conf)
+        return link, f"{link} is a symlink"
+    if how == "not root's":
+        os.chown(conf, 65534, 65534)
+        return conf, f"{conf} is owned by uid 65534, not root"
+    drop.mkdir(mode=0o755)
+    (drop / "10-site.conf").write_text("lockout_threshold = 2\n")
+    if how == "drop-in world-writable":
+        os.chmod(drop / "10-site.conf", 0o646)
+        return conf, f"{drop}/10-site.conf has mode 0646: every user can write it"
+    os.chmod(drop / "10-site.conf", 0o644)
+    os.chmod(drop, 0o775)            # how == "drop-in directory group-writable"
+    return conf, f"{drop} has mode 0775: its group can write it"
+
+
+@needs_helper
+@pytest.mark.parametrize("how", ["group-writable", "symlink", "not root's", "drop-in world-writable",
+                                 "drop-in directory group-writable"])
+def test_a_configuration_that_cannot_be_trusted_means_no_finger(real, helper_log, how):
+    # The site's policy could not be read: its defaults are no stand-in (three tries where
+    # the site said one). No scan at all, the reason in the message and the log, and the
+    # password works.
+    conf, why = _untrusted(real.world.root, how)
+    svc = real.stack(f"config={conf}", authsucc=True, helper=helper_log.wrapper)
+    mark = real.bed.mark()
+    r = real.attempt(f"configuration {how}", svc)
+    check(r, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", f"the configuration cannot be trusted: {why}")
+    assert outcomes(r.logs)[0]["reason"] == "config-untrusted", outcomes(r.logs)
+    assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"], "a scan started"
+    shown = [text for _, text in r.messages]
+    assert any(text.startswith("Fingerprint sign-in is off: its configuration file cannot be trusted")
+               for text in shown), shown
+    assert helper_log.wait_for(f"{why}: not read; fingerprint sign-in is off until it is fixed"), helper_log.lines
+    # Made trustworthy again, the finger is back.
+    for path in (conf, conf.with_name(conf.name + ".d")):
+        if path.is_symlink():
+            path.unlink()
+            (path.parent / "site.conf").rename(path)
+        elif path.exists():
+            os.chown(path, 0, 0)
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+            for f in path.iterdir() if path.is_dir() else ():
+                os.chmod(f, 0o644)
+    real.match_works(real.stack(f"config={conf}"))
 
 
 # --- user names --------------------------------------------------------------------------

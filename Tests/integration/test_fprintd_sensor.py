@@ -119,7 +119,7 @@ def test_retry_results_are_not_counted(ctl, enrolled):
     assert [l for l in run.lines if l in RETRY_RESULTS] == [
         "verify-retry-scan", "verify-swipe-too-short", "verify-finger-not-centered",
         "verify-remove-and-retry"], run
-    assert "Scan incomplete — try again" in run.lines, run
+    assert "Scan incomplete - try again" in run.lines, run
     # A retry continues the same verification: only three VerifyStarts for 2 failures + match.
     assert run.lines.count(PLACE) == 3, run
 

@@ -260,7 +260,7 @@ def test_gdm_fingerprint_wrong_fingers_fail_the_service(greeter, distro):
     o = greeter.drive(fingers=[OTHER] * 3)
     assert o.rv != "PAM_SUCCESS" and not o.matched, o
     assert o.results == ["verify-no-match"] * 3
-    assert "Fingerprint not recognized — 2 tries left" in o.shown(), o
+    assert "Fingerprint not recognized - 2 tries left" in o.shown(), o
     assert o.prompts() == [], o
     assert greeter.state_values()["failures"] == "3"
 

@@ -80,7 +80,7 @@ def test_every_command_has_help(ctl_binary, command):
     ["reset"], ["reset", "a", "b"], ["verify", "--scan-timeout"], ["verify", "--scan-timeout", "0"],
     ["status", "--bus-timeout", "forever"], ["enable", "a", "b"], ["disable", "--user"],
     ["status", "a", "--user", "b"], ["help", "bogus"], ["status", "--all", "root"],
-    ["doctor", "--json"], ["doctor", "a", "b"],
+    ["doctor", "--json=yes"], ["doctor", "a", "b"], ["doctor", "--bogus"],
 ])
 def test_wrong_usage_is_64_and_one_line(ctl_binary, argv):
     r = plain_run([ctl_binary, *argv])
@@ -273,24 +273,30 @@ def test_verify_failures_count_toward_the_lockout(ctl, account):
     password_entered(ctl.state_dir, account.name)
     r = ctl.run("verify", account.name, feed=["SCAN f2"] * 3)
     assert r.rc == 1 and r.last == "authenticationFailed", r
-    assert r.lines.count(PLACE) == 3 and "Fingerprint not recognized — 2 tries left" in r.lines, r
+    assert r.lines.count(PLACE) == 3 and "Fingerprint not recognized - 2 tries left" in r.lines, r
     assert read_state(ctl.state_dir, account.name)["failures"] == 3
     # Two more failed matches reach the lockout (5), though the prompt allows three.
     r = ctl.run("verify", account.name, feed=["SCAN f2"] * 2)
-    assert r.rc == 2 and r.last == "biometryLockout", r
-    assert "Fingerprint locked after 5 failed attempts — enter your password to unlock" in r.lines
+    assert r.rc == 2 and r.last == "biometryLockout lockout", r
+    assert "Fingerprint locked after 5 failed attempts - enter your password to unlock" in r.lines
     assert read_state(ctl.state_dir, account.name)["failures"] == 5
     # Locked out: refused before the reader is touched, as a login would be.
     r = ctl.run("verify", account.name)
-    assert r.rc == 2 and r.last == "biometryLockout" and PLACE not in r.lines, r
+    assert r.rc == 2 and r.last == "biometryLockout lockout" and PLACE not in r.lines, r
     assert "locked out after 5 consecutive failed matches" in r.err, r
 
 
 def test_verify_of_a_user_never_seen_needs_the_password_first(ctl, account):
+    # Apple's code for every "password first" rule is biometryLockout; the outcome line
+    # names the rule, which is no lockout, as status says.
     r = ctl.run("verify", account.name)
-    assert r.rc == 2 and r.last == "biometryLockout", r
+    assert r.rc == 2 and r.last == "biometryLockout never-used", r
     assert "Your password is required before fingerprints can be used" in r.lines, r
     assert len(r.err_lines) == 1 and "never entered here" in r.err, r
+    s = status(ctl, account.name)
+    assert s["locked_out"] is False and s["password_required"] == "never-used", s
+    lines = ctl.run("status", account.name).lines
+    assert any(l.startswith("locked out:") and l.endswith(" no") for l in lines), lines
 
 
 def test_verify_with_no_prints_is_unavailable(ctl_binary, bed, account, tmp_path):
@@ -348,7 +354,7 @@ def test_the_idle_rule_is_stated_with_the_configured_hours(ctl, account, lang, e
     password_entered(ctl.state_dir, account.name, last_password=now - 25 * HOUR,
                      last_fingerprint=now - 25 * HOUR)
     r = ctl.run("verify", account.name, env={**os.environ, "LANG": lang, "LC_ALL": "", "LANGUAGE": ""})
-    assert r.rc == 2 and r.last == "biometryLockout", r
+    assert r.rc == 2 and r.last == "biometryLockout idle", r
     assert expected in r.lines, r
     assert not any("48" in line for line in r.lines), r
     assert "24" in r.err and "password_after_idle" in r.err and "48" not in r.err, r
@@ -463,10 +469,48 @@ def test_drop_ins_override_the_main_file_in_order_and_config_says_where(ctl, acc
     password_entered(ctl.state_dir, account.name, failures=3)
     s = status(ctl, account.name)
     assert s["lockout_threshold"] == 3 and s["locked_out"] is True, s
-    # A drop-in directory others can write is ignored whole, and said.
+    # A drop-in directory others can write is not read, and while it is there the
+    # fingerprint is off: said, and the exit status says a problem.
     d.chmod(0o777)
     r = ctl.run("config")
-    assert "lockout_threshold = 7" in r.out and "drop-ins ignored" in r.err, r
+    assert r.rc == 1 and "lockout_threshold = 7" in r.out, r
+    assert r.err_lines == [f"localauthctl: config: {d} has mode 0777: its group and every user can write it: not read; "
+                           "fingerprint sign-in is off until it is fixed (the password only)"], r
+    j = json.loads(ctl.run("config", "--json").out)
+    assert j["untrusted"] == [f"{d} has mode 0777: its group and every user can write it"], j
+    s = status(ctl, account.name)
+    assert s["decision"] == "password" and s["decision_reason"] == "config-untrusted", s
+
+
+def test_a_bad_value_keeps_the_earlier_files_value_and_says_so(ctl, account):
+    # Not "the default is kept": the main file's value stays, and the message says which.
+    ctl.write_config("max_tries = 2\n")
+    d = Path(str(ctl.config) + ".d")
+    d.mkdir(mode=0o755)
+    (d / "20-lab.conf").write_text("max_tries = 99\n")
+    (d / "20-lab.conf").chmod(0o644)
+    r = ctl.run("config")
+    assert r.rc == 1, r
+    rows = {l.split(" = ")[0]: l for l in r.lines if " = " in l}
+    assert rows["max_tries"].split("#")[0].strip() == "max_tries = 2", rows
+    assert rows["max_tries"].endswith(f"# {ctl.config}:1"), rows
+    assert r.err_lines == [f"localauthctl: config: {d}/20-lab.conf:1: `max_tries` must be a whole number "
+                           "from 1 to 10, not `99`; it stays `2`"], r
+    password_entered(ctl.state_dir, account.name)
+    assert "up to 2 tries" in status(ctl, account.name)["decision_text"]
+
+
+def test_status_says_what_trusts_the_enrolled_set(ctl, account):
+    # With opt_in = optional a matched finger trusts it as the password does.
+    password_entered(ctl.state_dir, account.name)
+    row = lambda: next(l for l in ctl.run("status", account.name).lines if l.startswith("enrolled set:"))
+    assert row().endswith("not trusted yet (the next password or matched finger records it)"), row()
+    r = ctl.run("verify", account.name, feed=["SCAN f1"])
+    assert r.rc == 0 and r.last == "match", r
+    assert row().endswith(" trusted") and status(ctl, account.name)["enrolled_set"] == "trusted", row()
+    ctl.write_config("opt_in = required\n")
+    password_entered(ctl.state_dir, account.name, opted_in=True)
+    assert row().endswith("not trusted yet (localauthctl enable records it)"), row()
 
 
 def test_a_prefix_installation_reads_its_own_config(tmp_path):
@@ -489,9 +533,11 @@ def test_a_lockout_and_a_reset_are_audited_like_pam_faillock(ctl, account):
     password_entered(ctl.state_dir, account.name, failures=3)
     with AuditDaemon() as audit:
         r = ctl.run("verify", account.name, feed=["SCAN f2"] * 2)
-        assert r.rc == 2 and r.last == "biometryLockout", r
+        assert r.rc == 2 and r.last == "biometryLockout lockout", r
         anomalies = [l for l in audit.search("ANOM_LOGIN_FAILURES") if f'acct="{account.name}"' in l]
         assert len(anomalies) == 1 and "op=localauth-lockout" in anomalies[0], anomalies
+        # The tool's full path, as pam_faillock's records carry theirs (`ausearch -x`).
+        assert f'exe="{os.path.realpath(ctl.binary)}"' in anomalies[0], anomalies
         locks = [l for l in audit.search("RESP_ACCT_LOCK") if f'acct="{account.name}"' in l]
         assert len(locks) == 1, locks
         # Refused while locked out: no second "lockout began".
@@ -571,6 +617,20 @@ def test_every_message_is_in_every_catalogue():
         entries = set(m.replace('\\"', '"') for m in re.findall(r'^msgid "((?:[^"\\]|\\.)+)"$', po.read_text(), re.M))
         assert ids <= entries, (lang, sorted(ids - entries))
         assert entries <= ids, (lang, "unused entries", sorted(entries - ids))
+
+
+def test_every_english_message_shows_on_the_linux_console():
+    """The text console's font has no em dash (U+2014) or ellipsis (U+2026): they showed
+    as boxes in two-part messages ("Fingerprint not recognized — use your password") at
+    login and sudo on a virtual console. Every English message is ASCII."""
+    import re
+    po = (Path(__file__).resolve().parents[2] / "po" / "en.po").read_text()
+    ids = re.findall(r'^(?:msgid|msgid_plural|msgstr) "((?:[^"\\]|\\.)*)"$', po, re.M)
+    assert len(ids) > 100, len(ids)
+    assert [m for m in ids if not m.isascii()] == []
+    from messages import LOCKED, UNAVAILABLE
+    assert LOCKED == "Fingerprint locked after 5 failed attempts - enter your password to unlock"
+    assert UNAVAILABLE == "Fingerprint sign-in is not available - use the password"
 
 
 def test_your_own_status_without_root_through_the_launcher(bed_factory, account, tmp_path):

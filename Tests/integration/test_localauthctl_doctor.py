@@ -6,7 +6,9 @@ problem with the line to fix, and exit 1; a sound one exits 0.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -76,9 +78,9 @@ class Doctor:
         self.config.chmod(0o644)
         self.ctl = Ctl(binary, bed, self.state, self.config)
 
-    def run(self):
+    def run(self, *extra: str):
         return self.ctl.run("doctor", self.user, "--pam-dir", str(self.pam),
-                            "--helper", str(self.helper), "--module", str(self.module))
+                            "--helper", str(self.helper), "--module", str(self.module), *extra)
 
 
 @pytest.fixture
@@ -120,7 +122,7 @@ def test_a_missing_authsucc_line(doctor):
     # pam_unix's users have a local hash: only the authsucc line can clear their lockout.
     assert fix == f"fix: add `auth optional pam_localauth.so authsucc` to {doctor.pam}/sudo after line 5", fix
     # The account line alone is not enough for them: libpam has dropped PAM_AUTHTOK by then.
-    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace(authsucc, "") + "account required pam_localauth.so\n")
+    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace(authsucc, "") + "account optional pam_localauth.so\n")
     r = doctor.run()
     [(line, fix)] = problems(r)
     assert "the account line cannot check a local password" in line, line
@@ -280,7 +282,7 @@ auth	required			pam_permit.so
 @pytest.mark.parametrize("common", [SSSD_COMMON_AUTH, KRB5_COMMON_AUTH], ids=["sssd", "krb5"])
 def test_a_directory_service_stack_has_no_false_problem(doctor, common):
     (doctor.pam / "common-auth").write_text(common)
-    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account required pam_localauth.so\n")
+    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account optional pam_localauth.so\n")
     r = doctor.run()
     assert r.rc == 0, r
     assert problems(r) == [], r
@@ -295,7 +297,7 @@ def test_a_directory_service_stack_has_no_false_problem(doctor, common):
     r = doctor.run()
     [(line, fix)] = problems(r)
     assert f"a password accepted by {module}" in line and "never clears" in line, line
-    assert fix.startswith("fix: add `account required pam_localauth.so`") and "requisite" not in fix, fix
+    assert fix.startswith("fix: add `account optional pam_localauth.so`") and "requisite" not in fix, fix
 
 
 def test_a_fix_never_locks_out_the_users_of_another_password_module(doctor):
@@ -345,11 +347,23 @@ def test_pam_fprintd_beside_the_module_is_a_problem(doctor):
 
 def test_sudo_i_without_the_module_is_a_warning(doctor):
     (doctor.pam / "sudo-i").write_text("@include common-auth\n")
+    # Another program's test file with test-only arguments, sorted before sudo: the fix
+    # must not tell anyone to copy its lines.
+    (doctor.pam / "la-test-1f2e").write_text(
+        "auth sufficient pam_localauth.so helper=/tmp/la-fake state_dir=/tmp/la-state\n"
+        "auth required pam_unix.so\nauth optional pam_localauth.so authsucc helper=/tmp/la-fake\n")
+    (doctor.pam / "sudo").unlink()
     r = doctor.run()
     assert r.rc == 0, r
-    assert f"ok       sudo asks for the finger ({doctor.pam}/sudo)" in r.lines, r
     warning = f"warning  sudo -i asks for the password only: {doctor.pam}/sudo-i does not use pam_localauth.so"
-    assert warning in r.lines, r
+    i = r.lines.index(warning)
+    fix = r.lines[i + 1].strip()
+    assert "la-test" not in fix and "/tmp/la-fake" not in fix, fix
+    assert fix == (f"fix: in {doctor.pam}/sudo-i, add `auth sufficient pam_localauth.so` before `@include "
+                   "common-auth`, `auth optional pam_localauth.so authsucc` after it and `account optional "
+                   "pam_localauth.so` after `@include common-account`, as in the shipped example "
+                   "(/usr/share/doc/localauth/examples/pam.d/sudo, pam_localauth(8)), or pam-auth-update "
+                   "--enable localauth localauth-authsucc"), fix
 
 
 def test_a_missing_localauthctl_service_is_a_warning(doctor):
@@ -385,3 +399,314 @@ def test_root_without_fingerprints_is_no_problem(ctl_binary, bed, tmp_path):
     assert r.rc == 0, r
     assert "ok       no fingerprints enrolled for root (name a user to check theirs: " \
            "localauthctl doctor USER)" in r.lines, r
+
+
+# ---- a stack without the module -----------------------------------------------------------
+
+MISSING = "fails its stack once the module is missing (the package removed)"
+
+# common-account as pam-auth-update wrote it with the profile of earlier versions.
+OLD_COMMON_ACCOUNT = """\
+account	[success=1 new_authtok_reqd=done default=ignore]	pam_unix.so
+account	requisite			pam_deny.so
+account	required			pam_permit.so
+account	required			pam_localauth.so
+"""
+
+
+def test_a_line_that_fails_its_stack_once_the_module_is_gone(doctor):
+    # `apt-get remove localauth` leaves hand-written lines: libpam answers "Module is
+    # unknown", and a `required` account line then refuses everyone sudo.
+    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account required pam_localauth.so\n")
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert line.startswith(f"problem  {doctor.pam}/sudo:9 `account required pam_localauth.so` {MISSING}"), line
+    assert line.endswith("so nobody signs in through sudo"), line
+    assert fix == "fix: make it `account optional pam_localauth.so` (the line judges no account)", fix
+    # The same line written `optional`: skipped without the module, nothing to report.
+    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account optional pam_localauth.so\n")
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+    # A bracketed control without module_unknown or default counts it as `bad`, as libpam does.
+    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account [success=ok] pam_localauth.so\n")
+    [(line, _)] = problems(doctor.run())
+    assert MISSING in line, line
+
+
+def test_the_old_profiles_account_line_in_common_account_is_named_once(doctor):
+    (doctor.pam / "common-account").write_text(OLD_COMMON_ACCOUNT)
+    (doctor.pam / "sudo-i").write_text(GOOD_SUDO)
+    r = doctor.run()
+    found = [(l, f) for l, f in problems(r) if MISSING in l]
+    assert len(found) == 1, problems(r)
+    line, fix = found[0]
+    assert line.startswith(f"problem  {doctor.pam}/common-account:4 `account required pam_localauth.so`"), line
+    assert line.endswith("nobody signs in through sudo, sudo-i"), line
+    assert fix == "fix: pam-auth-update --package (the profiles' lines ignore a missing module)", fix
+
+
+def test_an_authsucc_line_that_fails_every_sign_in(doctor):
+    # It always answers PAM_AUTHINFO_UNAVAIL: `required` refuses every login, module or not.
+    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace("auth       optional   pam_localauth.so authsucc",
+                                                       "auth       required   pam_localauth.so authsucc"))
+    found = problems(doctor.run())
+    assert any("fails every sign-in through sudo: the authsucc line always answers PAM_AUTHINFO_UNAVAIL"
+               in l and f == "fix: write it `auth optional pam_localauth.so authsucc`" for l, f in found), found
+
+
+def test_no_shipped_line_fails_a_stack_without_the_module(doctor):
+    # Every service file the README shows, and the pam-auth-update profiles' lines as
+    # pam-auth-update writes them. gdm-fingerprint's `required` finger-only line is meant to
+    # fail its own conversation (the password is GDM's other one) and is not reported.
+    shipped = Path(__file__).resolve().parents[2] / "pam.d"
+    for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth", "gdm-fingerprint"):
+        shutil.copy(shipped / name, doctor.pam / name)
+    profile = (shipped / "pam-configs" / "localauth-authsucc").read_text()
+    account = profile.split("Account:\n", 1)[1].strip()
+    (doctor.pam / "common-account").write_text(OLD_COMMON_ACCOUNT.replace("required\t\t\tpam_localauth.so",
+                                                                          account))
+    r = doctor.run()
+    assert [l for l, _ in problems(r) if MISSING in l or "fails every sign-in" in l] == [], r
+    assert account == "optional\tpam_localauth.so", account
+
+
+# ---- a configuration that cannot be trusted ----------------------------------------------
+
+UNTRUSTED = "not read, and fingerprint sign-in is off until it is fixed (the password only)"
+
+
+def _apply(fix: str) -> None:
+    """Runs a `fix: a; b; c` line's commands as the administrator would."""
+    commands = fix.removeprefix("fix: ")
+    commands = commands.split(" (", 1)[0] if "(" in commands else commands
+    commands = commands.split(": ", 1)[1] if commands.startswith("replace ") else commands
+    subprocess.run(["sh", "-ec", commands], check=True)
+
+
+def test_a_symlinked_config_is_replaced_and_its_target_left_alone(doctor):
+    # chown and chmod on the link would change what it points at (a 0600 file of nobody's
+    # became root's 0644) and leave the link: the fix replaces the link instead.
+    target = doctor.root / "elsewhere.conf"
+    target.write_text("max_tries = 1\n")
+    os.chown(target, 65534, 65534)
+    target.chmod(0o600)
+    doctor.config.unlink()
+    doctor.config.symlink_to(target)
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert line == f"problem  config {doctor.config} is a symlink: {UNTRUSTED}", line
+    assert fix == (f"fix: replace the symlink with a regular file: rm {doctor.config}; install -m 0644 -o root "
+                   f"-g root {target} {doctor.config} (review {target} first; chown or chmod on the link would "
+                   f"change {target} itself)"), fix
+    assert "chown root:root " + str(doctor.config) not in fix and "chmod 0644 " + str(doctor.config) not in fix
+    _apply(fix)
+    st = target.stat()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (65534, 65534, 0o600), "the fix changed the target"
+    assert not doctor.config.is_symlink()
+    r = doctor.run()
+    assert r.rc == 0 and f"ok       config {doctor.config}: every line parses" in r.lines, r
+
+
+def test_a_symlinked_drop_in_and_a_group_writable_config(doctor):
+    drop = Path(str(doctor.config) + ".d")
+    drop.mkdir(mode=0o755)
+    real = doctor.root / "lab.conf"
+    real.write_text("max_tries = 2\n")
+    real.chmod(0o600)
+    (drop / "20-lab.conf").symlink_to(real)
+    doctor.config.chmod(0o664)
+    r = doctor.run()
+    found = problems(r)
+    assert (f"problem  config {doctor.config} has mode 0664: its group can write it: {UNTRUSTED}",
+            f"fix: chmod go-w {doctor.config}") in found, found
+    link = drop / "20-lab.conf"
+    assert any(l == f"problem  config {link} is a symlink: {UNTRUSTED}" and f.startswith(
+        f"fix: replace the symlink with a regular file: rm {link}; install -m 0644 -o root -g root {real} {link}")
+               for l, f in found), found
+    for _, fix in found:
+        _apply(fix)
+    assert real.stat().st_mode & 0o7777 == 0o600 and doctor.config.stat().st_mode & 0o7777 == 0o644
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+
+
+def test_a_drop_in_directory_others_can_write(doctor):
+    drop = Path(str(doctor.config) + ".d")
+    drop.mkdir(mode=0o777)
+    drop.chmod(0o777)
+    [(line, fix)] = problems(doctor.run())
+    assert line == f"problem  config {drop} has mode 0777: its group and every user can write it: {UNTRUSTED}", line
+    assert fix == f"fix: chmod go-w {drop}", fix
+
+
+# ---- modules that count failures ---------------------------------------------------------
+
+BY_HAND = ("fix: by hand, as pam_localauth(8) EXAMPLES shows: no change of one line keeps every user "
+           "getting in and every module that counts or logs failures reached")
+
+
+@pytest.mark.parametrize("authfail", ["optional", "required", "[default=die]"])
+def test_a_fix_never_skips_the_module_that_counts_failed_passwords(doctor, authfail):
+    # Making pam_unix `requisite` ends the stack at a wrong password, before pam_faillock's
+    # authfail: failed passwords would no longer be counted. No fix skips it.
+    (doctor.pam / "sudo").write_text(
+        "auth required pam_faillock.so preauth\n"
+        "auth sufficient pam_localauth.so\n"
+        "auth sufficient pam_unix.so nullok\n"
+        f"auth {authfail} pam_faillock.so authfail\n"
+        "auth optional pam_localauth.so authsucc\n")
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert "line 5 `auth optional pam_localauth.so authsucc` is not reached after a successful password" in line
+    assert "requisite" not in fix and fix == BY_HAND, fix
+
+
+def test_pam_faillocks_layout_gets_a_fix_that_keeps_authfail_and_authsucc(doctor):
+    # pam_faillock(8)'s stack: a good password jumps over authfail and ends at faillock's
+    # `sufficient` authsucc, so our line after it is never reached. The fix moves it to
+    # where a good password reaches it and a wrong one still meets authfail.
+    lines = ["auth sufficient pam_localauth.so",
+             "auth required pam_faillock.so preauth",
+             "auth [success=1 default=bad] pam_unix.so",
+             "auth [default=die] pam_faillock.so authfail",
+             "auth sufficient pam_faillock.so authsucc",
+             "auth required pam_deny.so",
+             "auth optional pam_localauth.so authsucc"]
+    (doctor.pam / "sudo").write_text("\n".join(lines) + "\n")
+    r = doctor.run()
+    [(line, fix)] = problems(r)
+    assert "line 7 `auth optional pam_localauth.so authsucc` is not reached after a successful password" in line
+    assert fix == f"fix: move {doctor.pam}/sudo:7 `auth optional pam_localauth.so authsucc` to {doctor.pam}/sudo after line 4", fix
+    moved = lines[:4] + [lines[6]] + lines[4:6]
+    (doctor.pam / "sudo").write_text("\n".join(moved) + "\n")
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+
+
+
+# ---- findings that say what is true ------------------------------------------------------
+
+def test_a_sufficient_line_in_a_substack_is_not_told_to_be_sufficient(doctor):
+    # Its `done` ends only the substack: "use `auth sufficient`" would change nothing.
+    (doctor.pam / "fingers").write_text("auth sufficient pam_localauth.so\n")
+    (doctor.pam / "sudo").write_text("auth substack fingers\n@include common-auth\n"
+                                     "auth optional pam_localauth.so authsucc\n")
+    r = doctor.run()
+    [w] = [i for i, l in enumerate(r.lines) if l.startswith("warning ") and "a matched finger does not end" in l]
+    assert "(it is in a substack, whose `done` ends only the substack)" in r.lines[w], r.lines[w]
+    fix = r.lines[w + 1].strip()
+    assert fix == (f"fix: move {doctor.pam}/fingers:1 `auth sufficient pam_localauth.so` out of the substack: "
+                   f"`auth sufficient pam_localauth.so` in {doctor.pam}/sudo itself, above line 1"), fix
+
+
+def test_a_security_key_that_ends_the_stack_is_not_a_password_that_skips_authsucc(doctor):
+    # A U2F success skips the authsucc line, and should: it is not the password. After a
+    # password the line is reached.
+    (doctor.pam / "sudo").write_text("auth sufficient pam_localauth.so\nauth sufficient pam_u2f.so cue\n"
+                                     "@include common-auth\nauth optional pam_localauth.so authsucc\n")
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+    # A key every user must pass (a second factor) is part of the password's run.
+    (doctor.pam / "sudo").write_text("auth sufficient pam_localauth.so\nauth required pam_u2f.so\n"
+                                     "@include common-auth\nauth optional pam_localauth.so authsucc\n")
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+
+
+def test_a_problem_in_the_service_file_is_headed_by_it(doctor):
+    # The module's lines are pam-auth-update's, in common-auth; the service's own line
+    # above the include is the problem, so the heading and the line numbers are sudo's.
+    (doctor.pam / "common-auth").write_text(
+        "auth\t[success=2 default=ignore]\tpam_localauth.so\n"
+        "auth\t[success=1 default=ignore]\tpam_unix.so nullok\n"
+        "auth\trequisite\t\t\tpam_deny.so\nauth\trequired\t\t\tpam_permit.so\n"
+        "auth\toptional\t\t\tpam_localauth.so authsucc\n")
+    (doctor.pam / "sudo").write_text("auth sufficient pam_unix.so nullok\n@include common-auth\n")
+    r = doctor.run()
+    found = [(l, f) for l, f in problems(r) if "comes after the password module" in l]
+    assert len(found) == 1, problems(r)
+    line, fix = found[0]
+    assert line.startswith(f"problem  {doctor.pam}/sudo: {doctor.pam}/common-auth:1 "), line
+    assert fix == f"fix: in {doctor.pam}/sudo, move line 2 above line 1", fix
+
+
+def test_fprintd_installed_and_the_bus_down_is_not_told_to_install_fprintd(doctor):
+    assert os.access("/usr/libexec/fprintd", os.X_OK), "the test bed's fprintd"
+    from ctl_support import plain_run
+    argv = doctor.ctl.argv("doctor", doctor.user, "--pam-dir", str(doctor.pam), "--helper", str(doctor.helper),
+                           "--module", str(doctor.module))
+    bus = argv.index("--dbus-address") + 1
+    argv[bus] = "unix:path=/nonexistent/la-doctor-bus"
+    r = plain_run(argv)
+    [(line, fix)] = [(l, f) for l, f in problems(r) if "fprintd is not reachable" in l]
+    assert "apt-get install" not in fix, fix
+    assert fix == "fix: start the system bus (systemctl start dbus); fprintd is installed and is started by it on demand", fix
+
+
+# ---- directory users ----------------------------------------------------------------------
+
+def test_a_localauthctl_service_that_only_local_users_pass(doctor):
+    # pam_unix alone: SSSD's users cannot pass enable or disable when it asks for the
+    # password. The shipped file includes common-auth (the module steps aside there).
+    (doctor.pam / "common-auth").write_text(SSSD_COMMON_AUTH)
+    (doctor.pam / "sudo").write_text(GOOD_SUDO + "account optional pam_localauth.so\n")
+    r = doctor.run()
+    warning = (f"warning  {doctor.pam}/localauthctl checks the password with pam_unix.so only: users of "
+               "pam_sss.so (sudo) cannot pass `localauthctl enable` or `disable` when it asks for their password")
+    assert warning in r.lines, r
+    fix = r.lines[r.lines.index(warning) + 1].strip()
+    assert fix == (f"fix: `@include common-auth` in {doctor.pam}/localauthctl, as the package ships it "
+                   "(pam_localauth.so steps aside there)"), fix
+    shutil.copy(Path(__file__).resolve().parents[2] / "pam.d" / "localauthctl", doctor.pam / "localauthctl")
+    r = doctor.run()
+    assert f"ok       {doctor.pam}/localauthctl: checks the password with pam_sss.so, pam_unix.so" in r.lines, r
+
+
+@pytest.mark.parametrize("common,module", [(SSSD_COMMON_AUTH, "pam_sss.so"), (KRB5_COMMON_AUTH, "pam_krb5.so")],
+                         ids=["sssd", "krb5"])
+def test_a_fingerprint_login_on_a_directory_stack_goes_without_the_ticket(doctor, common, module):
+    (doctor.pam / "common-auth").write_text(common)
+    shutil.copy(Path(__file__).resolve().parents[2] / "pam.d" / "login", doctor.pam / "login")
+    r = doctor.run()
+    [w] = [l for l in r.lines if l.startswith(f"warning  {doctor.pam}/login: a fingerprint login")]
+    assert w == (f"warning  {doctor.pam}/login: a fingerprint login (login) skips {module}, which at a password "
+                 "login gets the Kerberos ticket and refreshes the cached offline credentials: that session has "
+                 "no ticket (kinit, or the password at the next login)"), w
+    # sudo is no login: nothing said about it.
+    assert not [l for l in r.lines if "/sudo: a fingerprint login" in l], r
+
+
+def test_libpam_fprintds_profile_left_out_is_said(doctor):
+    # libpam-fprintd is installed here (scripts/install-deps), so is its profile.
+    assert Path("/usr/share/pam-configs/fprintd").is_file()
+    (doctor.pam / "common-auth").write_text(
+        "auth\t[success=2 default=ignore]\tpam_localauth.so\n"
+        "auth\t[success=1 default=ignore]\tpam_unix.so nullok\n"
+        "auth\trequisite\t\t\tpam_deny.so\nauth\trequired\t\t\tpam_permit.so\n"
+        "auth\toptional\t\t\tpam_localauth.so authsucc\n")
+    (doctor.pam / "sudo").write_text("@include common-auth\n")
+    r = doctor.run()
+    assert any(l.startswith("ok       libpam-fprintd's pam-auth-update profile is off: it conflicts with "
+                            "localauth's") for l in r.lines), r
+    # Without our lines in common-auth there is nothing to say.
+    (doctor.pam / "common-auth").write_text(COMMON_AUTH)
+    assert not any("libpam-fprintd's" in l for l in doctor.run().lines)
+
+
+def test_doctor_json_for_fleets(doctor):
+    import json
+    r = doctor.run("--json")
+    assert r.rc == 0 and len(r.lines) == 1, r
+    j = json.loads(r.out)
+    assert j["user"] == doctor.user and (j["problems"], j["warnings"]) == (0, 0), j
+    assert {"severity": "ok", "message": f"prints of {doctor.user}: right-index-finger", "fix": None} in j["findings"], j
+    doctor.state.chmod(0o755)
+    r = doctor.run("--json")
+    j = json.loads(r.out)
+    assert r.rc == 1 and j["problems"] == 1, j
+    [bad] = [f for f in j["findings"] if f["severity"] == "problem"]
+    assert bad["message"].startswith(f"state directory {doctor.state}: mode 0755") and \
+        bad["fix"] == f"chmod 0700 {doctor.state}", bad

@@ -19,6 +19,7 @@ from ctl_support import (Ctl, ThrowawayAccount, localauthctl_binary,  # noqa: E4
 from pamenv import PamWorld  # noqa: E402
 
 WAITING = "Waiting for your finger"
+REPO_HELPER = Path(__file__).resolve().parents[2] / "build" / "libexec" / "localauth" / "localauth-helper"
 
 
 @pytest.fixture(scope="module")
@@ -191,3 +192,94 @@ def test_disable_refused_without_finger_or_password(ctl, account, session):
     rc, tail = s.finish()
     assert rc == 1, tail
     assert read_state(ctl.state_dir, account.name)["opted_in"] == 1
+
+
+# ---- a directory user ---------------------------------------------------------------------
+
+NSS_WRAPPER = next(iter(sorted(Path("/usr/lib").glob("*/libnss_wrapper.so"))), None)
+
+
+def test_a_directory_user_can_enable_with_their_password(ctl_binary, bed, tmp_path):
+    """An account of a directory service, with no line in /etc/shadow: nss_wrapper gives
+    it a passwd entry, pam_matrix stands in for pam_krb5 in common-auth (pam-auth-update's
+    layout, the module's first line and authsucc line included), and the localauthctl
+    service file is the shipped one. The password is checked by the site's modules, not
+    pam_unix alone; the module in common-auth steps aside there (localauthctl scanned the
+    finger itself: one scan only)."""
+    from pamenv import MODULE, PAM_WRAPPER
+    assert NSS_WRAPPER, "libnss-wrapper (scripts/install-deps)"
+    user, password = "la-dir-" + os.urandom(3).hex(), "dir-pw-" + os.urandom(4).hex()
+    passwd, group = tmp_path / "passwd", tmp_path / "group"
+    passwd.write_text(f"root:x:0:0:root:/root:/bin/sh\n{user}:x:61234:61234::/nonexistent:/bin/sh\n")
+    group.write_text(f"root:x:0:\n{user}:x:61234:\n")
+    bed.enroll(user, "right-index-finger", "f1")
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    config = tmp_path / "localauth.conf"
+    config.write_text("opt_in = required\n")
+    config.chmod(0o644)
+    ctl = Ctl(ctl_binary, bed, state, config)
+    helper = REPO_HELPER
+    args = (f"helper={helper} dbus_address={bed.address} fprint_dir={bed.state_dir} state_dir={state} "
+            f"config={config}")
+    with PamWorld(debuglevel=0) as world:
+        world.add_user(user, password)
+        # pam-auth-update's Kerberos layout (pam_matrix asks for the password itself, as
+        # pam_krb5 does; pam_unix after it takes the same one).
+        world.service("common-auth", [
+            f"auth [success=3 default=ignore] {MODULE} {args}",
+            f"auth [success=2 default=ignore] {world.matrix}",
+            "auth [success=1 default=ignore] pam_unix.so nullok try_first_pass",
+            "auth requisite pam_deny.so",
+            "auth required pam_permit.so",
+            f"auth optional {MODULE} authsucc {args}"])
+        world.service("common-account", ["account required pam_permit.so"])
+        # The shipped file, its includes naming the world's files by path (libpam under
+        # pam_wrapper looks for them in /etc/pam.d otherwise).
+        shipped = (Path(__file__).resolve().parents[2] / "pam.d" / "localauthctl").read_text().splitlines()
+        assert [l for l in shipped if l and not l.startswith("#")] == ["@include common-auth",
+                                                                     "@include common-account"], shipped
+        world.service("localauthctl", [l.replace("@include ", f"@include {world.services}/") for l in shipped])
+        env = {**os.environ, **world.preload_env(),
+               "LD_PRELOAD": f"{world.preload_env()['LD_PRELOAD']}:{NSS_WRAPPER}",
+               "NSS_WRAPPER_PASSWD": str(passwd), "NSS_WRAPPER_GROUP": str(group)}
+        def run(command, steps):
+            """localauthctl COMMAND on a terminal; steps: ("expect", text), ("type", text),
+            ("scan", prints). Returns (status, output, scans started)."""
+            mark = bed.mark()
+            argv = ctl.argv(command, "--user", user)
+            child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=20)
+            injections = []
+            try:
+                for what, arg in steps:
+                    if what == "expect":
+                        child.expect_exact(arg)
+                    elif what == "type":
+                        child.sendline(arg)
+                    else:
+                        injections.append(bed.inject_async([f"SCAN {p}" for p in arg]))
+                child.expect(pexpect.EOF)
+                child.close()
+                for injection in injections:
+                    injection.wait(10)
+            finally:
+                if child.isalive():
+                    child.kill(9)
+                child.close(force=True)
+            scans = [e for e in bed.events(mark) if e.name == "VerifyFingerSelected"]
+            return child.exitstatus, child.before, len(scans)
+
+        rc, out, scans = run("enable", [("expect", "Your password is required before fingerprints can be used"),
+                                        ("expect", "Password: "), ("type", password), ("expect", WAITING),
+                                        ("scan", ["f1"])])
+        assert rc == 0 and f"Fingerprint login is on for {user}." in out, out
+        assert scans == 1   # localauthctl's own
+        recorded = read_state(state, user)
+        assert recorded["opted_in"] == 1 and "last_password" in recorded, recorded
+        # Three wrong fingers, then the password: the module in common-auth must not ask
+        # for a fourth finger in localauthctl's password check (it steps aside there).
+        rc, out, scans = run("disable", [("expect", WAITING), ("scan", ["f2", "f2", "f2"]),
+                                         ("expect", "Password: "), ("type", password)])
+        assert rc == 0 and f"Fingerprint login is off for {user}." in out, out
+        assert scans == 3, scans
+    assert read_state(state, user)["opted_in"] == 0

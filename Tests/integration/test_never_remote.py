@@ -42,7 +42,7 @@ UNIFIED = Path("/sys/fs/cgroup/unified")    # where this machine keeps the cgrou
 if not UNIFIED.is_dir() or not (UNIFIED / "cgroup.procs").exists():
     UNIFIED = Path("/sys/fs/cgroup")
 
-REMOTE_MESSAGE = "You are also signed in remotely — use your password"
+REMOTE_MESSAGE = "You are also signed in remotely - use your password"
 
 
 class FakeLogind:

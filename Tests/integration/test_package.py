@@ -33,7 +33,7 @@ from ctl_support import REPO, ThrowawayAccount, read_state  # noqa: E402
 PKG = "localauth"
 MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
                            text=True, check=True).stdout.strip()
-MODULE = f"/usr/lib/{MULTIARCH}/security/pam_localauth.so"
+MODULE = f"/lib/{MULTIARCH}/security/pam_localauth.so"   # where libpam-modules puts Debian 12's
 HELPER = "/usr/libexec/localauth/localauth-helper"
 CTL = "/usr/bin/localauthctl"
 LAUNCHER = "/usr/libexec/localauth/localauth-launcher"
@@ -41,19 +41,6 @@ STATE = Path("/var/lib/localauth")
 PAM_SNAPSHOT = [Path("/etc/pam.d") / n
                 for n in ("common-auth", "common-account", "common-password", "common-session",
                           "common-session-noninteractive")]
-
-
-@pytest.fixture(scope="module")
-def deb(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("deb")
-    argv = [str(REPO / "scripts" / "package"), "--output", str(out)]
-    if os.environ.get("LOCALAUTH_SKIP_BUILD") == "1":
-        argv.append("--no-build")
-    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=3600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    path = Path(proc.stdout.strip().splitlines()[-1])
-    assert path.is_file() and path.name.startswith(f"{PKG}_") and path.suffix == ".deb", path
-    return path
 
 
 def deb_members(deb: Path) -> dict:
@@ -90,6 +77,8 @@ def test_the_files_are_where_a_debian_system_expects_them(deb):
     for path, perms in expect.items():
         assert path in m, (path, sorted(m))
         assert m[path] == (perms, "root/root"), (path, m[path])
+    # The drop-in directory the shipped file tells administrators to keep site changes in.
+    assert m["etc/security/localauth.conf.d"] == ("drwxr-xr-x", "root/root"), m.get("etc/security/localauth.conf.d")
     assert not any(p.startswith("var/") for p in m), "the state directory is postinst's"
     assert all(owner == "root/root" for _, owner in m.values())
 
@@ -340,7 +329,7 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
                 assert status == 0, out
                 # pamtester as root for another account, like login: one line for every
                 # refusal.
-                assert "Fingerprint sign-in is not available — use the password" in out, out
+                assert "Fingerprint sign-in is not available - use the password" in out, out
                 recorded = read_state(state, account.name)
                 assert recorded["failures"] == 0 and "last_password" in recorded, recorded
 
@@ -407,7 +396,7 @@ def test_licence_copyright_and_examples(deb, tmp_path):
                             text=True, check=True).stdout
     for archived in ("libaudit", "libcap-ng", "libcrypt", "libstdc++"):
         assert archived not in needed, archived
-    for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth"):
+    for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth", "gdm-fingerprint"):
         example = tmp_path / "usr/share/doc/localauth/examples/pam.d" / name
         assert example.read_text() == (REPO / "pam.d" / name).read_text(), name
 

@@ -59,8 +59,10 @@ def test_localauthctl_page_has_every_command_and_exit_code():
     commands = re.findall(r"^  (\w+) ", usage, re.M)
     codes = re.findall(r"^  (\d+) ", usage, re.M)
     assert commands and codes
-    for command in commands:
-        assert f"*{command}*" in text, command
+    # Each under COMMANDS, as the entry that starts a paragraph there (not just named).
+    section = text.split("# COMMANDS", 1)[1].split("\n# ", 1)[0]
+    for command in [c for c in commands if not c.isdigit()]:
+        assert re.search(rf"^\*{command}\*", section, re.M), command
     exit_section = text.split("# EXIT STATUS", 1)[1].split("\n# ", 1)[0]
     assert re.findall(r"^\*(\d+)\*$", exit_section, re.M) == codes
 
@@ -94,3 +96,35 @@ def test_return_values_are_the_result_tables():
     section = text.split("# RETURN VALUES", 1)[1].split("\n# ", 1)[0]
     documented = set(re.findall(r"^\*(PAM_[A-Z_]+)\*$", section, re.M))
     assert documented == returned, (documented, returned)
+
+
+def _code_blocks(text: str) -> list:
+    blocks, current = [], None
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current = []
+            else:
+                blocks.append("\n".join(current))
+                current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def test_every_service_file_example_has_the_lines_the_product_needs():
+    """The README's and pam_localauth(8)'s examples of a service that clears lockouts: the
+    module line, the authsucc line, the account line, and none that fails the stack
+    without the module."""
+    readme = (REPO / "README.md").read_text()
+    man = (REPO / "man" / "pam_localauth.8.scd").read_text()
+    blocks = [b for b in _code_blocks(readme) + _code_blocks(man) if "pam_localauth.so" in b
+              and "authsucc" in b and ("@include common-auth" in b or "pam_unix.so" in b)]
+    assert len(blocks) >= 3, blocks
+    for block in blocks:
+        lines = [l.split() for l in block.splitlines() if l.strip()]
+        ours = [l for l in lines if len(l) >= 3 and l[2] == "pam_localauth.so"]
+        assert ["auth", "sufficient"] in [l[:2] for l in ours if len(l) == 3], block
+        assert ["auth", "optional", "pam_localauth.so", "authsucc"] in [l[:4] for l in ours], block
+        assert ["account", "optional"] in [l[:2] for l in ours], block
+        assert not [l for l in ours if l[1] in ("required", "requisite")], block

@@ -682,6 +682,8 @@ def test_account_phase_without_the_first_line_changes_nothing(bed):
     r = bed.drive(svc, account=True)
     assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
     assert bed.events("start") == []
+    # Every SSH login by key is this: not a line in the log for it.
+    assert [l.message for l in r.logs if "account:" in l.message] == [], r.logs
 
 
 def test_authsucc_needs_a_new_first_line_each_time(bed):

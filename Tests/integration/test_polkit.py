@@ -180,9 +180,9 @@ def test_pkexec_three_wrong_fingers_then_the_password(polkit):
     r = polkit.pkexec([OTHER] * 3, answers=[polkit.user.password])
     assert r.authorized, r
     assert r.results == ["verify-no-match"] * 3
-    assert shown(r, "Fingerprint not recognized — 2 tries left") == 1, r.screen
-    assert shown(r, "Fingerprint not recognized — 1 try left") == 1, r.screen
-    assert shown(r, "Fingerprint not recognized — use your password") == 1, r.screen
+    assert shown(r, "Fingerprint not recognized - 2 tries left") == 1, r.screen
+    assert shown(r, "Fingerprint not recognized - 1 try left") == 1, r.screen
+    assert shown(r, "Fingerprint not recognized - use your password") == 1, r.screen
     assert r.prompts == 1 and len(r.verify_starts) == 3
     assert polkit.state()["failures"] == "0"            # the password cleared the count
 
@@ -331,7 +331,7 @@ def test_dialog_offers_the_finger_and_shows_the_messages(polkit):
     assert r.texts("PROMPT") == [], r.events               # no password asked
     assert r.texts("INFO").count(SWIPE) == 2, r.events
     assert not any("Ctrl-C" in t for k, t in r.events), r.events  # a dialog has no Ctrl-C
-    assert "Fingerprint not recognized — 2 tries left" in r.texts("ERROR") + r.texts("INFO")
+    assert "Fingerprint not recognized - 2 tries left" in r.texts("ERROR") + r.texts("INFO")
 
 
 def test_dialog_lockout_is_cleared_by_the_password_typed_in_the_dialog(polkit):

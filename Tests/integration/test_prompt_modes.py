@@ -29,7 +29,7 @@ FINGER, ENROLLED, OTHER = "right-index-finger", "f1", "f9"
 SKIP_PROMPT = r"\(or press Enter to use your password\) "
 BOTH_PROMPT = "Password or fingerprint: "
 SUDO_PROMPT = r"\[sudo\] password for \S+: "
-BUSY = "The fingerprint reader is in use by another session — use your password"
+BUSY = "The fingerprint reader is in use by another session - use your password"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
@@ -174,7 +174,7 @@ def test_a_wrong_finger_is_said_and_the_prompt_comes_back():
         run = s.sudo()
         run.expect(SKIP_PROMPT)
         s.bed.scan(OTHER)
-        run.expect("Fingerprint not recognized — 2 tries left")
+        run.expect("Fingerprint not recognized - 2 tries left")
         run.expect(SKIP_PROMPT)
         s.bed.scan(ENROLLED)
         result = run.finish()
@@ -218,7 +218,7 @@ def test_wrong_fingers_at_the_concurrent_prompt_count_and_the_password_still_wor
         run.sendline(s.user.password)
         result = run.finish()
         assert result.status == 0, result.output
-        assert "Fingerprint not recognized — use your password" in lines(result.output)
+        assert "Fingerprint not recognized - use your password" in lines(result.output)
         assert s.failures() == 0  # three failures counted, then the authsucc line cleared them
 
 

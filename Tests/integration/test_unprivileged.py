@@ -664,6 +664,20 @@ def test_forged_authsucc_without_the_password_clears_nothing(locker):
     assert values["failures"] == "0" and "password_failures" not in values
 
 
+def test_a_forged_account_proof_through_the_launcher_is_refused_even_with_the_password(locker):
+    """docs/PROTOCOL.md, "The unprivileged path": `proof=account` proves nothing here (a
+    user can send it), so it is refused whatever follows; a `proof` of another value is
+    `authtok`, and the password that follows is checked."""
+    lock_out(locker)
+    right = frame("A", locker.user.password.encode())
+    r = direct(locker, request(locker.user, mode="authsucc", first_line=True, proof="account") + right)
+    assert r["name"] == "invalidContext" and "proves nothing through the launcher" in r["cause"], r
+    assert locker.state_values()["failures"] == "1"
+    r = direct(locker, request(locker.user, mode="authsucc", first_line=True, proof="anything") + right)
+    assert r["name"] == "success", r
+    assert locker.state_values()["failures"] == "0"
+
+
 def test_password_guesses_through_the_launcher_run_one_at_a_time(locker):
     """Guesses started together are checked one after the other: the right password is
     told from a wrong one no faster than one check a second, in parallel or not."""

@@ -78,6 +78,10 @@ public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
         case emptyReason
         case scanTimeout
         case disabledByConfiguration
+        /// The configuration file, a drop-in or their directory cannot be trusted (not
+        /// root's, writable by others, a symlink, unreadable): no fingerprint at all until it
+        /// is fixed, rather than the defaults in place of the site's policy.
+        case configurationUntrusted
     }
 
     public let code: Code
@@ -137,6 +141,7 @@ extension LAError.Reason {
         case .emptyReason: return "empty-reason"
         case .scanTimeout: return "scan-timeout"
         case .disabledByConfiguration: return "disabled"
+        case .configurationUntrusted: return "config-untrusted"
         }
     }
 

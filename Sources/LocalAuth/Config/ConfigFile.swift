@@ -4,7 +4,9 @@ import Glibc
 
 /// Reading `/etc/security/localauth.conf` safely: a regular file owned by root and
 /// writable by nobody else, at most `ConfigParser.maxFileSize` bytes. A file that fails
-/// these checks is ignored whole (the defaults apply) and the reason is logged.
+/// these checks is not read, and the configuration is untrusted as a whole
+/// (`Options.untrustedConfiguration`): no fingerprint until it is fixed, never the
+/// defaults in place of what the file says. The reason is logged.
 public enum ConfigFile {
     public static let defaultPath = "/etc/security/localauth.conf"
 
@@ -21,6 +23,15 @@ public enum ConfigFile {
         }
     }
 
+    /// Who besides root can write a file of `mode`, in words: 0664 is its group, not others.
+    static func writers(_ mode: mode_t) -> String {
+        switch (mode & 0o020 != 0, mode & 0o002 != 0) {
+        case (true, true): return "its group and every user can write it"
+        case (true, false): return "its group can write it"
+        default: return "every user can write it"
+        }
+    }
+
     public static func read(_ path: String) -> Result<String, Problem> {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
@@ -34,7 +45,7 @@ public enum ConfigFile {
         }
         guard st.st_uid == 0 else { return .failure(.unsafe("\(path) is owned by uid \(st.st_uid), not root")) }
         guard st.st_mode & 0o022 == 0 else {
-            return .failure(.unsafe("\(path) has mode \(Posix.modeText(st)): writable by others"))
+            return .failure(.unsafe("\(path) has mode \(Posix.modeText(st)): \(writers(st.st_mode))"))
         }
         switch Posix.readAll(fd, limit: ConfigParser.maxFileSize) {
         case .failure(let e): return .failure(.unreadable("\(path): \(errnoText(e.code))"))
@@ -90,8 +101,11 @@ extension ConfigFile {
         guard lstat(dir, &st) == 0 else {
             return errno == ENOENT ? .success([]) : .failure(.unreadable("\(dir): \(errnoText(errno))"))
         }
-        guard Posix.isDirectory(st), st.st_uid == 0, st.st_mode & 0o022 == 0 else {
-            return .failure(.unsafe("\(dir) is not a directory owned by root and closed to others"))
+        guard !Posix.isSymlink(st) else { return .failure(.unsafe("\(dir) is a symlink")) }
+        guard Posix.isDirectory(st) else { return .failure(.unsafe("\(dir) is not a directory")) }
+        guard st.st_uid == 0 else { return .failure(.unsafe("\(dir) is owned by uid \(st.st_uid), not root")) }
+        guard st.st_mode & 0o022 == 0 else {
+            return .failure(.unsafe("\(dir) has mode \(Posix.modeText(st)): \(writers(st.st_mode))"))
         }
         guard let handle = opendir(dir) else { return .failure(.unreadable("\(dir): \(errnoText(errno))")) }
         defer { closedir(handle) }
@@ -116,6 +130,8 @@ public struct ConfigReport: Sendable {
     public var files: [String] = []
     /// Everything worth a log line, with its level.
     public var problems: [(LogLevel, String)] = []
+    /// The files (or the drop-in directory) that could not be trusted, with why.
+    public var untrusted: [String] = []
 }
 
 extension Options {
@@ -134,14 +150,23 @@ extension Options {
         readFile(configPath, into: &report)
         switch ConfigFile.dropIns(configPath) {
         case .success(let files): for file in files { readFile(file, into: &report) }
-        case .failure(let problem): report.problems.append((.error, "drop-ins ignored: \(problem)"))
+        case .failure(let problem): untrusted(problem.description, into: &report)
         }
         var sources = report.sources
         let issues = ConfigParser.apply(arguments: arguments, to: &report.options, allowing: allowingArgument,
                                         set: { key, _ in sources[key] = "module arguments" })
         report.sources = sources
         report.problems += issues.map { (.warning, $0.description) }
+        report.options.untrustedConfiguration = report.untrusted.first
         return report
+    }
+
+    /// A file or directory that cannot be trusted: what it says is unknown, so fingerprint
+    /// sign-in is off until it is fixed (Rules.refusal), and the log says why.
+    private static func untrusted(_ why: String, into report: inout ConfigReport) {
+        report.untrusted.append(why)
+        report.problems.append((.error, "\(why): not read; fingerprint sign-in is off until it is fixed "
+                                    + "(the password only)"))
     }
 
     private static func readFile(_ path: String, into report: inout ConfigReport) {
@@ -156,7 +181,7 @@ extension Options {
         case .failure(.missing):
             break
         case .failure(let problem):
-            report.problems.append((.error, "configuration ignored, defaults used: \(problem)"))
+            untrusted(problem.description, into: &report)
         }
     }
 

@@ -1,4 +1,5 @@
-/// A problem found while reading options: logged by the caller, the default is kept.
+/// A problem found while reading options: logged by the caller; the option keeps the value
+/// it had before (an earlier line's or file's, or the default).
 public struct ConfigIssue: Equatable, CustomStringConvertible, Sendable {
     /// The file, or `module arguments`.
     public var source: String
@@ -112,7 +113,7 @@ public enum ConfigParser {
             return "option `\(key)` is ignored here (only root's configuration may set it)"
         }
         guard spec.apply(&options, value) else {
-            return "`\(key)` must be \(spec.accepts), not `\(printable(value))`; the default is kept"
+            return "`\(key)` must be \(spec.accepts), not `\(printable(value))`; it stays `\(printable(spec.show(options)))`"
         }
         return nil
     }

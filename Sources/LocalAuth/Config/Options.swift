@@ -1,6 +1,6 @@
 /// The one option table: `/etc/security/localauth.conf`, the module arguments, the helper
 /// and `localauthctl` all go through it (ConfigParser.swift). Bad values are reported and
-/// the default is kept; numbers are bounded.
+/// the option keeps the value it had before; numbers are bounded.
 public struct Options: Equatable, Sendable {
     public enum PolicyChoice: String, Sendable { case biometrics, owner }
     public enum OptIn: String, Sendable { case required, optional }
@@ -59,6 +59,11 @@ public struct Options: Equatable, Sendable {
     public var config = ConfigFile.defaultPath
     /// `helper_timeout`: seconds the module waits for the helper in all (read by the module).
     public var helperTimeout = 120.0
+    /// Not an option: why the configuration cannot be trusted (a file or the drop-in
+    /// directory not root's, writable by others, a symlink, unreadable), set by
+    /// `Options.resolve`. While it is set no fingerprint is tried at all (Rules.refusal):
+    /// the defaults are no stand-in for a site policy that could not be read.
+    public var untrustedConfiguration: String? = nil
 
     public init() {}
 

@@ -26,6 +26,9 @@ public enum UserMessage: Equatable, Sendable {
     case readerBusy
     /// No scan while the user also has a remote session open (PresenceRule).
     case signedInRemotely
+    /// No scan while the configuration cannot be trusted (Rules.refusal): about the
+    /// installation, not the account, so it is said to whoever is at the terminal.
+    case configurationUntrusted
     case readerDisconnected
     case noFingerDetected
     case matched
@@ -53,23 +56,25 @@ public enum UserMessage: Equatable, Sendable {
             return tr(l, "(%s: press Ctrl-C)", title ?? tr(l, "Use Password"))
         case .retry(let kind): return Messages.retryText(kind, l)
         case .notRecognized(let n):
-            return trn(l, "Fingerprint not recognized — %d try left", "Fingerprint not recognized — %d tries left", n, n)
-        case .triesExhausted: return tr(l, "Fingerprint not recognized — use your password")
+            return trn(l, "Fingerprint not recognized - %d try left", "Fingerprint not recognized - %d tries left", n, n)
+        case .triesExhausted: return tr(l, "Fingerprint not recognized - use your password")
         case .lockedOut(let n):
-            return trn(l, "Fingerprint locked after %d failed attempt — enter your password to unlock",
-                       "Fingerprint locked after %d failed attempts — enter your password to unlock", n, n)
+            return trn(l, "Fingerprint locked after %d failed attempt - enter your password to unlock",
+                       "Fingerprint locked after %d failed attempts - enter your password to unlock", n, n)
         case .passwordRequired(let why, let f): return Messages.passwordRequired(why, f, l)
         case .enrollmentChanged(let optIn):
             return optIn
-                ? tr(l, "Your enrolled fingerprints changed — enter your password, then run `localauthctl enable`")
-                : tr(l, "Your enrolled fingerprints changed — enter your password to use them again")
-        case .fingerprintUnavailable: return tr(l, "Fingerprint sign-in is not available — use the password")
-        case .readerBusy: return tr(l, "The fingerprint reader is in use by another session — use your password")
-        case .signedInRemotely: return tr(l, "You are also signed in remotely — use your password")
-        case .readerDisconnected: return tr(l, "The fingerprint reader was disconnected — use your password")
-        case .noFingerDetected: return tr(l, "No finger detected — use your password")
+                ? tr(l, "Your enrolled fingerprints changed - enter your password, then run `localauthctl enable`")
+                : tr(l, "Your enrolled fingerprints changed - enter your password to use them again")
+        case .fingerprintUnavailable: return tr(l, "Fingerprint sign-in is not available - use the password")
+        case .readerBusy: return tr(l, "The fingerprint reader is in use by another session - use your password")
+        case .signedInRemotely: return tr(l, "You are also signed in remotely - use your password")
+        case .configurationUntrusted:
+            return tr(l, "Fingerprint sign-in is off: its configuration file cannot be trusted - use your password")
+        case .readerDisconnected: return tr(l, "The fingerprint reader was disconnected - use your password")
+        case .noFingerDetected: return tr(l, "No finger detected - use your password")
         case .matched: return tr(l, "Fingerprint recognized")
-        case .waitingForFinger: return tr(l, "Waiting for your finger…")
+        case .waitingForFinger: return tr(l, "Waiting for your finger...")
         case .pressEnterToSkip: return tr(l, "(or press Enter to use your password) ")
         case .passwordOrFinger(let enter):
             return enter ? tr(l, "Password (or touch the reader, then press Enter): ")
@@ -119,11 +124,11 @@ public enum Messages {
 
     static func retryText(_ kind: RetryKind, _ l: Language) -> String {
         switch kind {
-        case .retryScan: return tr(l, "Scan incomplete — try again")
-        case .swipeTooShort: return tr(l, "Swipe too short — try again")
-        case .fingerNotCentered: return tr(l, "Finger not centered — try again")
+        case .retryScan: return tr(l, "Scan incomplete - try again")
+        case .swipeTooShort: return tr(l, "Swipe too short - try again")
+        case .fingerNotCentered: return tr(l, "Finger not centered - try again")
         case .removeAndRetry: return tr(l, "Remove your finger and try again")
-        case .tooFast: return tr(l, "Swipe too fast — try again")
+        case .tooFast: return tr(l, "Swipe too fast - try again")
         }
     }
 

@@ -320,6 +320,7 @@ public struct EvaluationMachine {
 
     private func refusalMessage(_ error: LAError) -> UserMessage {
         if case .failedAttempts(let n) = error.reason { return .lockedOut(threshold: n) }
+        if error.reason == .configurationUntrusted { return .configurationUntrusted }
         return .passwordRequired(error.reason, rules.figures)
     }
 }

@@ -16,6 +16,8 @@ public struct Rules: Equatable, Sendable {
     public var optInRequired: Bool
     /// Seconds a fingerprint success is reused in the same terminal session (0: never).
     public var reuseDuration: Int64
+    /// Why the configuration cannot be trusted; nil when it can (Options).
+    public var untrustedConfiguration: String?
 
     public init(_ o: Options) {
         maxTries = o.maxTries
@@ -26,6 +28,7 @@ public struct Rules: Equatable, Sendable {
         fingerprintStaleLimit = Int64(o.fingerprintStaleHours * 3600)
         optInRequired = o.optIn == .required
         reuseDuration = Int64(min(max(o.reuseDuration, 0), Options.maxReuseDuration))
+        untrustedConfiguration = o.untrustedConfiguration
     }
 
     /// The numbers the messages state: the rule that applied, as configured.
@@ -94,10 +97,15 @@ public struct Rules: Equatable, Sendable {
 
     // MARK: - Before any scan
 
-    /// What stops a fingerprint from being tried now, or nil if nothing does. Checked in
-    /// Apple's order: lockout first (it is what the user must clear), then the password
-    /// preconditions, then the switch.
+    /// What stops a fingerprint from being tried now, or nil if nothing does. A
+    /// configuration that cannot be trusted comes first (none of the numbers below can be
+    /// believed); then Apple's order: lockout first (it is what the user must clear), then
+    /// the password preconditions, then the switch.
     public func refusal(_ stored: StoredState, now: Timestamp, bootID: String?) -> Refusal? {
+        if let why = untrustedConfiguration {
+            return .error(LAError(.biometryNotAvailable, reason: .configurationUntrusted,
+                                  cause: "the configuration cannot be trusted: \(why)"))
+        }
         let s: UserState
         switch stored {
         case .damaged(let cause):

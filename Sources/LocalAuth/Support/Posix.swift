@@ -52,6 +52,7 @@ enum Posix {
 
     static func isRegular(_ st: stat) -> Bool { (st.st_mode & S_IFMT) == S_IFREG }
     static func isDirectory(_ st: stat) -> Bool { (st.st_mode & S_IFMT) == S_IFDIR }
+    static func isSymlink(_ st: stat) -> Bool { (st.st_mode & S_IFMT) == S_IFLNK }
 
     /// The permission bits as octal text, for messages: "0644".
     static func modeText(_ st: stat) -> String {

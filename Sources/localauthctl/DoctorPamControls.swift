@@ -1,0 +1,86 @@
+/// `doctor`'s look at the control of every line of ours, in every stack that reaches one.
+/// libpam answers a module it cannot load with PAM_MODULE_UNKNOWN: once the package is
+/// removed, a `required` line of ours fails its stack ("sudo: PAM account management
+/// error: Module is unknown") and nobody gets in through it, root's sudo included. So no
+/// line may count a missing module as a failure, except the finger-only conversation
+/// (`policy=biometrics`, GDM's gdm-fingerprint), whose failing costs nobody their login and
+/// whose module being ignored would let the stack succeed on the lines around it. The
+/// `authsucc` line always answers PAM_AUTHINFO_UNAVAIL, so its control must ignore that too.
+struct PamControlCheck {
+    typealias Finding = DoctorCommand.Finding
+
+    let directory: String
+    let names: [String]
+
+    func findings() -> [Finding] {
+        var reader = PamStackReader(directory: directory)
+        var order: [(type: String, rule: PamRule)] = []
+        var services: [String: [String]] = [:]
+        for name in names where !name.hasPrefix("common-") {
+            for type in ["auth", "account"] {
+                for rule in reader.stack(name, type: type) ?? [] where rule.isLocalauth {
+                    let key = type + " " + rule.location
+                    if services[key] == nil { order.append((type, rule)) }
+                    services[key, default: []].append(name)
+                }
+            }
+        }
+        return order.compactMap { finding($0.rule, type: $0.type, usedBy: services[$0.type + " " + $0.rule.location]!) }
+    }
+
+    /// Whether `control` counts PAM_MODULE_UNKNOWN as a failure. A bracketed control
+    /// without that value or `default` treats it as `bad`, as libpam does.
+    static func failsWhenMissing(_ control: PamControl) -> Bool {
+        switch action(control, "module_unknown") {
+        case .ignore, .jump: return false
+        default: return true
+        }
+    }
+
+    private func finding(_ rule: PamRule, type: String, usedBy: [String]) -> Finding? {
+        let where_ = "\(rule.location) `\(rule.text)`"
+        let who = usedBy.count == 1 ? usedBy[0] : usedBy.joined(separator: ", ")
+        let managed = rule.file.hasSuffix("/common-auth") || rule.file.hasSuffix("/common-account")
+        if type == "auth", rule.isAuthsucc {
+            let unavailable = PamControlCheck.action(rule.control, "authinfo_unavail")
+            if unavailable != .ignore, !isJump(unavailable) {
+                return Finding(severity: .problem,
+                               message: "\(where_) fails every sign-in through \(who): the authsucc line always "
+                                   + "answers PAM_AUTHINFO_UNAVAIL, and `\(rule.control.text)` counts it as a failure",
+                               fix: managed ? "pam-auth-update --package (the profile's line is `optional`)"
+                                            : "write it `auth optional pam_localauth.so authsucc`")
+            }
+        }
+        guard PamControlCheck.failsWhenMissing(rule.control) else { return nil }
+        if type == "auth", rule.isFirstLine {
+            // The finger-only conversation is meant to fail without its module.
+            if rule.arguments.contains("policy=biometrics") { return nil }
+            // A control that already refuses the password when the finger fails is the
+            // module line's own problem (ServiceCheck), with its own fix.
+            if [rule.control.action(for: "authinfo_unavail"), rule.control.action(for: "auth_err")]
+                .contains(where: { $0 == .bad || $0 == .die }) { return nil }
+        }
+        let fix: String
+        switch (type, managed) {
+        case (_, true): fix = "pam-auth-update --package (the profiles' lines ignore a missing module)"
+        case ("account", false): fix = "make it `account optional pam_localauth.so` (the line judges no account)"
+        default: fix = "make it `auth sufficient pam_localauth.so`"
+        }
+        return Finding(severity: .problem,
+                       message: "\(where_) fails its stack once the module is missing (the package removed): "
+                           + "libpam answers \"Module is unknown\" and `\(rule.control.text)` counts it as a failure, "
+                           + "so nobody signs in through \(who)",
+                       fix: fix)
+    }
+
+    /// What libpam does with `value`: a bracketed control names it, or its `default`, or
+    /// counts it as `bad` (the keywords always have a default).
+    static func action(_ control: PamControl, _ value: String) -> PamAction {
+        control.actions[value] ?? control.actions["default"] ?? .bad
+    }
+
+    private func isJump(_ action: PamAction) -> Bool {
+        if case .jump = action { return true }
+        return false
+    }
+}
