@@ -31,7 +31,7 @@ struct PamControlCheck {
     /// Whether `control` counts PAM_MODULE_UNKNOWN as a failure. A bracketed control
     /// without that value or `default` treats it as `bad`, as libpam does.
     static func failsWhenMissing(_ control: PamControl) -> Bool {
-        switch action(control, "module_unknown") {
+        switch control.action(for: "module_unknown") {
         case .ignore, .jump: return false
         default: return true
         }
@@ -42,7 +42,7 @@ struct PamControlCheck {
         let who = usedBy.count == 1 ? usedBy[0] : usedBy.joined(separator: ", ")
         let managed = rule.file.hasSuffix("/common-auth") || rule.file.hasSuffix("/common-account")
         if type == "auth", rule.isAuthsucc {
-            let unavailable = PamControlCheck.action(rule.control, "authinfo_unavail")
+            let unavailable = rule.control.action(for: "authinfo_unavail")
             if unavailable != .ignore, !isJump(unavailable) {
                 return Finding(severity: .problem,
                                message: "\(where_) fails every sign-in through \(who): the authsucc line always "
@@ -71,12 +71,6 @@ struct PamControlCheck {
                            + "libpam answers \"Module is unknown\" and `\(rule.control.text)` counts it as a failure, "
                            + "so nobody signs in through \(who)",
                        fix: fix)
-    }
-
-    /// What libpam does with `value`: a bracketed control names it, or its `default`, or
-    /// counts it as `bad` (the keywords always have a default).
-    static func action(_ control: PamControl, _ value: String) -> PamAction {
-        control.actions[value] ?? control.actions["default"] ?? .bad
     }
 
     private func isJump(_ action: PamAction) -> Bool {

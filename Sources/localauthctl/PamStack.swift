@@ -28,8 +28,12 @@ struct PamControl: Equatable {
     let actions: [String: PamAction]
     let text: String
 
+    /// What libpam does with `result`: the action written for it, else `default`'s, else
+    /// `bad`. A bracketed control without `default` counts every value it does not name as a
+    /// failure (libpam fills the unnamed ones with `bad`), so `[success=done]` refuses the
+    /// login when its module is unavailable; the keywords always have a default.
     func action(for result: String) -> PamAction {
-        actions[result] ?? actions["default"] ?? .ignore
+        actions[result] ?? actions["default"] ?? .bad
     }
 
     static let requisite = PamControl.parse("requisite")!

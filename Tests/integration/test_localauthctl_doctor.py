@@ -587,6 +587,42 @@ def test_pam_faillocks_layout_gets_a_fix_that_keeps_authfail_and_authsucc(doctor
 
 
 
+# ---- what libpam does with a line's answer -----------------------------------------------
+
+def test_a_bracketed_control_without_default_counts_what_it_does_not_name_as_bad(doctor):
+    """libpam fills the values a bracketed control does not name, when it has no `default=`,
+    with `bad`: a module line `[success=done]` refuses the login whenever the finger is
+    unavailable or not recognized, the right password after it included."""
+    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace("auth       sufficient pam_localauth.so",
+                                                       "auth       [success=done] pam_localauth.so"))
+    r = doctor.run()
+    assert r.rc == 1, r
+    [(line, fix)] = problems(r)
+    assert line.startswith(f"problem  {doctor.pam}/sudo: line 4 `auth [success=done] pam_localauth.so` is "
+                           "`[success=done]`: a fingerprint that fails or is unavailable denies the login"), line
+    assert fix == f"fix: use `auth sufficient pam_localauth.so` at {doctor.pam}/sudo line 4", fix
+    # With `default=ignore` the password follows: nothing to report.
+    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace("auth       sufficient pam_localauth.so",
+                                                       "auth [success=done default=ignore] pam_localauth.so"))
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+
+
+def test_libpam_itself_counts_a_value_the_control_does_not_name_as_bad():
+    """The rule doctor models, checked against the real libpam (pam_wrapper): a line that
+    answers PAM_AUTHINFO_UNAVAIL (pam_debug stands in for a finger that is unavailable)
+    under `[success=done]` fails the stack although the password after it is right."""
+    from pamenv import PamWorld
+    with PamWorld() as world:
+        world.add_user("la-doctor-x", "secret")
+        for control, expected in [("[success=done]", "PAM_AUTHINFO_UNAVAIL"),
+                                  ("[success=done default=ignore]", "PAM_SUCCESS")]:
+            svc = world.service("la-doctor-ctl", [f"auth {control} pam_debug.so auth=authinfo_unavail",
+                                                  f"auth required {world.matrix}"])
+            r = world.drive(svc, "la-doctor-x", answers=["secret"])
+            assert r.rv == expected, (control, r.rv, r.stderr[-500:])
+
+
 # ---- findings that say what is true ------------------------------------------------------
 
 def test_a_sufficient_line_in_a_substack_is_not_told_to_be_sufficient(doctor):
