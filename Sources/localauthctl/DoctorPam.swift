@@ -404,11 +404,19 @@ struct StackRepair {
         }
         let withoutSucc = rules.filter { !$0.isAuthsucc }
         let had = rules.first { $0.isAuthsucc }
+        // The line always answers PAM_AUTHINFO_UNAVAIL: one whose control counts that as a
+        // failure is moved written `optional`, or the move would refuse every password.
+        let rewrite = had.map { [.bad, .die].contains($0.control.action(for: "authinfo_unavail")) } ?? true
         for (line, index) in insertionPoints(withoutSucc) {
             var moved = withoutSucc
-            moved.insert(authsuccRule(after: line), at: index)
-            let text = had.map { "move \($0.location) `\($0.text)` to \(service) after line \(line)" }
-                ?? "add `auth optional pam_localauth.so authsucc` to \(service) after line \(line)"
+            moved.insert(authsuccRule(after: line, as: rewrite ? nil : had), at: index)
+            let text: String
+            if let had {
+                text = "move \(had.location) `\(had.text)` to \(service) after line \(line)"
+                    + (rewrite ? ", written `auth optional pam_localauth.so authsucc`" : "")
+            } else {
+                text = "add `auth optional pam_localauth.so authsucc` to \(service) after line \(line)"
+            }
             out.append((text, moved))
         }
         return out
@@ -425,11 +433,13 @@ struct StackRepair {
         return points
     }
 
-    private func authsuccRule(after line: Int) -> PamRule {
-        let text = "auth optional pam_localauth.so authsucc"
-        return PamRule(file: service, line: line, control: PamControl.parse("optional")!,
-                       module: "pam_localauth.so", arguments: ["authsucc"], text: text,
-                       top: (service, line, text), level: 0)
+    /// The line `as` (the stack's own `authsucc` line, as written), or the shipped one, in
+    /// the service file after `line`.
+    private func authsuccRule(after line: Int, as written: PamRule?) -> PamRule {
+        let text = written?.text ?? "auth optional pam_localauth.so authsucc"
+        return PamRule(file: service, line: line, control: written?.control ?? PamControl.parse("optional")!,
+                       module: written?.module ?? "pam_localauth.so", arguments: written?.arguments ?? ["authsucc"],
+                       text: text, top: (service, line, text), level: 0)
     }
 
     private func acceptable(_ candidate: [PamRule]) -> Bool {

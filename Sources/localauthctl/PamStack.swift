@@ -291,7 +291,8 @@ enum PamWalk {
     /// What a line returns when nothing else is known: pam_deny, pam_rootok (the user is
     /// not root) and pam_faillock `authfail` fail; pam_fprintd finds no finger; a key or card
     /// (alternatives) is not used unless every user must pass it; an `authsucc` line of ours
-    /// is ignored; anything else succeeds.
+    /// answers PAM_AUTHINFO_UNAVAIL, as the module always does there (never PAM_IGNORE):
+    /// `optional` ignores that, `required` counts it as a failure; anything else succeeds.
     static func guess(_ rule: PamRule) -> String {
         if alternatives.contains(rule.moduleName) {
             // In a run where the password is what lets the user in, a key or card that would
@@ -303,7 +304,7 @@ enum PamWalk {
         case "pam_deny.so", "pam_rootok.so": return "auth_err"
         case "pam_faillock.so" where rule.arguments.contains("authfail"): return "auth_err"
         case "pam_fprintd.so": return "authinfo_unavail"
-        case "pam_localauth.so" where rule.isAuthsucc: return "ignore"
+        case "pam_localauth.so" where rule.isAuthsucc: return "authinfo_unavail"
         default: return "success"
         }
     }

@@ -623,6 +623,39 @@ def test_libpam_itself_counts_a_value_the_control_does_not_name_as_bad():
             assert r.rv == expected, (control, r.rv, r.stderr[-500:])
 
 
+def test_an_authsucc_line_whose_answer_counts_as_a_failure_is_never_relied_on(doctor):
+    """The authsucc line always answers PAM_AUTHINFO_UNAVAIL: `optional` ignores that,
+    `required` counts it as a failure. No fix may take it for ignored: making pam_unix
+    `requisite` (right for an `optional` line) would then refuse every password, and so
+    would moving the line as it is written."""
+    (doctor.pam / "sudo").write_text(
+        "auth sufficient pam_localauth.so\nauth sufficient pam_unix.so\n"
+        "auth required pam_localauth.so authsucc\n")
+    r = doctor.run()
+    found = problems(r)
+    assert any("line 3 `auth required pam_localauth.so authsucc` is not reached after a successful password" in l
+               for l, _ in found), found
+    assert any("fails every sign-in through sudo" in l and f == "fix: write it `auth optional pam_localauth.so authsucc`"
+               for l, f in found), found
+    assert [f for _, f in found if "requisite" in f] == [], found
+    # pam_faillock's layout with our line `required`: the move writes it `optional`.
+    lines = ["auth sufficient pam_localauth.so",
+             "auth required pam_faillock.so preauth",
+             "auth [success=1 default=bad] pam_unix.so",
+             "auth [default=die] pam_faillock.so authfail",
+             "auth sufficient pam_faillock.so authsucc",
+             "auth required pam_deny.so",
+             "auth required pam_localauth.so authsucc"]
+    (doctor.pam / "sudo").write_text("\n".join(lines) + "\n")
+    [fix] = [f for l, f in problems(doctor.run()) if "is not reached after a successful password" in l]
+    assert fix == (f"fix: move {doctor.pam}/sudo:7 `auth required pam_localauth.so authsucc` to {doctor.pam}/sudo "
+                   "after line 4, written `auth optional pam_localauth.so authsucc`"), fix
+    moved = lines[:4] + ["auth optional pam_localauth.so authsucc"] + lines[4:6]
+    (doctor.pam / "sudo").write_text("\n".join(moved) + "\n")
+    r = doctor.run()
+    assert r.rc == 0 and problems(r) == [], r
+
+
 # ---- findings that say what is true ------------------------------------------------------
 
 def test_a_sufficient_line_in_a_substack_is_not_told_to_be_sufficient(doctor):
