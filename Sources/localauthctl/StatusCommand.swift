@@ -54,27 +54,10 @@ enum StatusCommand {
             say(status.json.encoded())
         } else {
             for (label, value) in status.lines {
-                say(label.isEmpty ? value : pad(label + ":", 21) + value)
+                say(label.isEmpty ? value : padCells(label + ":", 21) + value)
             }
         }
         return Exit.ok
-    }
-
-    /// Pads to a column by what a terminal shows: CJK characters take two cells.
-    private static func pad(_ s: String, _ width: Int) -> String {
-        let cells = s.unicodeScalars.reduce(0) { $0 + (isWide($1) ? 2 : 1) }
-        return cells >= width ? s + " " : s + String(repeating: " ", count: width - cells)
-    }
-
-    private static func isWide(_ c: Unicode.Scalar) -> Bool {
-        switch c.value {
-        case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
-             0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
-             0xFFE0...0xFFE6:
-            return true
-        default:
-            return false
-        }
     }
 }
 

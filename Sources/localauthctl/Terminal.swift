@@ -32,6 +32,24 @@ func messageLanguage() -> Language {
 /// The language of this run's messages.
 let cliLanguage = messageLanguage()
 
+/// `s` padded to `width` columns as a terminal shows it (CJK characters take two cells),
+/// and at least one space after it.
+func padCells(_ s: String, _ width: Int) -> String {
+    let cells = s.unicodeScalars.reduce(0) { $0 + (isWide($1) ? 2 : 1) }
+    return cells >= width ? s + " " : s + String(repeating: " ", count: width - cells)
+}
+
+private func isWide(_ c: Unicode.Scalar) -> Bool {
+    switch c.value {
+    case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
+         0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
+         0xFFE0...0xFFE6:
+        return true
+    default:
+        return false
+    }
+}
+
 /// The write end of the interrupt pipe, for the signal handler (which cannot capture).
 nonisolated(unsafe) private var interruptWriteEnd: Int32 = -1
 
