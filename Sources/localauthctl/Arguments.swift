@@ -137,7 +137,7 @@ struct Invocation {
             guard ConfigParser.apply(arguments: [argument], to: &o).isEmpty else {
                 let name = given.first { if case .option(key, _) = $0.kind { return true } else { return false } }?.name
                     ?? key
-                return .failure(.usage(tr(cliLanguage, "%s must be %s, not '%s'", name, Options.accepts(key) ?? "valid",
+                return .failure(.usage(tr(cliLanguage, "%s must be %s, not '%s'", name, Options.accepts(key, in: cliLanguage) ?? "valid",
                                           printable(value))))
             }
         }

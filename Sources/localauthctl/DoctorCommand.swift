@@ -294,10 +294,10 @@ enum DoctorCommand {
         case .failure(.missing):
             return [Finding(severity: .ok, message: "config \(path): not present, every option at its default")]
         case .failure(.unsafe(let why)):
-            return [Finding(severity: .problem, message: "config \(why): \(untrustedEffect)",
+            return [Finding(severity: .problem, message: "config \(why.text(.english)): \(untrustedEffect)",
                             fix: ConfigRepair(path: path, directory: false).fix())]
         case .failure(.unreadable(let why)):
-            return [Finding(severity: .problem, message: "config \(why): \(untrustedEffect)", fix: nil)]
+            return [Finding(severity: .problem, message: "config \(why.text(.english)): \(untrustedEffect)", fix: nil)]
         case .success(let text):
             var scratch = Options()
             let issues = ConfigParser.apply(fileText: text, source: path, to: &scratch)

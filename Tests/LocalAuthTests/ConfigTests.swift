@@ -158,6 +158,24 @@ import Glibc
         #expect(issues.first?.message == "option `state_dir` is ignored here (only root's configuration may set it)")
     }
 
+    /// `localauthctl doctor` says a config line's issue and an untrusted file in the user's
+    /// language; the file, line, key and values stay as written, and logs stay English.
+    @Test func issuesAndUntrustedFilesAreSaidInEachLanguageWithWhatWasWritten() {
+        #expect(Catalogues.ready)
+        var o = Options()
+        let path = "/etc/security/localauth.conf"
+        let issues = ConfigParser.apply(fileText: "max_tries = 20\nbogus = 1\n", source: path, to: &o)
+        #expect(issues.map(\.description) == [
+            "\(path):1: `max_tries` must be a whole number from 1 to 10, not `20`; it stays `3`",
+            "\(path):2: unknown option `bogus`"])
+        #expect(issues[0].located(.simplifiedChinese) == "\(path):1: `max_tries` 必须是介于 1 和 10 之间的整数，而不是 `20`；仍为 `3`")
+        #expect(issues[1].located(.traditionalChinese) == "\(path):2: 未知選項 `bogus`")
+        let unsafe = ConfigFile.Problem.unsafe(.writable(path, mode: "0664", group: true, others: false))
+        #expect(unsafe.description == "\(path) has mode 0664: its group can write it")
+        #expect(unsafe.text(.simplifiedChinese) == "\(path) 的权限为 0664，其属组能写入")
+        #expect(unsafe.text(.traditionalChinese) == "\(path) 的權限為 0664，其群組能寫入")
+    }
+
     @Test func everyKeyIsInTheTableOnce() {
         #expect(Set(Options.allKeys).count == Options.allKeys.count)
         #expect(Options.privilegedKeys.isSubset(of: Set(Options.allKeys)))

@@ -12,49 +12,84 @@ public enum ConfigFile {
 
     public enum Problem: Error, Equatable, CustomStringConvertible, Sendable {
         case missing
-        case unsafe(String)
-        case unreadable(String)
+        case unsafe(Reason)
+        case unreadable(Reason)
 
-        public var description: String {
+        public var description: String { text(.english) }
+
+        /// Why, in `language` (`localauthctl doctor` says it in the user's; logs in English).
+        public func text(_ language: Language) -> String {
             switch self {
-            case .missing: return "not found"
-            case .unsafe(let why), .unreadable(let why): return why
+            case .missing: return tr(language, "not found")
+            case .unsafe(let why), .unreadable(let why): return why.text(language)
+            }
+        }
+    }
+
+    /// What is wrong with a file or the drop-in directory, with the path and figures as
+    /// they are (never translated).
+    public enum Reason: Equatable, Sendable {
+        case symlink(String)
+        case notRegular(String)
+        case notDirectory(String)
+        case owner(String, uid: UInt32)
+        case writable(String, mode: String, group: Bool, others: Bool)
+        case tooLarge(String, limit: Int)
+        case notUTF8(String)
+        /// An error of the system call, as strerror words it.
+        case error(String, String)
+
+        public func text(_ l: Language) -> String {
+            switch self {
+            case .symlink(let p): return tr(l, "%s is a symlink", p)
+            case .notRegular(let p): return tr(l, "%s is not a regular file", p)
+            case .notDirectory(let p): return tr(l, "%s is not a directory", p)
+            case .owner(let p, let uid): return tr(l, "%s is owned by uid %s, not root", p, uid)
+            case .writable(let p, let mode, let group, let others):
+                return tr(l, "%s has mode %s: %s", p, mode, ConfigFile.writers(group: group, others: others, l))
+            case .tooLarge(let p, let limit): return tr(l, "%s is larger than %s bytes", p, limit)
+            case .notUTF8(let p): return tr(l, "%s is not UTF-8", p)
+            case .error(let p, let cause): return "\(p): \(cause)"
             }
         }
     }
 
     /// Who besides root can write a file of `mode`, in words: 0664 is its group, not others.
-    static func writers(_ mode: mode_t) -> String {
-        switch (mode & 0o020 != 0, mode & 0o002 != 0) {
-        case (true, true): return "its group and every user can write it"
-        case (true, false): return "its group can write it"
-        default: return "every user can write it"
+    static func writers(group: Bool, others: Bool, _ l: Language) -> String {
+        switch (group, others) {
+        case (true, true): return tr(l, "its group and every user can write it")
+        case (true, false): return tr(l, "its group can write it")
+        default: return tr(l, "every user can write it")
         }
+    }
+
+    static func writable(_ path: String, _ st: stat) -> Reason {
+        .writable(path, mode: Posix.modeText(st), group: st.st_mode & 0o020 != 0, others: st.st_mode & 0o002 != 0)
     }
 
     public static func read(_ path: String) -> Result<String, Problem> {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { return .failure(.missing) }
-            if errno == ELOOP { return .failure(.unsafe("\(path) is a symlink")) }
-            return .failure(.unreadable("\(path): \(errnoText(errno))"))
+            if errno == ELOOP { return .failure(.unsafe(.symlink(path))) }
+            return .failure(.unreadable(.error(path, errnoText(errno))))
         }
         defer { close(fd) }
         guard let st = Posix.fileStat(fd), Posix.isRegular(st) else {
-            return .failure(.unsafe("\(path) is not a regular file"))
+            return .failure(.unsafe(.notRegular(path)))
         }
-        guard st.st_uid == 0 else { return .failure(.unsafe("\(path) is owned by uid \(st.st_uid), not root")) }
+        guard st.st_uid == 0 else { return .failure(.unsafe(.owner(path, uid: st.st_uid))) }
         guard st.st_mode & 0o022 == 0 else {
-            return .failure(.unsafe("\(path) has mode \(Posix.modeText(st)): \(writers(st.st_mode))"))
+            return .failure(.unsafe(writable(path, st)))
         }
         switch Posix.readAll(fd, limit: ConfigParser.maxFileSize) {
-        case .failure(let e): return .failure(.unreadable("\(path): \(errnoText(e.code))"))
+        case .failure(let e): return .failure(.unreadable(.error(path, errnoText(e.code))))
         case .success(let bytes):
             guard bytes.count <= ConfigParser.maxFileSize else {
-                return .failure(.unsafe("\(path) is larger than \(ConfigParser.maxFileSize) bytes"))
+                return .failure(.unsafe(.tooLarge(path, limit: ConfigParser.maxFileSize)))
             }
             guard let text = String(validating: bytes, as: UTF8.self) else {
-                return .failure(.unreadable("\(path) is not UTF-8"))
+                return .failure(.unreadable(.notUTF8(path)))
             }
             return .success(text)
         }
@@ -99,15 +134,15 @@ extension ConfigFile {
         let dir = dropInDirectory(path)
         var st = stat()
         guard lstat(dir, &st) == 0 else {
-            return errno == ENOENT ? .success([]) : .failure(.unreadable("\(dir): \(errnoText(errno))"))
+            return errno == ENOENT ? .success([]) : .failure(.unreadable(.error(dir, errnoText(errno))))
         }
-        guard !Posix.isSymlink(st) else { return .failure(.unsafe("\(dir) is a symlink")) }
-        guard Posix.isDirectory(st) else { return .failure(.unsafe("\(dir) is not a directory")) }
-        guard st.st_uid == 0 else { return .failure(.unsafe("\(dir) is owned by uid \(st.st_uid), not root")) }
+        guard !Posix.isSymlink(st) else { return .failure(.unsafe(.symlink(dir))) }
+        guard Posix.isDirectory(st) else { return .failure(.unsafe(.notDirectory(dir))) }
+        guard st.st_uid == 0 else { return .failure(.unsafe(.owner(dir, uid: st.st_uid))) }
         guard st.st_mode & 0o022 == 0 else {
-            return .failure(.unsafe("\(dir) has mode \(Posix.modeText(st)): \(writers(st.st_mode))"))
+            return .failure(.unsafe(writable(dir, st)))
         }
-        guard let handle = opendir(dir) else { return .failure(.unreadable("\(dir): \(errnoText(errno))")) }
+        guard let handle = opendir(dir) else { return .failure(.unreadable(.error(dir, errnoText(errno)))) }
         defer { closedir(handle) }
         var names: [String] = []
         while let entry = readdir(handle) {

@@ -5,10 +5,41 @@ public struct ConfigIssue: Equatable, CustomStringConvertible, Sendable {
     public var source: String
     /// 1-based line (file) or argument position; 0 when not applicable.
     public var line: Int
-    public var message: String
+    public var kind: Kind
+
+    /// What is wrong with the line; keys and values as written (never translated).
+    public enum Kind: Equatable, Sendable {
+        case expectedKeyValue(found: String)
+        case moduleOnly(key: String)
+        case unknownOption(key: String)
+        case notAllowedHere(key: String)
+        /// `stays` is the value the option keeps.
+        case badValue(key: String, value: String, stays: String)
+    }
+
+    /// The message in English, as logs have it.
+    public var message: String { text(.english) }
 
     public var description: String {
         line > 0 ? "\(source):\(line): \(message)" : "\(source): \(message)"
+    }
+
+    /// The message in `l` (`localauthctl doctor` says it in the user's language).
+    public func text(_ l: Language) -> String {
+        switch kind {
+        case .expectedKeyValue(let found): return tr(l, "expected `key = value`, found `%s`", found)
+        case .moduleOnly(let key): return tr(l, "`%s` is a module argument only; ignored here", key)
+        case .unknownOption(let key): return tr(l, "unknown option `%s`", key)
+        case .notAllowedHere(let key):
+            return tr(l, "option `%s` is ignored here (only root's configuration may set it)", key)
+        case .badValue(let key, let value, let stays):
+            return tr(l, "`%s` must be %s, not `%s`; it stays `%s`", key, Options.accepts(key, in: l) ?? "?", value, stays)
+        }
+    }
+
+    /// `file:line: message` in `l`.
+    public func located(_ l: Language) -> String {
+        line > 0 ? "\(source):\(line): \(text(l))" : "\(source): \(text(l))"
     }
 }
 
@@ -33,9 +64,9 @@ public enum ConfigParser {
             let rawLine = String(String.UnicodeScalarView(scalars))
             let line = withoutComment(trimmed(String(rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine[...])))
             if line.isEmpty { continue }
-            if !line.contains("="), let spec = Options.spec(for: line), spec.accepts == "yes or no" {
+            if !line.contains("="), let spec = Options.spec(for: line), spec.isYesNo {
                 if let issue = set(line, "yes", in: &options, allowed: allowed) {
-                    issues.append(ConfigIssue(source: source, line: lineNumber, message: issue))
+                    issues.append(ConfigIssue(source: source, line: lineNumber, kind: issue))
                 } else {
                     recorded(line, lineNumber)
                 }
@@ -43,18 +74,17 @@ public enum ConfigParser {
             }
             guard let eq = line.firstIndex(of: "=") else {
                 issues.append(ConfigIssue(source: source, line: lineNumber,
-                                          message: "expected `key = value`, found `\(printable(line))`"))
+                                          kind: .expectedKeyValue(found: printable(line))))
                 continue
             }
             let key = trimmed(String(line[..<eq]))
             let value = trimmed(String(line[line.index(after: eq)...]))
             if Options.moduleOnlyKeys.contains(key) {
-                issues.append(ConfigIssue(source: source, line: lineNumber,
-                                          message: "`\(key)` is a module argument only; ignored here"))
+                issues.append(ConfigIssue(source: source, line: lineNumber, kind: .moduleOnly(key: key)))
                 continue
             }
             if let issue = set(key, value, in: &options, allowed: allowed) {
-                issues.append(ConfigIssue(source: source, line: lineNumber, message: issue))
+                issues.append(ConfigIssue(source: source, line: lineNumber, kind: issue))
             } else {
                 recorded(key, lineNumber)
             }
@@ -84,7 +114,7 @@ public enum ConfigParser {
             if let eq = arg.firstIndex(of: "=") {
                 key = String(arg[..<eq])
                 value = String(arg[arg.index(after: eq)...])
-            } else if let spec = Options.spec(for: arg), spec.accepts == "yes or no" {
+            } else if let spec = Options.spec(for: arg), spec.isYesNo {
                 key = arg
                 value = "yes"
             } else {
@@ -92,7 +122,7 @@ public enum ConfigParser {
                 value = ""
             }
             if let issue = set(key, value, in: &options, allowed: allowed) {
-                issues.append(ConfigIssue(source: "module arguments", line: i + 1, message: issue))
+                issues.append(ConfigIssue(source: "module arguments", line: i + 1, kind: issue))
             } else {
                 recorded(key, i + 1)
             }
@@ -103,17 +133,13 @@ public enum ConfigParser {
     /// Words the module reads itself and that are not options.
     static let moduleWords: Set<String> = ["authsucc"]
 
-    /// Sets one option; returns a message when it was not set.
+    /// Sets one option; returns what is wrong when it was not set.
     static func set(_ key: String, _ value: String, in options: inout Options,
-                    allowed: (String) -> Bool) -> String? {
-        guard let spec = Options.spec(for: key) else {
-            return "unknown option `\(printable(key))`"
-        }
-        guard allowed(key) else {
-            return "option `\(key)` is ignored here (only root's configuration may set it)"
-        }
+                    allowed: (String) -> Bool) -> ConfigIssue.Kind? {
+        guard let spec = Options.spec(for: key) else { return .unknownOption(key: printable(key)) }
+        guard allowed(key) else { return .notAllowedHere(key: key) }
         guard spec.apply(&options, value) else {
-            return "`\(key)` must be \(spec.accepts), not `\(printable(value))`; it stays `\(printable(spec.show(options)))`"
+            return .badValue(key: key, value: printable(value), stays: printable(spec.show(options)))
         }
         return nil
     }

@@ -74,20 +74,24 @@ public struct Options: Equatable, Sendable {
 /// One row of the option table: its key, what it accepts, and how it sets `Options`.
 struct OptionSpec {
     let key: String
-    /// A short phrase for errors: "a whole number from 1 to 10" (put into words only when
-    /// asked, like the key paths below).
-    var accepts: String { describe() }
-    private let describe: () -> String
+    /// A short phrase for errors: "a whole number from 1 to 10", in a language (put into
+    /// words only when asked, like the key paths below).
+    func accepts(_ l: Language) -> String { describe(l) }
+    var accepts: String { describe(.english) }
+    /// A yes/no option, which a bare `debug` line or argument turns on.
+    let isYesNo: Bool
+    private let describe: (Language) -> String
     /// Returns false when the value is not accepted; the options are then unchanged.
     let apply: (inout Options, String) -> Bool
     /// The value as the file would write it.
     var show: (Options) -> String
 
-    init(key: String, accepts: @autoclosure @escaping () -> String,
+    init(key: String, accepts: @escaping (Language) -> String, isYesNo: Bool = false,
          apply: @escaping (inout Options, String) -> Bool,
          show: @escaping (Options) -> String = { _ in "" }) {
         self.key = key
         self.describe = accepts
+        self.isYesNo = isYesNo
         self.apply = apply
         self.show = show
     }
@@ -99,7 +103,8 @@ struct OptionSpec {
 extension OptionSpec {
     static func int(_ key: String, _ range: ClosedRange<Int>,
                     _ path: @autoclosure @escaping () -> WritableKeyPath<Options, Int>) -> OptionSpec {
-        OptionSpec(key: key, accepts: "a whole number from \(range.lowerBound) to \(range.upperBound)", apply: {
+        OptionSpec(key: key, accepts: { l in tr(l, "a whole number from %s to %s", range.lowerBound, range.upperBound) },
+                   apply: {
             guard let n = Int(trimmed($1)), range.contains(n) else { return false }
             $0[keyPath: path()] = n
             return true
@@ -108,7 +113,8 @@ extension OptionSpec {
 
     static func seconds(_ key: String, _ range: ClosedRange<Double>,
                         _ path: @autoclosure @escaping () -> WritableKeyPath<Options, Double>) -> OptionSpec {
-        OptionSpec(key: key, accepts: "a number from \(format(range.lowerBound)) to \(format(range.upperBound))", apply: {
+        OptionSpec(key: key, accepts: { l in tr(l, "a number from %s to %s", format(range.lowerBound), format(range.upperBound)) },
+                   apply: {
             guard let x = Double(trimmed($1)), x.isFinite, range.contains(x) else { return false }
             $0[keyPath: path()] = x
             return true
@@ -116,7 +122,7 @@ extension OptionSpec {
     }
 
     static func bool(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, Bool>) -> OptionSpec {
-        OptionSpec(key: key, accepts: "yes or no", apply: {
+        OptionSpec(key: key, accepts: { l in tr(l, "yes or no") }, isYesNo: true, apply: {
             switch trimmed($1).lowercased() {
             case "yes", "true", "1", "on": $0[keyPath: path()] = true
             case "no", "false", "0", "off": $0[keyPath: path()] = false
@@ -128,16 +134,25 @@ extension OptionSpec {
 
     static func choice<T: RawRepresentable>(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, T>,
                                             _ all: [T]) -> OptionSpec where T.RawValue == String {
-        OptionSpec(key: key, accepts: all.map(\.rawValue).joined(separator: " or "), apply: {
+        OptionSpec(key: key, accepts: { l in oneOf(all.map(\.rawValue), l) }, apply: {
             guard let v = T(rawValue: trimmed($1)) else { return false }
             $0[keyPath: path()] = v
             return true
         }, show: { $0[keyPath: path()].rawValue })
     }
 
+    static let plainText: (Language) -> String = { l in tr(l, "text of at most 256 bytes without control characters") }
+
+    /// "a or b" (or "a, b or c") in `l`: the values as written.
+    static func oneOf(_ values: [String], _ l: Language) -> String {
+        guard let last = values.last else { return "" }
+        let rest = values.dropLast()
+        return rest.isEmpty ? last : tr(l, "%s or %s", rest.joined(separator: ", "), last)
+    }
+
     /// Text of at most 256 bytes without control characters.
     static func text(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, String>) -> OptionSpec {
-        OptionSpec(key: key, accepts: "text of at most 256 bytes without control characters", apply: {
+        OptionSpec(key: key, accepts: plainText, apply: {
             guard isPlainText($1) else { return false }
             $0[keyPath: path()] = $1
             return true
@@ -146,7 +161,7 @@ extension OptionSpec {
 
     /// An absolute path without `..` components or control characters.
     static func path(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, String>) -> OptionSpec {
-        OptionSpec(key: key, accepts: "an absolute path", apply: {
+        OptionSpec(key: key, accepts: { l in tr(l, "an absolute path") }, apply: {
             let v = trimmed($1)
             guard v.hasPrefix("/"), isPlainText(v), !v.split(separator: "/").contains("..")
             else { return false }
@@ -166,7 +181,7 @@ extension Options {
         .seconds("bus_timeout", 0.1...30, \.busTimeout),
         .seconds("reuse_duration", 0...maxReuseDuration, \.reuseDuration),
         .text("reason", \.reason),
-        OptionSpec(key: "fallback_title", accepts: "text of at most 256 bytes without control characters", apply: {
+        OptionSpec(key: "fallback_title", accepts: OptionSpec.plainText, apply: {
             guard isPlainText($1) else { return false }
             $0.fallbackTitle = $1
             return true
@@ -174,7 +189,8 @@ extension Options {
         .choice("opt_in", \.optIn, [OptIn.optional, .required]),
         .bool("debug", \.debug),
         .path("state_dir", \.stateDir),
-        OptionSpec(key: "dbus_address", accepts: "a D-Bus address such as unix:path=/run/dbus/system_bus_socket",
+        OptionSpec(key: "dbus_address",
+                   accepts: { l in tr(l, "a D-Bus address such as %s", "unix:path=/run/dbus/system_bus_socket") },
                    apply: {
             let v = trimmed($1)
             guard v.hasPrefix("unix:"), isPlainText(v) else { return false }
@@ -207,7 +223,7 @@ extension Options {
     }
 
     /// What `key` accepts, in words ("a number from 0.1 to 30"); nil for an unknown key.
-    public static func accepts(_ key: String) -> String? { spec(for: key)?.accepts }
+    public static func accepts(_ key: String, in l: Language = .english) -> String? { spec(for: key)?.accepts(l) }
 
     public static var allKeys: [String] { table.map(\.key) }
 
