@@ -88,24 +88,24 @@ final class InterruptSource: WakeSource {
 /// Which rule requires the password first, with its configured numbers: one sentence used
 /// by status, verify, enable, reset and doctor alike. `failures` is the user's count when
 /// known (the lockout is stated as "N consecutive failed matches (lockout at T)" everywhere).
-func ruleText(_ reason: LAError.Reason, _ f: RuleFigures, failures: Int? = nil) -> String {
+func ruleText(_ reason: LAError.Reason, _ f: RuleFigures, failures: Int? = nil, in l: Language = cliLanguage) -> String {
     let h = RuleFigures.hours
     switch reason {
     case .failedAttempts:
         guard let failures else {
-            return tr(cliLanguage, "locked out after %s consecutive failed matches", f.lockoutThreshold)
+            return tr(l, "locked out after %s consecutive failed matches", f.lockoutThreshold)
         }
-        return tr(cliLanguage, "locked out: %s consecutive failed matches (lockout at %s)", failures, f.lockoutThreshold)
+        return tr(l, "locked out: %s consecutive failed matches (lockout at %s)", failures, f.lockoutThreshold)
     case .passwordRequiredAfterReboot:
-        return tr(cliLanguage, "the password was not entered since the last boot (password_after_reboot)")
+        return tr(l, "the password was not entered since the last boot (password_after_reboot)")
     case .passwordRequiredAfterIdle:
-        return tr(cliLanguage, "no sign-in for %s hours (password_after_idle)", h(f.idleHours))
+        return tr(l, "no sign-in for %s hours (password_after_idle)", h(f.idleHours))
     case .passwordRequiredStale:
-        return tr(cliLanguage, "no password for %s hours and no finger for %s hours (password_stale, fingerprint_stale)",
+        return tr(l, "no password for %s hours and no finger for %s hours (password_stale, fingerprint_stale)",
                   h(f.passwordStaleHours), h(f.fingerprintStaleHours))
-    case .passwordNeverUsed: return tr(cliLanguage, "the password was never entered here")
-    case .stateUnreadable: return tr(cliLanguage, "the state file cannot be trusted")
-    default: return tr(cliLanguage, "the password is required first")
+    case .passwordNeverUsed: return tr(l, "the password was never entered here")
+    case .stateUnreadable: return tr(l, "the state file cannot be trusted")
+    default: return tr(l, "the password is required first")
     }
 }
 

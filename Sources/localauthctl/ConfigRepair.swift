@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocalAuth
 
 /// The fix `doctor` proposes for a configuration file (or the drop-in directory) that
 /// cannot be trusted, from what the path is now. Nothing it proposes follows a symlink:
@@ -12,32 +13,40 @@ struct ConfigRepair {
     let path: String
     let directory: Bool
 
-    func fix() -> String? {
+    func fix() -> DoctorCommand.Text? {
         var st = stat()
         guard lstat(path, &st) == 0 else { return nil }
         let kind = st.st_mode & S_IFMT
+        let path = self.path
         if kind == S_IFLNK { return replaceLink() }
         if kind != (directory ? S_IFDIR : S_IFREG) {
+            let make = "install -d -m 0755 -o root -g root \(path)"
             return directory
-                ? "move \(path) away and make it a directory: install -d -m 0755 -o root -g root \(path)"
-                : "move \(path) away and put the settings in a regular file there"
+                ? { l in tr(l, "move %s away and make it a directory: %s", path, make) }
+                : { l in tr(l, "move %s away and put the settings in a regular file there", path) }
         }
         var steps: [String] = []
         if st.st_uid != 0 || st.st_gid != 0 { steps.append("chown root:root \(path)") }
         if st.st_mode & 0o022 != 0 { steps.append("chmod go-w \(path)") }
-        return steps.isEmpty ? nil : steps.joined(separator: "; ")
+        return steps.isEmpty ? nil : DoctorCommand.verbatim(steps.joined(separator: "; "))
     }
 
     /// The link goes, and what it pointed at becomes a file of root's in its place: review
     /// the target first, it was read by nobody while the link stood.
-    private func replaceLink() -> String {
-        let target = linkTarget() ?? "its target"
+    private func replaceLink() -> DoctorCommand.Text {
+        let path = self.path, found = linkTarget()
         if directory {
-            return "replace the symlink with a directory of its own: rm \(path); install -d -m 0755 -o root -g root "
-                + "\(path) (then copy in the *.conf files of \(target) that belong there)"
+            return { l in
+                let target = found ?? tr(l, "its target")
+                return tr(l, "replace the symlink with a directory of its own: %s (then copy in the *.conf files of %s that belong there)",
+                          "rm \(path); install -d -m 0755 -o root -g root \(path)", target)
+            }
         }
-        return "replace the symlink with a regular file: rm \(path); install -m 0644 -o root -g root \(target) "
-            + "\(path) (review \(target) first; chown or chmod on the link would change \(target) itself)"
+        return { l in
+            let target = found ?? tr(l, "its target")
+            return tr(l, "replace the symlink with a regular file: %1$s (review %2$s first; chown or chmod on the link would change %2$s itself)",
+                      "rm \(path); install -m 0644 -o root -g root \(target) \(path)", target)
+        }
     }
 
     private func linkTarget() -> String? {

@@ -31,18 +31,49 @@ enum DoctorCommand {
         passwords only); and no line of the module that fails its stack once the module
         is missing (the package removed: "Module is unknown"). A fix is printed only when
         it keeps every user getting in as before. Exit 0 when nothing is a problem
-        (warnings allowed), 1 when something is. --json prints one object for fleet
-        scripts: user, findings (each with severity ok, warning or problem, message, and
-        fix or null), problems and warnings.
+        (warnings allowed), 1 when something is. Findings are in your language (LANGUAGE,
+        LC_ALL, LC_MESSAGES, LANG). --json prints one object for fleet scripts, the same in
+        every language: user, language ("en": its text is English), findings (each with
+        severity ok, warning or problem, a stable code such as state.mode, message, and fix
+        or null), problems and warnings.
         """,
         flags: Flag.common + [pamDir, helper, module, .json], run: run)
 
-    enum Severity: String { case ok, warning, problem }
+    enum Severity: String {
+        case ok, warning, problem
+
+        /// The word in the first column, in `l` (--json has the raw value).
+        func label(_ l: Language) -> String {
+            switch self {
+            case .ok: return tr(l, "ok")
+            case .warning: return tr(l, "warning")
+            case .problem: return tr(l, "problem")
+            }
+        }
+    }
+
+    /// A sentence of doctor's, in whichever language it is printed in: the user's on the
+    /// terminal, English in --json (one language for every machine a fleet script reads).
+    /// File paths, PAM lines, commands and option names are its arguments, never translated.
+    typealias Text = (Language) -> String
+
+    /// The same in every language: a command to run.
+    static func verbatim(_ text: String) -> Text { { _ in text } }
 
     struct Finding {
         let severity: Severity
-        let message: String
-        var fix: String?
+        /// What the finding is about, for scripts (--json): the same in every language and
+        /// release, such as `helper.owner` or `pam.authsucc-not-reached`.
+        let code: String
+        let message: Text
+        var fix: Text?
+
+        init(_ severity: Severity, _ code: String, _ message: @escaping Text, fix: Text? = nil) {
+            self.severity = severity
+            self.code = code
+            self.message = message
+            self.fix = fix
+        }
     }
 
     static func run(_ inv: Invocation) -> Int32 {
@@ -75,24 +106,33 @@ enum DoctorCommand {
         let problems = findings.filter { $0.severity == .problem }.count
         let warnings = findings.filter { $0.severity == .warning }.count
         if inv.has(.json) {
-            say(JSON.object([
-                ("user", .string(account.name.value)),
-                ("findings", .array(findings.map { f in
-                    .object([("severity", .string(f.severity.rawValue)), ("message", .string(f.message)),
-                             ("fix", .string(f.fix))])
-                })),
-                ("problems", .int(Int64(problems))),
-                ("warnings", .int(Int64(warnings))),
-            ]).encoded())
+            say(json(account, findings, problems: problems, warnings: warnings).encoded())
             return problems > 0 ? Exit.failed : Exit.ok
         }
+        let l = cliLanguage
+        let indent = String(repeating: " ", count: 9)
         for f in findings {
-            say(f.severity.rawValue.padding(9) + f.message)
-            if let fix = f.fix { say(String(repeating: " ", count: 9) + "fix: " + fix) }
+            say(padCells(f.severity.label(l), 9) + f.message(l))
+            if let fix = f.fix { say(indent + tr(l, "fix: %s", fix(l))) }
         }
-        say("doctor: " + trn(cliLanguage, "%s problem", "%s problems", problems, problems) + ", "
-            + trn(cliLanguage, "%s warning", "%s warnings", warnings, warnings))
+        say("doctor: " + trn(l, "%s problem", "%s problems", problems, problems) + ", "
+            + trn(l, "%s warning", "%s warnings", warnings, warnings))
         return problems > 0 ? Exit.failed : Exit.ok
+    }
+
+    /// The same in every language: codes and severities for scripts, and the text in
+    /// English, as `language` says.
+    static func json(_ account: Account, _ findings: [Finding], problems: Int, warnings: Int) -> JSON {
+        .object([
+            ("user", .string(account.name.value)),
+            ("language", .string(Language.english.rawValue)),
+            ("findings", .array(findings.map { f in
+                .object([("severity", .string(f.severity.rawValue)), ("code", .string(f.code)),
+                         ("message", .string(f.message(.english))), ("fix", .string(f.fix?(.english)))])
+            })),
+            ("problems", .int(Int64(problems))),
+            ("warnings", .int(Int64(warnings))),
+        ])
     }
 
     // MARK: - fprintd, the reader, the prints
@@ -102,43 +142,57 @@ enum DoctorCommand {
         let user = account.name.value
         do {
             let set = try sensor.enrolledSet(for: user)
-            return [Finding(severity: .ok, message: "fprintd answers; reader \"\(set.deviceName)\""),
-                    Finding(severity: .ok, message: "prints of \(user): \(set.fingers.joined(separator: ", "))")]
+            let fingers = set.fingers.joined(separator: ", ")
+            return [Finding(.ok, "fprintd.reader", { l in tr(l, "fprintd answers; reader \"%s\"", set.deviceName) }),
+                    Finding(.ok, "prints.enrolled", { l in tr(l, "prints of %s: %s", user, fingers) })]
         } catch {
+            let present = Finding(.ok, "fprintd.reader", { l in tr(l, "fprintd answers; a reader is present") })
             switch error.code {
             case .biometryNotEnrolled where account.uid == 0:
                 // Root signs in with its password; the users are the ones to check.
-                return [Finding(severity: .ok, message: "fprintd answers; a reader is present"),
-                        Finding(severity: .ok, message: "no fingerprints enrolled for root (name a user to "
-                                    + "check theirs: localauthctl doctor USER)")]
+                return [present,
+                        Finding(.ok, "prints.root", { l in
+                            tr(l, "no fingerprints enrolled for root (name a user to check theirs: %s)",
+                               "localauthctl doctor USER")
+                        })]
             case .biometryNotEnrolled:
-                return [Finding(severity: .ok, message: "fprintd answers; a reader is present"),
-                        Finding(severity: .problem, message: "no fingerprints enrolled for \(user)",
-                                fix: "fprintd-enroll -f right-index-finger \(user)")]
+                return [present,
+                        Finding(.problem, "prints.none", { l in tr(l, "no fingerprints enrolled for %s", user) },
+                                fix: verbatim("fprintd-enroll -f right-index-finger \(user)"))]
             case _ where error.cause.contains("no fingerprint reader"):
-                return [Finding(severity: .ok, message: "fprintd answers"),
-                        Finding(severity: .problem, message: "fprintd has no fingerprint reader",
-                                fix: "connect a reader libfprint supports (lsusb; fprintd's log: journalctl -u fprintd)")]
+                return [Finding(.ok, "fprintd.answers", { l in tr(l, "fprintd answers") }),
+                        Finding(.problem, "fprintd.no-reader", { l in tr(l, "fprintd has no fingerprint reader") },
+                                fix: { l in
+                                    tr(l, "connect a reader libfprint supports (%s; fprintd's log: %s)", "lsusb",
+                                       "journalctl -u fprintd")
+                                })]
             default:
-                return [Finding(severity: .problem,
-                                message: "fprintd is not reachable on \(options.dbusAddress): \(error.cause)",
-                                fix: fprintdFix(error.cause))]
+                let cause = error.cause
+                return [Finding(.problem, "fprintd.unreachable",
+                                { l in tr(l, "fprintd is not reachable on %s: %s", options.dbusAddress, cause) },
+                                fix: fprintdFix(cause))]
             }
         }
     }
 
     /// What to do when fprintd does not answer: nothing to install when it is installed.
-    static func fprintdFix(_ cause: String) -> String {
+    static func fprintdFix(_ cause: String) -> Text {
         let paths: [String] = ["/usr/libexec/fprintd", "/usr/lib/fprintd/fprintd"]
         let installed = paths.contains { path in access(path, X_OK) == 0 }
+        let start = "systemctl start dbus", install = "apt-get install fprintd", log = "journalctl -u fprintd"
         if cause.contains("system bus") || cause.contains("no bus connection") {
-            return "start the system bus (systemctl start dbus)"
-                + (installed ? "; fprintd is installed and is started by it on demand" : ", and apt-get install fprintd")
+            return installed
+                ? { l in tr(l, "start the system bus (%s); fprintd is installed and is started by it on demand", start) }
+                : { l in tr(l, "start the system bus (%s), and %s", start, install) }
         }
         return installed
-            ? "fprintd is installed but did not answer: its log (journalctl -u fprintd) says why"
-            : "apt-get install fprintd (it is started by D-Bus on demand)"
+            ? { l in tr(l, "fprintd is installed but did not answer: its log (%s) says why", log) }
+            : { l in tr(l, "%s (it is started by D-Bus on demand)", install) }
     }
+
+    /// The fix for a file of the package that is missing.
+    static let install: Text = { l in tr(l, "install it (the localauth package, or %s)", "scripts/install") }
+    static let reinstall: Text = { l in tr(l, "reinstall it") }
 
     // MARK: - The helper
 
@@ -157,42 +211,43 @@ enum DoctorCommand {
     }
 
     static func helperFile(_ path: String) -> [Finding] {
-        let what = "helper \(path)"
         guard path.hasPrefix("/") else {
-            return [Finding(severity: .problem, message: "\(what): not an absolute path", fix: nil)]
+            return [Finding(.problem, "helper.path", { l in tr(l, "helper %s: not an absolute path", path) })]
         }
         var st = stat()
         guard stat(path, &st) == 0 else {
-            return [Finding(severity: .problem, message: "\(what): \(String(cString: strerror(errno)))",
-                            fix: "install it (the localauth package, or scripts/install)")]
+            let why = String(cString: strerror(errno))
+            return [Finding(.problem, "helper.missing", { l in tr(l, "helper %s: %s", path, why) }, fix: install)]
         }
         var out: [Finding] = []
-        let mode = st.st_mode & 0o7777
+        let mode = octal(st.st_mode & 0o7777), bits = st.st_mode & 0o7777, uid = st.st_uid
         if (st.st_mode & S_IFMT) != S_IFREG {
-            out.append(Finding(severity: .problem, message: "\(what): not a regular file", fix: "reinstall it"))
+            out.append(Finding(.problem, "helper.not-regular", { l in tr(l, "helper %s: not a regular file", path) },
+                               fix: reinstall))
         }
-        if st.st_uid != 0 {
-            out.append(Finding(severity: .problem,
-                               message: "\(what): owned by uid \(st.st_uid), not root (the module refuses it)",
-                               fix: "chown root:root \(path)"))
+        if uid != 0 {
+            out.append(Finding(.problem, "helper.owner",
+                               { l in tr(l, "helper %s: owned by uid %s, not root (the module refuses it)", path, uid) },
+                               fix: verbatim("chown root:root \(path)")))
         }
-        if mode & 0o022 != 0 {
-            out.append(Finding(severity: .problem,
-                               message: "\(what): mode \(octal(mode)), writable by group or others (the module refuses it)",
-                               fix: "chmod go-w \(path)"))
+        if bits & 0o022 != 0 {
+            out.append(Finding(.problem, "helper.writable", { l in
+                tr(l, "helper %s: mode %s, writable by group or others (the module refuses it)", path, mode)
+            }, fix: verbatim("chmod go-w \(path)")))
         }
-        if mode & 0o111 == 0 {
-            out.append(Finding(severity: .problem, message: "\(what): mode \(octal(mode)), not executable",
-                               fix: "chmod 0755 \(path)"))
-        } else if mode & 0o001 == 0 {
-            out.append(Finding(severity: .warning,
-                               message: "\(what): mode \(octal(mode)), not executable by others "
-                                   + "(a screen locker running as the user cannot start it)",
-                               fix: "chmod 0755 \(path)"))
+        if bits & 0o111 == 0 {
+            out.append(Finding(.problem, "helper.not-executable",
+                               { l in tr(l, "helper %s: mode %s, not executable", path, mode) },
+                               fix: verbatim("chmod 0755 \(path)")))
+        } else if bits & 0o001 == 0 {
+            out.append(Finding(.warning, "helper.not-executable-by-others", { l in
+                tr(l, "helper %s: mode %s, not executable by others (a screen locker running as the user cannot start it)",
+                   path, mode)
+            }, fix: verbatim("chmod 0755 \(path)")))
         }
         out += parentDirectories(path)
         if out.isEmpty {
-            out.append(Finding(severity: .ok, message: "\(what): root's, mode \(octal(mode))"))
+            out.append(Finding(.ok, "helper.ok", { l in tr(l, "helper %s: root's, mode %s", path, mode) }))
         }
         return out
     }
@@ -207,12 +262,12 @@ enum DoctorCommand {
             let dir = "/" + parts.joined(separator: "/")
             var st = stat()
             guard stat(dir, &st) == 0 else { continue }
-            let mode = st.st_mode & 0o7777
-            if st.st_uid != 0 || (mode & 0o022 != 0 && mode & 0o1000 == 0) {
-                out.append(Finding(severity: .problem,
-                                   message: "directory \(dir) (above the helper) is owned by uid \(st.st_uid), "
-                                       + "mode \(octal(mode)): someone other than root can replace the helper",
-                                   fix: "chown root:root \(dir); chmod go-w \(dir)"))
+            let bits = st.st_mode & 0o7777, uid = st.st_uid
+            if uid != 0 || (bits & 0o022 != 0 && bits & 0o1000 == 0) {
+                out.append(Finding(.problem, "helper.directory", { l in
+                    tr(l, "directory %s (above the helper) is owned by uid %s, mode %s: someone other than root can replace the helper",
+                       dir, uid, octal(bits))
+                }, fix: verbatim("chown root:root \(dir); chmod go-w \(dir)")))
             }
         }
         return out
@@ -221,50 +276,51 @@ enum DoctorCommand {
     // MARK: - The state directory
 
     static func stateDirectory(_ dir: String, _ account: Account, _ options: Options) -> [Finding] {
-        let what = "state directory \(dir)"
+        let create = verbatim("install -d -m 0700 -o root -g root \(dir)")
         var st = stat()
         guard lstat(dir, &st) == 0 else {
             if errno == ENOENT {
-                return [Finding(severity: .warning, message: "\(what): missing (created 0700 on first use)",
-                                fix: "install -d -m 0700 -o root -g root \(dir)")]
+                return [Finding(.warning, "state.missing",
+                                { l in tr(l, "state directory %s: missing (created 0700 on first use)", dir) }, fix: create)]
             }
-            return [Finding(severity: .problem, message: "\(what): \(String(cString: strerror(errno)))",
-                            fix: nil)]
+            let why = String(cString: strerror(errno))
+            return [Finding(.problem, "state.unreadable", { l in tr(l, "state directory %s: %s", dir, why) })]
         }
-        let mode = st.st_mode & 0o7777
+        let bits = st.st_mode & 0o7777, mode = octal(bits), uid = st.st_uid
         if (st.st_mode & S_IFMT) == S_IFLNK {
-            return [Finding(severity: .problem, message: "\(what): a symbolic link (refused)",
-                            fix: "rm \(dir); install -d -m 0700 -o root -g root \(dir)")]
+            return [Finding(.problem, "state.symlink", { l in tr(l, "state directory %s: a symbolic link (refused)", dir) },
+                            fix: verbatim("rm \(dir); install -d -m 0700 -o root -g root \(dir)"))]
         }
         if (st.st_mode & S_IFMT) != S_IFDIR {
-            return [Finding(severity: .problem, message: "\(what): not a directory", fix: nil)]
+            return [Finding(.problem, "state.not-directory", { l in tr(l, "state directory %s: not a directory", dir) })]
         }
         var out: [Finding] = []
-        if st.st_uid != 0 {
-            out.append(Finding(severity: .problem,
-                               message: "\(what): owned by uid \(st.st_uid), not root (the helper refuses it: "
-                                   + "every fingerprint login falls back to the password)",
-                               fix: "chown root:root \(dir)"))
+        if uid != 0 {
+            out.append(Finding(.problem, "state.owner", { l in
+                tr(l, "state directory %s: owned by uid %s, not root (the helper refuses it: every fingerprint login falls back to the password)",
+                   dir, uid)
+            }, fix: verbatim("chown root:root \(dir)")))
         }
-        if mode & 0o077 != 0 {
-            out.append(Finding(severity: .problem,
-                               message: "\(what): mode \(octal(mode)), expected 0700 (the helper refuses it: "
-                                   + "every fingerprint login falls back to the password)",
-                               fix: "chmod 0700 \(dir)"))
+        if bits & 0o077 != 0 {
+            out.append(Finding(.problem, "state.mode", { l in
+                tr(l, "state directory %s: mode %s, expected 0700 (the helper refuses it: every fingerprint login falls back to the password)",
+                   dir, mode)
+            }, fix: verbatim("chmod 0700 \(dir)")))
         }
         guard out.isEmpty else { return out }
-        out.append(Finding(severity: .ok, message: "\(what): root's, mode \(octal(mode))"))
+        out.append(Finding(.ok, "state.ok", { l in tr(l, "state directory %s: root's, mode %s", dir, mode) }))
         guard callerIsRoot else { return out }
         let rules = Rules(options)
+        let name = account.name.value, reset = "localauthctl reset \(account.name)"
         switch try? FileStateStore(directory: dir).load(account.name) {
         case .damaged(let cause)?:
-            out.append(Finding(severity: .problem, message: "state of \(account.name) cannot be trusted: \(cause)",
-                               fix: "the user's password rewrites it; or localauthctl reset \(account.name)"))
+            out.append(Finding(.problem, "state.damaged", { l in tr(l, "state of %s cannot be trusted: %s", name, cause) },
+                               fix: { l in tr(l, "the user's password rewrites it; or %s", reset) }))
         case .state(let s)? where rules.isLockedOut(s):
-            out.append(Finding(severity: .warning,
-                               message: "\(account.name) is " + ruleText(.failedAttempts(rules.lockoutThreshold),
-                                                                         rules.figures, failures: s.consecutiveFailures),
-                               fix: "the user's password clears it; or localauthctl reset \(account.name)"))
+            out.append(Finding(.warning, "state.locked-out", { l in
+                tr(l, "%s is %s", name, ruleText(.failedAttempts(rules.lockoutThreshold), rules.figures,
+                                                 failures: s.consecutiveFailures, in: l))
+            }, fix: { l in tr(l, "the user's password clears it; or %s", reset) }))
         default:
             break
         }
@@ -280,34 +336,39 @@ enum DoctorCommand {
         case .success(let files): for file in files { out += configFileAlone(file) }
         case .failure(let problem):
             let dir = ConfigFile.dropInDirectory(path)
-            out.append(Finding(severity: .problem, message: "config \(problem): \(untrustedEffect)",
+            out.append(Finding(.problem, "config.drop-ins-untrusted", untrusted(problem),
                                fix: ConfigRepair(path: dir, directory: true).fix()))
         }
         return out
     }
 
     /// What the module does while a file cannot be trusted (Options.untrustedConfiguration).
-    static let untrustedEffect = "not read, and fingerprint sign-in is off until it is fixed (the password only)"
+    static func untrusted(_ problem: ConfigFile.Problem) -> Text {
+        { l in
+            tr(l, "config %s: not read, and fingerprint sign-in is off until it is fixed (the password only)",
+               problem.text(l))
+        }
+    }
 
     static func configFileAlone(_ path: String) -> [Finding] {
         switch ConfigFile.read(path) {
         case .failure(.missing):
-            return [Finding(severity: .ok, message: "config \(path): not present, every option at its default")]
-        case .failure(.unsafe(let why)):
-            return [Finding(severity: .problem, message: "config \(why.text(.english)): \(untrustedEffect)",
+            return [Finding(.ok, "config.missing", { l in tr(l, "config %s: not present, every option at its default", path) })]
+        case .failure(let problem):
+            guard case .unsafe = problem else { return [Finding(.problem, "config.unreadable", untrusted(problem))] }
+            return [Finding(.problem, "config.untrusted", untrusted(problem),
                             fix: ConfigRepair(path: path, directory: false).fix())]
-        case .failure(.unreadable(let why)):
-            return [Finding(severity: .problem, message: "config \(why.text(.english)): \(untrustedEffect)", fix: nil)]
         case .success(let text):
             var scratch = Options()
             let issues = ConfigParser.apply(fileText: text, source: path, to: &scratch)
             if issues.isEmpty {
-                return [Finding(severity: .ok, message: "config \(path): every line parses")]
+                return [Finding(.ok, "config.ok", { l in tr(l, "config %s: every line parses", path) })]
             }
-            return issues.map {
-                Finding(severity: .problem, message: $0.description,
-                        fix: "edit line \($0.line) of \(path) (localauth.conf(5)); meanwhile the line is skipped "
-                            + "and the option keeps the value it had before it")
+            return issues.map { issue in
+                Finding(.problem, "config.line", { l in issue.located(l) }, fix: { l in
+                    tr(l, "edit line %s of %s (localauth.conf(5)); meanwhile the line is skipped and the option keeps the value it had before it",
+                       issue.line, path)
+                })
             }
         }
     }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocalAuth
 
 /// `doctor`'s look at the installed files other than the helper: the PAM module where libpam
 /// finds it, and the setuid launcher screen lockers need.
@@ -37,54 +38,56 @@ struct DoctorInstall {
             candidates = [prefix + "/lib/security/pam_localauth.so"]
         }
         guard let path = candidates.first(where: { access($0, F_OK) == 0 }) else {
-            return [Finding(severity: .problem,
-                            message: "module pam_localauth.so: not found (looked at \(candidates.joined(separator: ", ")))",
-                            fix: "install it (the localauth package, or scripts/install)")]
+            let looked = candidates.joined(separator: ", ")
+            return [Finding(.problem, "module.missing",
+                            { l in tr(l, "module pam_localauth.so: not found (looked at %s)", looked) },
+                            fix: DoctorCommand.install)]
         }
         var st = stat()
         guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            return [Finding(severity: .problem, message: "module \(path): not a regular file", fix: "reinstall it")]
+            return [Finding(.problem, "module.not-regular", { l in tr(l, "module %s: not a regular file", path) },
+                            fix: DoctorCommand.reinstall)]
         }
-        let mode = st.st_mode & 0o7777
-        if st.st_uid != 0 || mode & 0o022 != 0 {
-            return [Finding(severity: .problem,
-                            message: "module \(path): owned by uid \(st.st_uid), mode \(DoctorCommand.octal(mode)): "
-                                + "someone other than root can change what runs inside sudo and login",
-                            fix: "chown root:root \(path); chmod 0644 \(path)")]
+        let bits = st.st_mode & 0o7777, mode = DoctorCommand.octal(bits), uid = st.st_uid
+        if uid != 0 || bits & 0o022 != 0 {
+            return [Finding(.problem, "module.writable", { l in
+                tr(l, "module %s: owned by uid %s, mode %s: someone other than root can change what runs inside sudo and login",
+                   path, uid, mode)
+            }, fix: DoctorCommand.verbatim("chown root:root \(path); chmod 0644 \(path)"))]
         }
-        if mode & 0o004 == 0 {
-            return [Finding(severity: .warning,
-                            message: "module \(path): mode \(DoctorCommand.octal(mode)), not readable by others "
-                                + "(a screen locker running as the user cannot load it)",
-                            fix: "chmod 0644 \(path)")]
+        if bits & 0o004 == 0 {
+            return [Finding(.warning, "module.not-readable", { l in
+                tr(l, "module %s: mode %s, not readable by others (a screen locker running as the user cannot load it)",
+                   path, mode)
+            }, fix: DoctorCommand.verbatim("chmod 0644 \(path)"))]
         }
-        return [Finding(severity: .ok, message: "module \(path): root's, mode \(DoctorCommand.octal(mode))")]
+        return [Finding(.ok, "module.ok", { l in tr(l, "module %s: root's, mode %s", path, mode) })]
     }
 
     /// Callers that are not root (screen lockers) need the launcher setuid root.
     private func launcherFile() -> [Finding] {
-        let what = "launcher \(launcher)"
+        let launcher = self.launcher
         var st = stat()
         guard stat(launcher, &st) == 0 else {
-            return [Finding(severity: .warning,
-                            message: "\(what): \(String(cString: strerror(errno))) (screen lockers that run as "
-                                + "the user go straight to the password)",
-                            fix: "install it (the localauth package, or scripts/install)")]
+            let why = String(cString: strerror(errno))
+            return [Finding(.warning, "launcher.missing", { l in
+                tr(l, "launcher %s: %s (screen lockers that run as the user go straight to the password)", launcher, why)
+            }, fix: DoctorCommand.install)]
         }
-        let mode = st.st_mode & 0o7777
-        if (st.st_mode & S_IFMT) != S_IFREG || st.st_uid != 0 || mode & 0o022 != 0 {
-            return [Finding(severity: .problem,
-                            message: "\(what): owned by uid \(st.st_uid), mode \(DoctorCommand.octal(mode)): "
-                                + "it must be a root-owned file nobody else can write",
-                            fix: "chown root:root \(launcher); chmod 4755 \(launcher)")]
+        let bits = st.st_mode & 0o7777, mode = DoctorCommand.octal(bits), uid = st.st_uid
+        if (st.st_mode & S_IFMT) != S_IFREG || uid != 0 || bits & 0o022 != 0 {
+            return [Finding(.problem, "launcher.writable", { l in
+                tr(l, "launcher %s: owned by uid %s, mode %s: it must be a root-owned file nobody else can write",
+                   launcher, uid, mode)
+            }, fix: DoctorCommand.verbatim("chown root:root \(launcher); chmod 4755 \(launcher)"))]
         }
-        if mode & 0o4000 == 0 || mode & 0o001 == 0 {
-            return [Finding(severity: .warning,
-                            message: "\(what): mode \(DoctorCommand.octal(mode)), not setuid root and executable by "
-                                + "all (screen lockers that run as the user go straight to the password)",
-                            fix: "chmod 4755 \(launcher)")]
+        if bits & 0o4000 == 0 || bits & 0o001 == 0 {
+            return [Finding(.warning, "launcher.not-setuid", { l in
+                tr(l, "launcher %s: mode %s, not setuid root and executable by all (screen lockers that run as the user go straight to the password)",
+                   launcher, mode)
+            }, fix: DoctorCommand.verbatim("chmod 4755 \(launcher)"))]
         }
-        return [Finding(severity: .ok, message: "\(what): setuid root, mode \(DoctorCommand.octal(mode))")]
+        return [Finding(.ok, "launcher.ok", { l in tr(l, "launcher %s: setuid root, mode %s", launcher, mode) })]
     }
 
     static func glob(_ pattern: String) -> [String] {

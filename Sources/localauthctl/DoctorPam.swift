@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocalAuth
 
 /// `doctor`'s look at the PAM service files: every service whose auth stack uses the module,
 /// run as libpam would (PamWalk) for each way it can go — the finger matched, every password
@@ -12,9 +13,10 @@ struct DoctorPam {
     let directory: String
 
     func check() -> [Finding] {
+        let directory = self.directory
         guard let names = DoctorCommand.directoryEntries(directory) else {
-            return [Finding(severity: .problem,
-                            message: "PAM directory \(directory): \(String(cString: strerror(errno)))", fix: nil)]
+            let why = String(cString: strerror(errno))
+            return [Finding(.problem, "pam.directory", { l in tr(l, "PAM directory %s: %s", directory, why) })]
         }
         var reader = PamStackReader(directory: directory)
         var out: [Finding] = []
@@ -42,14 +44,16 @@ struct DoctorPam {
                                 usedBy: g.services).findings()
         }
         for (location, name) in reader.missing {
-            out.append(Finding(severity: .warning, message: "\(location): included file \(name) not found", fix: nil))
+            out.append(Finding(.warning, "pam.include-missing", { l in tr(l, "%s: included file %s not found", location, name) }))
         }
         out += coverage(users, names)
         if users.isEmpty {
-            out.append(Finding(severity: .warning, message: "no service in \(directory) uses pam_localauth.so",
-                               fix: "add `auth sufficient pam_localauth.so` before `@include common-auth` and "
-                                   + "`auth optional pam_localauth.so authsucc` after it (pam_localauth(8)), or "
-                                   + "pam-auth-update --enable localauth localauth-authsucc"))
+            out.append(Finding(.warning, "pam.unused", { l in tr(l, "no service in %s uses pam_localauth.so", directory) },
+                               fix: { l in
+                                   tr(l, "add %s before %s and %s after it (pam_localauth(8)), or %s",
+                                      "`auth sufficient pam_localauth.so`", "`@include common-auth`",
+                                      "`auth optional pam_localauth.so authsucc`", DoctorPam.enableProfiles)
+                               }))
         }
         out += PamControlCheck(directory: directory, names: names).findings()
         out += localauthctlService(names, users: users)
@@ -65,14 +69,16 @@ struct DoctorPam {
               let common = reader.authStack("common-auth"),
               common.contains(where: { $0.isFirstLine }),
               !common.contains(where: { $0.moduleName == "pam_fprintd.so" }) else { return [] }
-        return [Finding(severity: .ok,
-                        message: "libpam-fprintd's pam-auth-update profile is off: it conflicts with localauth's, and "
-                            + "pam-auth-update left it out when localauth's were enabled (pam_fprintd no longer "
-                            + "asks for the finger in common-auth; `pam-auth-update --enable fprintd` would take "
-                            + "localauth's lines out)")]
+        return [Finding(.ok, "pam.fprintd-profile-off", { l in
+            tr(l, "libpam-fprintd's pam-auth-update profile is off: it conflicts with localauth's, and pam-auth-update left it out when localauth's were enabled (pam_fprintd no longer asks for the finger in common-auth; %s would take localauth's lines out)",
+               "`pam-auth-update --enable fprintd`")
+        })]
     }
 
     static let fprintdProfilePath = "/usr/share/pam-configs/fprintd"
+
+    /// The command that enables both of the package's pam-auth-update profiles.
+    static let enableProfiles = "pam-auth-update --enable localauth localauth-authsucc"
 
     /// An `account` line of ours that runs when the account is fine (every module succeeds).
     private func accountLineRuns(_ rules: [PamRule]) -> Bool {
@@ -95,14 +101,13 @@ struct DoctorPam {
         guard !users.isEmpty else { return [] }
         var out: [Finding] = []
         for (service, what) in [("sudo", "sudo"), ("sudo-i", "sudo -i")] where names.contains(service) {
+            let path = directory + "/" + service
             if users.contains(service) {
-                out.append(Finding(severity: .ok, message: "\(what) asks for the finger (\(directory)/\(service))"))
+                out.append(Finding(.ok, "pam.sudo-finger", { l in tr(l, "%s asks for the finger (%s)", what, path) }))
             } else {
-                out.append(Finding(severity: .warning,
-                                   message: "\(what) asks for the password only: \(directory)/\(service) does not use "
-                                       + "pam_localauth.so",
-                                   fix: "in \(directory)/\(service), " + DoctorPam.exampleLines
-                                       + ", or pam-auth-update --enable localauth localauth-authsucc"))
+                out.append(Finding(.warning, "pam.sudo-password-only", { l in
+                    tr(l, "%s asks for the password only: %s does not use pam_localauth.so", what, path)
+                }, fix: { l in tr(l, "in %s, %s, or %s", path, DoctorPam.exampleLines(l), DoctorPam.enableProfiles) }))
             }
         }
         return out
@@ -110,27 +115,32 @@ struct DoctorPam {
 
     /// The lines to add to a service, from the shipped example (never from another service
     /// file of this machine, which may be anything: a test's, with test-only arguments).
-    static let exampleLines = "add `auth sufficient pam_localauth.so` before `@include common-auth`, "
-        + "`auth optional pam_localauth.so authsucc` after it and `account optional pam_localauth.so` after "
-        + "`@include common-account`, as in the shipped example (/usr/share/doc/localauth/examples/pam.d/sudo, "
-        + "pam_localauth(8))"
+    static func exampleLines(_ l: Language) -> String {
+        tr(l, "add %s before %s, %s after it and %s after %s, as in the shipped example (%s, pam_localauth(8))",
+           "`auth sufficient pam_localauth.so`", "`@include common-auth`", "`auth optional pam_localauth.so authsucc`",
+           "`account optional pam_localauth.so`", "`@include common-account`",
+           "/usr/share/doc/localauth/examples/pam.d/sudo")
+    }
 
     /// The service `enable` and `disable` check passwords with: it must take the password
     /// of every user who signs in by password elsewhere, directory users included (the
     /// module steps aside in it, so `@include common-auth` is right).
     private func localauthctlService(_ names: [String], users: [String]) -> [Finding] {
         let path = directory + "/localauthctl"
-        let shipped = "`@include common-auth` in \(path), as the package ships it (pam_localauth.so steps aside there)"
+        let shipped: DoctorCommand.Text = { l in
+            tr(l, "%s in %s, as the package ships it (pam_localauth.so steps aside there)", "`@include common-auth`", path)
+        }
         guard names.contains("localauthctl") else {
-            return [Finding(severity: .warning,
-                            message: "\(path) is missing: localauthctl enable and disable check the password "
-                                + "with the `other` service (on Debian it refuses everything)",
-                            fix: shipped)]
+            return [Finding(.warning, "pam.localauthctl-missing", { l in
+                tr(l, "%s is missing: localauthctl enable and disable check the password with the `other` service (on Debian it refuses everything)",
+                   path)
+            }, fix: shipped)]
         }
         var reader = PamStackReader(directory: directory)
         let own = Set((reader.authStack("localauthctl") ?? []).filter(\.isPasswordModule).map(\.moduleName))
         guard !own.isEmpty else {
-            return [Finding(severity: .warning, message: "\(path): no password module in its auth stack", fix: shipped)]
+            return [Finding(.warning, "pam.localauthctl-no-password",
+                            { l in tr(l, "%s: no password module in its auth stack", path) }, fix: shipped)]
         }
         // The password modules that let users in through the services that use the module.
         var elsewhere: [String: String] = [:]
@@ -140,22 +150,22 @@ struct DoctorPam {
             }
         }
         let missing = elsewhere.keys.filter { !own.contains($0) }.sorted()
+        let modules = own.sorted().joined(separator: ", ")
         guard missing.isEmpty else {
             let who = missing.map { "\($0) (\(elsewhere[$0]!))" }.joined(separator: ", ")
-            return [Finding(severity: .warning,
-                            message: "\(path) checks the password with \(own.sorted().joined(separator: ", ")) only: "
-                                + "users of \(who) cannot pass `localauthctl enable` or `disable` when it asks for "
-                                + "their password",
-                            fix: shipped)]
+            return [Finding(.warning, "pam.localauthctl-local-only", { l in
+                tr(l, "%s checks the password with %s only: users of %s cannot pass `localauthctl enable` or `disable` when it asks for their password",
+                   path, modules, who)
+            }, fix: shipped)]
         }
-        return [Finding(severity: .ok,
-                        message: "\(path): checks the password with \(own.sorted().joined(separator: ", "))")]
+        return [Finding(.ok, "pam.localauthctl-ok", { l in tr(l, "%s: checks the password with %s", path, modules) })]
     }
 }
 
 /// The findings for one auth stack.
 struct ServiceCheck {
     typealias Finding = DoctorCommand.Finding
+    typealias Text = DoctorCommand.Text
 
     let service: String
     let rules: [PamRule]
@@ -165,33 +175,39 @@ struct ServiceCheck {
 
     private var s: PamScenarios { PamScenarios(rules: rules) }
 
+    /// The line that belongs in a service, as the shipped examples write it.
+    static let moduleLineText = "`auth sufficient pam_localauth.so`"
+
     func findings() -> [Finding] {
         var out: [Finding] = []
         let firsts = rules.indices.filter { rules[$0].isFirstLine }
         guard let first = firsts.first else {
             let succ = rules.indices.first { rules[$0].isAuthsucc }!
-            out.append(problem("\(show(succ)) without the module line: it never acts",
-                               fix: "add `auth sufficient pam_localauth.so` to \(service)"
-                                   + (s.passwords.first.map { " above \(top($0))" } ?? " before the password module")))
+            let service = self.service, password = s.passwords.first
+            out.append(problem("pam.authsucc-alone", { l in tr(l, "%s without the module line: it never acts", show(succ, l)) },
+                               fix: { l in
+                                   password.map { tr(l, "add %s to %s above %s", ServiceCheck.moduleLineText, service, top($0, l)) }
+                                       ?? tr(l, "add %s to %s before the password module", ServiceCheck.moduleLineText, service)
+                               }))
             return out
         }
         if firsts.count > 1 {
-            out.append(Finding(severity: .warning,
-                               message: "\(subject): pam_localauth.so runs twice: \(show(firsts[0])) and \(show(firsts[1]))",
-                               fix: "keep one of them (the service's own lines or the pam-auth-update profile)"))
+            out.append(Finding(.warning, "pam.module-line-twice", { l in
+                tr(l, "%s: pam_localauth.so runs twice: %s and %s", subject(l), show(firsts[0], l), show(firsts[1], l))
+            }, fix: { l in tr(l, "keep one of them (the service's own lines or the pam-auth-update profile)") }))
         }
         out += fprintd()
         out += moduleLine(first)
         guard !s.passwords.isEmpty else {
-            out.append(Finding(severity: .warning, message: "\(subject): no password module in the auth stack",
-                               fix: nil))
+            out.append(Finding(.warning, "pam.no-password-module",
+                               { l in tr(l, "%s: no password module in the auth stack", subject(l)) }))
             return out
         }
         out += passwordOrder(first)
         out += authsucc(first)
         out += directoryLogin()
         if !out.contains(where: { $0.severity != .ok }) {
-            out.append(Finding(severity: .ok, message: soundText(first)))
+            out.append(Finding(.ok, "pam.sound", { l in soundText(first, l) }))
         }
         return out
     }
@@ -199,26 +215,33 @@ struct ServiceCheck {
     // MARK: - The module line
 
     private func moduleLine(_ first: Int) -> [Finding] {
-        let control = rules[first].control
-        if [control.action(for: "authinfo_unavail"), control.action(for: "auth_err")]
+        let control = rules[first].control.text
+        if [rules[first].control.action(for: "authinfo_unavail"), rules[first].control.action(for: "auth_err")]
             .contains(where: { $0 == .bad || $0 == .die }) {
-            return [problem("\(show(first)) is `\(control.text)`: a fingerprint that fails or is unavailable "
-                            + "denies the login, the password cannot follow",
-                            fix: "use `auth sufficient pam_localauth.so` at \(service) \(top(first))")]
+            return [problem("pam.module-line-denies", { l in
+                tr(l, "%s is `%s`: a fingerprint that fails or is unavailable denies the login, the password cannot follow",
+                   show(first, l), control)
+            }, fix: useSufficient(first))]
         }
         let matched = s.fingerMatched()
         let after = matched.ran.filter { $0 > first }
         if let p = after.first(where: { rules[$0].isPasswordModule }) {
-            return [Finding(severity: .warning,
-                            message: "\(subject): \(show(first)) is `\(control.text)`: a matched finger does "
-                                + "not end the stack\(whyNotEnded(first)), \(rules[p].moduleName) asks for the "
-                                + "password anyway",
-                            fix: controlFix(first))]
+            let module = rules[p].moduleName, inSubstack = endsTheStack(first) && rules[first].level > 0
+            return [Finding(.warning, "pam.finger-does-not-end-stack", { l in
+                inSubstack
+                    ? tr(l, "%s: %s is `%s`: a matched finger does not end the stack (it is in a substack, whose `done` ends only the substack), %s asks for the password anyway",
+                         subject(l), show(first, l), control, module)
+                    : tr(l, "%s: %s is `%s`: a matched finger does not end the stack, %s asks for the password anyway",
+                         subject(l), show(first, l), control, module)
+            }, fix: controlFix(first))]
         }
         if !matched.succeeded {
-            let end = matched.endedAt.map { " (the stack ends at \(show($0)))" } ?? ""
-            return [problem("\(show(first)) is `\(control.text)`: a matched finger is refused\(end)",
-                            fix: controlFix(first))]
+            let end = matched.endedAt
+            return [problem("pam.finger-refused", { l in
+                end.map { tr(l, "%s is `%s`: a matched finger is refused (the stack ends at %s)", show(first, l), control,
+                             show($0, l)) }
+                    ?? tr(l, "%s is `%s`: a matched finger is refused", show(first, l), control)
+            }, fix: controlFix(first))]
         }
         return []
     }
@@ -227,30 +250,38 @@ struct ServiceCheck {
     /// ends only the substack): saying "use `sufficient`" to such a line changes nothing.
     private func endsTheStack(_ i: Int) -> Bool { rules[i].control.action(for: "success") == .done }
 
-    private func whyNotEnded(_ i: Int) -> String {
-        endsTheStack(i) && rules[i].level > 0 ? " (it is in a substack, whose `done` ends only the substack)" : ""
+    private func useSufficient(_ i: Int) -> Text {
+        let service = self.service
+        return { l in tr(l, "use %1$s at %2$s %3$s", ServiceCheck.moduleLineText, service, top(i, l)) }
     }
 
-    private func controlFix(_ i: Int) -> String? {
-        guard endsTheStack(i) else { return "use `auth sufficient pam_localauth.so` at \(service) \(top(i))" }
+    private func controlFix(_ i: Int) -> Text? {
+        guard endsTheStack(i) else { return useSufficient(i) }
         guard rules[i].level > 0 else { return nil }  // the finding says where the stack ends
-        return "move \(rules[i].location) `\(rules[i].text)` out of the substack: `auth sufficient pam_localauth.so` "
-            + "in \(service) itself, above \(top(i))"
+        let rule = rules[i], service = self.service
+        return { l in
+            tr(l, "move %s `%s` out of the substack: %s in %s itself, above %s", rule.location, rule.text,
+               ServiceCheck.moduleLineText, service, top(i, l))
+        }
     }
 
     /// The module line must come before the password modules that prompt.
     private func passwordOrder(_ first: Int) -> [Finding] {
         var out: [Finding] = []
+        let service = self.service
         for p in s.passwords where p < first && !rules[p].neverPrompts {
-            let message = "\(show(first)) comes after the password module, \(show(p)): "
+            let fix: Text = { l in tr(l, "in %s, move %s above %s", service, top(first, l), top(p, l)) }
             if rules[p].moduleName == "pam_unix.so" {
-                out.append(problem(message + "the password is asked before the finger",
-                                   fix: "in \(service), move \(top(first)) above \(top(p))"))
+                out.append(problem("pam.password-before-finger", { l in
+                    tr(l, "%s comes after the password module, %s: the password is asked before the finger",
+                       show(first, l), show(p, l))
+                }, fix: fix))
             } else {
-                out.append(Finding(severity: .warning,
-                                   message: "\(subject): " + message + "users of \(rules[p].moduleName) are asked "
-                                       + "for the password before the finger",
-                                   fix: "in \(service), move \(top(first)) above \(top(p))"))
+                let module = rules[p].moduleName
+                out.append(Finding(.warning, "pam.password-before-finger", { l in
+                    tr(l, "%s: %s comes after the password module, %s: users of %s are asked for the password before the finger",
+                       subject(l), show(first, l), show(p, l), module)
+                }, fix: fix))
             }
         }
         return out
@@ -267,11 +298,17 @@ struct ServiceCheck {
     /// it is refused there, no longer a hole): they need it, account line or not.
     private func authsucc(_ first: Int) -> [Finding] {
         // pam-auth-update's lines: its second profile puts the account line in common-account.
-        let accountFix = rules[first].file.hasSuffix("/common-auth")
-            ? "pam-auth-update --enable localauth localauth-authsucc, and `@include common-account` in "
-                + "each service (its account line clears a lockout for accounts without a local hash)"
-            : "add `account optional pam_localauth.so` to \(service) (the account phase runs after "
-                + "the whole auth stack succeeded: it clears a lockout for accounts without a local hash)"
+        let managed = rules[first].file.hasSuffix("/common-auth")
+        let service = self.service
+        let accountFix: Text = managed
+            ? { l in
+                tr(l, "%s, and %s in each service (its account line clears a lockout for accounts without a local hash)",
+                   DoctorPam.enableProfiles, "`@include common-account`")
+            }
+            : { l in
+                tr(l, "add %s to %s (the account phase runs after the whole auth stack succeeded: it clears a lockout for accounts without a local hash)",
+                   "`account optional pam_localauth.so`", service)
+            }
         let succs = s.authsuccs
         let firstPassword = s.passwords[0]
         let letIn = s.modulesThatLetIn()
@@ -279,34 +316,49 @@ struct ServiceCheck {
         let otherIn = s.passwords.filter { !rules[$0].isLocalPassword && letIn.contains($0) }
         // No single edit that keeps everyone in and every failure counted: no fix at all,
         // rather than one that is not reached either, or skips what counts.
-        let localFix = StackRepair(service: service, rules: rules).best()
-            ?? "by hand, as pam_localauth(8) EXAMPLES shows: no change of one line keeps every user getting in "
-                + "and every module that counts or logs failures reached"
+        let localFix: Text = StackRepair(service: service, rules: rules).best() ?? { l in
+            tr(l, "by hand, as pam_localauth(8) EXAMPLES shows: no change of one line keeps every user getting in and every module that counts or logs failures reached")
+        }
         if succs.isEmpty {
             if accountClears && localIn.isEmpty { return [] }
-            let managed = rules[first].file.hasSuffix("/common-auth")  // pam-auth-update's lines
             let fixes = (localIn.isEmpty ? [] : [localFix]) + (accountClears || otherIn.isEmpty ? [] : [accountFix])
-            let why = accountClears
-                ? "no `authsucc` line, and the account line cannot check a local password (libpam drops "
-                    + "PAM_AUTHTOK when pam_authenticate returns)"
-                : "no `authsucc` line and no `account` line"
-            return [problem("no line clears a fingerprint lockout after the password module, "
-                            + "\(show(firstPassword)): \(why)",
-                            fix: managed ? "pam-auth-update --enable localauth localauth-authsucc"
-                                         : fixes.isEmpty ? nil : fixes.joined(separator: "; and "))]
+            let accountClears = self.accountClears
+            let fix: Text? = managed ? DoctorCommand.verbatim(DoctorPam.enableProfiles)
+                : fixes.count == 2 ? { l in tr(l, "%s; and %s", fixes[0](l), fixes[1](l)) } : fixes.first
+            return [problem("pam.no-lockout-clear", { l in
+                accountClears
+                    ? tr(l, "no line clears a fingerprint lockout after the password module, %s: no `authsucc` line, and the account line cannot check a local password (libpam drops PAM_AUTHTOK when pam_authenticate returns)",
+                         show(firstPassword, l))
+                    : tr(l, "no line clears a fingerprint lockout after the password module, %s: no `authsucc` line and no `account` line",
+                         show(firstPassword, l))
+            }, fix: fix)]
         }
         var out: [Finding] = []
         for p in s.authsuccFaults().missedBy where rules[p].isLocalPassword {
             let succ = succs.first { $0 > p } ?? succs[0]
-            let end = s.passwordAccepted(by: p).endedAt.map { " (the stack ends at \(show($0)))" } ?? ""
-            let reason = s.passwords.count > 1 ? " accepted by \(rules[p].moduleName)" : ""
-            out.append(problem("\(show(succ)) is not reached after a successful password\(reason)\(end)",
-                               fix: localFix))
+            let end = s.passwordAccepted(by: p).endedAt
+            let module = s.passwords.count > 1 ? rules[p].moduleName : nil
+            out.append(problem("pam.authsucc-not-reached", { l in
+                switch (module, end) {
+                case (nil, nil):
+                    return tr(l, "%s is not reached after a successful password", show(succ, l))
+                case (nil, let end?):
+                    return tr(l, "%s is not reached after a successful password (the stack ends at %s)", show(succ, l),
+                              show(end, l))
+                case (let module?, nil):
+                    return tr(l, "%s is not reached after a successful password accepted by %s", show(succ, l), module)
+                case (let module?, let end?):
+                    return tr(l, "%s is not reached after a successful password accepted by %s (the stack ends at %s)",
+                              show(succ, l), module, show(end, l))
+                }
+            }, fix: localFix))
         }
         for p in otherIn where !accountClears {
-            out.append(problem("a password accepted by \(rules[p].moduleName) (\(show(p))) never clears a "
-                               + "fingerprint lockout: the `authsucc` line can check local passwords only",
-                               fix: accountFix))
+            let module = rules[p].moduleName
+            out.append(problem("pam.lockout-not-cleared-for-module", { l in
+                tr(l, "a password accepted by %s (%s) never clears a fingerprint lockout: the `authsucc` line can check local passwords only",
+                   module, show(p, l))
+            }, fix: accountFix))
         }
         return out
     }
@@ -328,57 +380,63 @@ struct ServiceCheck {
                 && s.passwordAccepted(by: $0).succeeded
         }
         guard let d = skipped.first else { return [] }
-        return [Finding(severity: .warning,
-                        message: "\(subject): a fingerprint login (\(who.joined(separator: ", "))) skips "
-                            + "\(rules[d].moduleName), which at a password login gets the Kerberos ticket and refreshes "
-                            + "the cached offline credentials: that session has no ticket (kinit, or the password at "
-                            + "the next login)",
-                        fix: nil)]
+        let module = rules[d].moduleName, logins = who.joined(separator: ", ")
+        return [Finding(.warning, "pam.finger-login-skips-directory", { l in
+            tr(l, "%s: a fingerprint login (%s) skips %s, which at a password login gets the Kerberos ticket and refreshes the cached offline credentials: that session has no ticket (%s, or the password at the next login)",
+               subject(l), logins, module, "kinit")
+        })]
     }
 
     // MARK: - pam_fprintd beside us
 
     private func fprintd() -> [Finding] {
         guard let i = rules.indices.first(where: { rules[$0].moduleName == "pam_fprintd.so" }) else { return [] }
-        return [problem("\(show(i)) scans the finger too: users are asked for it twice, and a match there "
-                        + "skips localauth's lockout and rules",
-                        fix: rules[i].file.hasSuffix("/common-auth")
-                            ? "pam-auth-update --disable fprintd" : "remove \(rules[i].location)")]
+        let location = rules[i].location
+        return [problem("pam.fprintd-beside", { l in
+            tr(l, "%s scans the finger too: users are asked for it twice, and a match there skips localauth's lockout and rules",
+               show(i, l))
+        }, fix: rules[i].file.hasSuffix("/common-auth")
+            ? DoctorCommand.verbatim("pam-auth-update --disable fprintd") : { l in tr(l, "remove %s", location) })]
     }
 
     // MARK: - Wording
 
-    private var subject: String {
+    private func subject(_ l: Language) -> String {
         usedBy.count > 1 || !service.hasSuffix("/" + (usedBy.first ?? ""))
-            ? "\(service) (used by \(usedBy.joined(separator: ", ")))" : service
+            ? tr(l, "%s (used by %s)", service, usedBy.joined(separator: ", ")) : service
     }
 
-    private func soundText(_ first: Int) -> String {
+    private func soundText(_ first: Int, _ l: Language) -> String {
         let passwords = s.passwords.map { "\(rules[$0].moduleName) \(rules[$0].location)" }.joined(separator: ", ")
         var clear: String
         if let succ = s.authsuccs.first {
             clear = s.authsuccFaults().afterFailure == nil
-                ? "authsucc \(rules[succ].location), reached only after the password succeeded"
-                : "authsucc \(rules[succ].location), reached after the password (it checks the password itself)"
+                ? tr(l, "authsucc %s, reached only after the password succeeded", rules[succ].location)
+                : tr(l, "authsucc %s, reached after the password (it checks the password itself)", rules[succ].location)
         } else {
-            clear = "the account line clears a lockout after the password (no local password here)"
+            clear = tr(l, "the account line clears a lockout after the password (no local password here)")
         }
-        if accountClears && !s.authsuccs.isEmpty { clear += "; the account line clears it for accounts without a local hash" }
-        return "\(subject): module line \(rules[first].location), password \(passwords), \(clear)"
+        if accountClears && !s.authsuccs.isEmpty {
+            clear = tr(l, "%s; the account line clears it for accounts without a local hash", clear)
+        }
+        return tr(l, "%s: module line %s, password %s, %s", subject(l), rules[first].location, passwords, clear)
     }
 
-    private func problem(_ message: String, fix: String?) -> Finding {
-        Finding(severity: .problem, message: "\(subject): \(message)", fix: fix)
+    /// A problem of this stack, said after its subject.
+    private func problem(_ code: String, _ message: @escaping Text, fix: Text?) -> Finding {
+        Finding(.problem, code, { l in tr(l, "%s: %s", subject(l), message(l)) }, fix: fix)
     }
 
-    func show(_ i: Int) -> String {
+    func show(_ i: Int, _ l: Language) -> String {
         let r = rules[i]
-        if r.file == service { return "line \(r.line) `\(r.text)`" }
-        return "\(r.location) `\(r.text)` (via line \(r.top.line) `\(r.top.text)`)"
+        if r.file == service { return tr(l, "line %s `%s`", r.line, r.text) }
+        return tr(l, "%s `%s` (via line %s `%s`)", r.location, r.text, r.top.line, r.top.text)
     }
 
     /// The service's own line to edit for rule `i`.
-    func top(_ i: Int) -> String { "line \(rules[i].file == service ? rules[i].line : rules[i].top.line)" }
+    func top(_ i: Int, _ l: Language) -> String {
+        tr(l, "line %s", rules[i].file == service ? rules[i].line : rules[i].top.line)
+    }
 }
 
 /// Finds the smallest edit that clears lockouts right — the `authsucc` line reached after
@@ -389,18 +447,20 @@ struct StackRepair {
     let service: String
     let rules: [PamRule]
 
-    func best() -> String? {
+    func best() -> DoctorCommand.Text? {
         for (text, candidate) in candidates() where acceptable(candidate) { return text }
         return nil
     }
 
-    private func candidates() -> [(String, [PamRule])] {
-        var out: [(String, [PamRule])] = []
+    private func candidates() -> [(DoctorCommand.Text, [PamRule])] {
+        var out: [(DoctorCommand.Text, [PamRule])] = []
         let passwords = rules.indices.filter { rules[$0].isPasswordModule }
+        let service = self.service
         for p in passwords where rules[p].control.text != "requisite" {
             var changed = rules
             changed[p].control = .requisite
-            out.append(("make \(rules[p].location) `requisite` instead of `\(rules[p].control.text)`", changed))
+            let location = rules[p].location, control = rules[p].control.text
+            out.append(({ l in tr(l, "make %s `requisite` instead of `%s`", location, control) }, changed))
         }
         let withoutSucc = rules.filter { !$0.isAuthsucc }
         let had = rules.first { $0.isAuthsucc }
@@ -410,12 +470,14 @@ struct StackRepair {
         for (line, index) in insertionPoints(withoutSucc) {
             var moved = withoutSucc
             moved.insert(authsuccRule(after: line, as: rewrite ? nil : had), at: index)
-            let text: String
+            let shipped = "`auth optional pam_localauth.so authsucc`"
+            let text: DoctorCommand.Text
             if let had {
-                text = "move \(had.location) `\(had.text)` to \(service) after line \(line)"
-                    + (rewrite ? ", written `auth optional pam_localauth.so authsucc`" : "")
+                text = rewrite
+                    ? { l in tr(l, "move %s `%s` to %s after line %s, written %s", had.location, had.text, service, line, shipped) }
+                    : { l in tr(l, "move %s `%s` to %s after line %s", had.location, had.text, service, line) }
             } else {
-                text = "add `auth optional pam_localauth.so authsucc` to \(service) after line \(line)"
+                text = { l in tr(l, "add %s to %s after line %s", shipped, service, line) }
             }
             out.append((text, moved))
         }

@@ -1,3 +1,5 @@
+import LocalAuth
+
 /// `doctor`'s look at the control of every line of ours, in every stack that reaches one.
 /// libpam answers a module it cannot load with PAM_MODULE_UNKNOWN: once the package is
 /// removed, a `required` line of ours fails its stack ("sudo: PAM account management
@@ -38,17 +40,18 @@ struct PamControlCheck {
     }
 
     private func finding(_ rule: PamRule, type: String, usedBy: [String]) -> Finding? {
-        let where_ = "\(rule.location) `\(rule.text)`"
-        let who = usedBy.count == 1 ? usedBy[0] : usedBy.joined(separator: ", ")
+        let where_ = "\(rule.location) `\(rule.text)`", control = rule.control.text
+        let who = usedBy.joined(separator: ", ")
         let managed = rule.file.hasSuffix("/common-auth") || rule.file.hasSuffix("/common-account")
         if type == "auth", rule.isAuthsucc {
             let unavailable = rule.control.action(for: "authinfo_unavail")
             if unavailable != .ignore, !isJump(unavailable) {
-                return Finding(severity: .problem,
-                               message: "\(where_) fails every sign-in through \(who): the authsucc line always "
-                                   + "answers PAM_AUTHINFO_UNAVAIL, and `\(rule.control.text)` counts it as a failure",
-                               fix: managed ? "pam-auth-update --package (the profile's line is `optional`)"
-                                            : "write it `auth optional pam_localauth.so authsucc`")
+                return Finding(.problem, "pam.authsucc-fails-every-sign-in", { l in
+                    tr(l, "%s fails every sign-in through %s: the authsucc line always answers PAM_AUTHINFO_UNAVAIL, and `%s` counts it as a failure",
+                       where_, who, control)
+                }, fix: managed
+                    ? { l in tr(l, "%s (the profile's line is `optional`)", "pam-auth-update --package") }
+                    : { l in tr(l, "write it %s", "`auth optional pam_localauth.so authsucc`") })
             }
         }
         guard PamControlCheck.failsWhenMissing(rule.control) else { return nil }
@@ -60,17 +63,17 @@ struct PamControlCheck {
             if [rule.control.action(for: "authinfo_unavail"), rule.control.action(for: "auth_err")]
                 .contains(where: { $0 == .bad || $0 == .die }) { return nil }
         }
-        let fix: String
+        let fix: DoctorCommand.Text
         switch (type, managed) {
-        case (_, true): fix = "pam-auth-update --package (the profiles' lines ignore a missing module)"
-        case ("account", false): fix = "make it `account optional pam_localauth.so` (the line judges no account)"
-        default: fix = "make it `auth sufficient pam_localauth.so`"
+        case (_, true): fix = { l in tr(l, "%s (the profiles' lines ignore a missing module)", "pam-auth-update --package") }
+        case ("account", false):
+            fix = { l in tr(l, "make it %s (the line judges no account)", "`account optional pam_localauth.so`") }
+        default: fix = { l in tr(l, "make it %s", "`auth sufficient pam_localauth.so`") }
         }
-        return Finding(severity: .problem,
-                       message: "\(where_) fails its stack once the module is missing (the package removed): "
-                           + "libpam answers \"Module is unknown\" and `\(rule.control.text)` counts it as a failure, "
-                           + "so nobody signs in through \(who)",
-                       fix: fix)
+        return Finding(.problem, "pam.fails-without-module", { l in
+            tr(l, "%s fails its stack once the module is missing (the package removed): libpam answers %s and `%s` counts it as a failure, so nobody signs in through %s",
+               where_, "\"Module is unknown\"", control, who)
+        }, fix: fix)
     }
 
     private func isJump(_ action: PamAction) -> Bool {

@@ -7,6 +7,7 @@ problem with the line to fix, and exit 1; a sound one exits 0.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -78,9 +79,15 @@ class Doctor:
         self.config.chmod(0o644)
         self.ctl = Ctl(binary, bed, self.state, self.config)
 
-    def run(self, *extra: str):
+    def run(self, *extra: str, lang=None):
+        """doctor on this setup; `lang` a LANG value (the user's language), else the
+        environment's."""
+        env = None
+        if lang:
+            env = {k: v for k, v in os.environ.items() if k not in ("LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES")}
+            env["LANG"] = lang
         return self.ctl.run("doctor", self.user, "--pam-dir", str(self.pam),
-                            "--helper", str(self.helper), "--module", str(self.module), *extra)
+                            "--helper", str(self.helper), "--module", str(self.module), *extra, env=env)
 
 
 @pytest.fixture
@@ -771,11 +778,76 @@ def test_doctor_json_for_fleets(doctor):
     assert r.rc == 0 and len(r.lines) == 1, r
     j = json.loads(r.out)
     assert j["user"] == doctor.user and (j["problems"], j["warnings"]) == (0, 0), j
-    assert {"severity": "ok", "message": f"prints of {doctor.user}: right-index-finger", "fix": None} in j["findings"], j
+    assert j["language"] == "en", j
+    assert {"severity": "ok", "code": "prints.enrolled", "message": f"prints of {doctor.user}: right-index-finger",
+            "fix": None} in j["findings"], j
     doctor.state.chmod(0o755)
     r = doctor.run("--json")
     j = json.loads(r.out)
     assert r.rc == 1 and j["problems"] == 1, j
     [bad] = [f for f in j["findings"] if f["severity"] == "problem"]
+    assert bad["code"] == "state.mode", bad
     assert bad["message"].startswith(f"state directory {doctor.state}: mode 0755") and \
         bad["fix"] == f"chmod 0700 {doctor.state}", bad
+
+
+# ---- in the user's language --------------------------------------------------------------
+
+def _broken(doctor) -> None:
+    """A setup with a problem of every part doctor looks at that names a file and a line:
+    a config line, a PAM stack without its authsucc line, a line that fails without the
+    module, and a state directory others can read."""
+    doctor.config.write_text("max_tries = 2\nmax_tries = 20\nbogus = 1\n")
+    (doctor.pam / "sudo").write_text(GOOD_SUDO.replace("auth       optional   pam_localauth.so authsucc\n", "")
+                                     + "account required pam_localauth.so\n")
+    (doctor.pam / "sudo-i").write_text("@include common-auth\n")
+    doctor.state.chmod(0o755)
+
+
+@pytest.mark.parametrize("lang,labels,fix", [("zh_CN.UTF-8", ("问题", "警告", "正常"), "修复："),
+                                             ("zh_TW.UTF-8", ("問題", "警告", "正常"), "修正：")],
+                         ids=["zh_CN", "zh_TW"])
+def test_doctor_speaks_the_users_language_and_still_names_the_file_and_line(doctor, lang, labels, fix):
+    _broken(doctor)
+    english, local = doctor.run(), doctor.run(lang=lang)
+    assert english.rc == local.rc == 1, (english, local)
+    # The same findings, each in the user's language: its first column, its text and its
+    # fix; every path, PAM line and command of the English one in it as it is.
+    assert len(english.lines) == len(local.lines), (english.lines, local.lines)
+    words = {"problem": labels[0], "warning": labels[1], "ok": labels[2]}
+    for en, zh in zip(english.lines[:-1], local.lines[:-1]):
+        if en.startswith(" "):
+            assert en.strip().startswith("fix: ") and zh.strip().startswith(fix), (en, zh)
+        else:
+            assert zh.startswith(words[en.split()[0]]), (en, zh)
+        assert zh.strip() != en.strip() and not zh.isascii(), (en, zh)
+        for kept in re.findall(r"/[^\s`:(),;]+|`[^`]+`", en):
+            assert kept in zh, (kept, en, zh)
+    # A config line: the file and line as grep writes them, the key and the value as written.
+    config = str(doctor.config)
+    said = {"zh_CN.UTF-8": (f"{config}:2: `max_tries` 必须是介于 1 和 10 之间的整数，而不是 `20`；仍为 `2`",
+                            f"修复：编辑 {config} 的第 2 行（localauth.conf(5)）"),
+            "zh_TW.UTF-8": (f"{config}:3: 未知選項 `bogus`", f"修正：編輯 {config} 的第 3 行（localauth.conf(5)）")}[lang]
+    i = next(i for i, l in enumerate(local.lines) if said[0] in l)
+    assert local.lines[i].startswith(labels[0]), local.lines[i]
+    assert local.lines[i + 1].strip().startswith(said[1]), local.lines[i + 1]
+    # A PAM finding: the service file, the included file's line and the line to edit.
+    sudo = str(doctor.pam / "sudo")
+    [pam] = [l for l in local.lines if l.startswith(labels[0]) and f"{sudo}：" in l and "authsucc" in l]
+    assert f"{doctor.pam}/common-auth:1 `auth [success=1 default=ignore] pam_unix.so nullok`" in pam, pam
+    assert "第 5 行 `@include common-auth`" in pam, pam
+    # The summary in the user's language too.
+    assert local.last.startswith("doctor: ") and labels[0] in local.last, local.last
+
+
+def test_doctor_json_is_the_same_in_every_language(doctor):
+    import json
+    _broken(doctor)
+    runs = [json.loads(doctor.run("--json", lang=lang).out) for lang in ("C", "zh_CN.UTF-8", "zh_TW.UTF-8")]
+    assert runs[0] == runs[1] == runs[2], runs
+    j = runs[0]
+    assert j["language"] == "en" and j["problems"] >= 4, j
+    assert all(re.fullmatch(r"[a-z]+\.[a-z-]+", f["code"]) for f in j["findings"]), j
+    assert all(f["message"].isascii() and (f["fix"] is None or f["fix"].isascii()) for f in j["findings"]), j
+    codes = [f["code"] for f in j["findings"] if f["severity"] == "problem"]
+    assert {"config.line", "state.mode", "pam.no-lockout-clear", "pam.fails-without-module"} <= set(codes), codes
