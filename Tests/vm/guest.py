@@ -314,7 +314,7 @@ class SshTerminal:
                                    timeout=WAIT, dimensions=(50, 200))
 
     def _drain(self) -> None:
-        while True:
+        while self.child is not None and not self.child.closed:
             try:
                 self.output += self.child.read_nonblocking(65536, timeout=0)
             except (pexpect.TIMEOUT, pexpect.EOF):
@@ -364,7 +364,7 @@ class Outcome:
         terminal's non-empty lines."""
         lines = "\n".join(f["message"] for f in self.lines) or "(no line of the module)"
         shown = "\n".join(ln for ln in self.text.splitlines() if ln.strip())
-        return f"\nmodule:\n{lines}\nterminal:\n{shown}"
+        return f"\nfacts: {self.facts()}\nmodule:\n{lines}\nterminal:\n{shown}"
 
     def facts(self) -> dict:
         """The observable facts a test compares in one assertion (a failure shows them all)."""

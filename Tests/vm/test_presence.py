@@ -177,32 +177,39 @@ def test_pkexec_with_pkttyagent_over_ssh_takes_the_password(guest, tty1, cleanup
 
 # --- another user's lockout is nobody's business at alice's session ----------------------
 
-def bobs_failures(guest) -> dict:
-    return {"bob_failures": guest.status("bob")["consecutive_failures"]}
+def bobs_failures(guest) -> int:
+    return guest.status("bob")["consecutive_failures"]
+
+
+def counted_on_bob(guest, out) -> dict:
+    """The outcome's facts with bob's failed matches when his password was asked (before it
+    clears them) and at the end."""
+    return {**out.facts(), "bob_failures_at_prompt": out.seen.get("bob_failures"),
+            "bob_failures_after": bobs_failures(guest)}
+
+
+NOTHING_ON_BOB = {**took_the_password("other-user"), "bob_failures_at_prompt": 0,
+                  "bob_failures_after": 0}
 
 
 def test_su_bob_offers_no_finger_and_counts_nothing_on_bob(guest, tty1):
-    assert bobs_failures(guest) == {"bob_failures": 0}
+    assert bobs_failures(guest) == 0
     out = attempt(guest, tty1, "su bob -c id", ident="su", prompt=PASSWORD_PROMPT,
-                  password=PASSWORDS["bob"], at_prompt=lambda: bobs_failures(guest))
-    assert out.facts() == took_the_password("other-user"), out.evidence()
+                  password=PASSWORDS["bob"], at_prompt=lambda: {"bob_failures": bobs_failures(guest)})
+    assert counted_on_bob(guest, out) == NOTHING_ON_BOB, out.evidence()
     assert "uid=1001(bob)" in out.text
-    assert out.seen == {"bob_failures": 0}, "failed matches counted on bob before his password"
-    assert bobs_failures(guest) == {"bob_failures": 0}
 
 
 def test_polkit_agent_helper_for_bob_offers_no_finger_and_counts_nothing_on_bob(guest, tty1):
-    assert bobs_failures(guest) == {"bob_failures": 0}
+    assert bobs_failures(guest) == 0
     log = f"/tmp/la-vm/{guest.unique('agent')}.log"
     out = attempt(guest, tty1, f"la-agent bob {log}", ident="polkit-agent-helper-1",
                   prompt=PASSWORD_PROMPT, password=PASSWORDS["bob"],
-                  at_prompt=lambda: bobs_failures(guest))
-    transcript = guest.sh(f"cat {log}")
-    assert out.facts() == took_the_password("other-user"), out.evidence()
+                  at_prompt=lambda: {"bob_failures": bobs_failures(guest)})
+    assert counted_on_bob(guest, out) == NOTHING_ON_BOB, out.evidence()
     # The helper answers polkitd (which refuses the made-up cookie) only after PAM said yes.
+    transcript = guest.sh(f"cat {log}")
     assert "error response to PolicyKit daemon" in transcript, transcript
-    assert out.seen == {"bob_failures": 0}, "failed matches counted on bob before his password"
-    assert bobs_failures(guest) == {"bob_failures": 0}
 
 
 # --- an SSH login to the machine itself lifts no lockout ----------------------------------
@@ -238,7 +245,7 @@ def test_loopback_ssh_wrong_password_then_a_key_keeps_the_lockout(guest, tty1, c
     got = {k: after[k] for k in ("consecutive_failures", "locked_out", "last_password")}
     assert got == {"consecutive_failures": 5, "locked_out": True,
                    "last_password": before["last_password"]}, \
-        [m for m in sshd if "pam_localauth" in m]
+        "\n".join(["sshd's lines of the module:"] + [m for m in sshd if "pam_localauth" in m])
 
 
 # --- last: a reboot, then the password first ---------------------------------------------
