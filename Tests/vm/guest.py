@@ -359,12 +359,12 @@ class Outcome:
     def finger_offered(self) -> bool:
         return True in self.finger
 
-    def evidence(self) -> str:
-        """What a failed assertion shows besides the facts: the module's lines and the
-        terminal's non-empty lines."""
+    def evidence(self, facts: Optional[dict] = None) -> str:
+        """What a failed assertion shows: the facts compared (default facts()), the module's
+        lines and the terminal's non-empty lines."""
         lines = "\n".join(f["message"] for f in self.lines) or "(no line of the module)"
         shown = "\n".join(ln for ln in self.text.splitlines() if ln.strip())
-        return f"\nfacts: {self.facts()}\nmodule:\n{lines}\nterminal:\n{shown}"
+        return f"\nfacts: {facts or self.facts()}\nmodule:\n{lines}\nterminal:\n{shown}"
 
     def facts(self) -> dict:
         """The observable facts a test compares in one assertion (a failure shows them all)."""

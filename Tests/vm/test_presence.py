@@ -196,7 +196,8 @@ def test_su_bob_offers_no_finger_and_counts_nothing_on_bob(guest, tty1):
     assert bobs_failures(guest) == 0
     out = attempt(guest, tty1, "su bob -c id", ident="su", prompt=PASSWORD_PROMPT,
                   password=PASSWORDS["bob"], at_prompt=lambda: {"bob_failures": bobs_failures(guest)})
-    assert counted_on_bob(guest, out) == NOTHING_ON_BOB, out.evidence()
+    facts = counted_on_bob(guest, out)
+    assert facts == NOTHING_ON_BOB, out.evidence(facts)
     assert "uid=1001(bob)" in out.text
 
 
@@ -206,7 +207,8 @@ def test_polkit_agent_helper_for_bob_offers_no_finger_and_counts_nothing_on_bob(
     out = attempt(guest, tty1, f"la-agent bob {log}", ident="polkit-agent-helper-1",
                   prompt=PASSWORD_PROMPT, password=PASSWORDS["bob"],
                   at_prompt=lambda: {"bob_failures": bobs_failures(guest)})
-    assert counted_on_bob(guest, out) == NOTHING_ON_BOB, out.evidence()
+    facts = counted_on_bob(guest, out)
+    assert facts == NOTHING_ON_BOB, out.evidence(facts)
     # The helper answers polkitd (which refuses the made-up cookie) only after PAM said yes.
     transcript = guest.sh(f"cat {log}")
     assert "error response to PolicyKit daemon" in transcript, transcript
