@@ -286,6 +286,11 @@ class TmuxPane:
         self._send(command, literal=True)
         self._send("Enter")
 
+    def clear(self) -> None:
+        self.run("clear")
+        wait_for("a cleared pane", lambda: len([ln for ln in self.text().splitlines() if ln.strip()]) <= 1,
+                 timeout=30)
+
     def type_secret(self, text: str) -> None:
         self.run(text)
 
@@ -344,6 +349,14 @@ class SshTerminal:
 
 # --- one authentication, answered as the person at the machine would --------------------
 
+def after(text: str, marker: str) -> str:
+    """text from the last line that shows marker (the command as typed) on; all of it
+    without a marker."""
+    if not marker:
+        return text
+    at = text.rfind(marker)
+    return text[at:] if at >= 0 else text
+
 @dataclass
 class Outcome:
     rc: Optional[int]                     # the command's exit status
@@ -382,14 +395,18 @@ def attempt(guest: Guest, term, command: str, *, ident: str, prompt: str, passwo
     prompt, at most max_prompts), at_prompt() is read first, then password is typed (None:
     Ctrl-C instead). Returns once the command has exited (la-run's file, or the SSH
     login's end) and the module's line is in the journal."""
-    mark = guest.mark()
     name = guest.unique("case")
     vt = term.vt if isinstance(term, Console) else None
     tmux = term.target if isinstance(term, TmuxPane) else None
     if isinstance(term, SshTerminal):
+        mark = guest.mark()
         term.run(command)
+        since = ""
     else:
-        term.run(f"la-run {name} {command}")
+        term.clear()   # an earlier command's prompt on the screen is not this one's
+        mark = guest.mark()
+        since = f"la-run {name} "
+        term.run(since + command)
     scans: list[str] = []
     prompts = 0
     seen: dict = {}
@@ -404,7 +421,7 @@ def attempt(guest: Guest, term, command: str, *, ident: str, prompt: str, passwo
             guest.scan(finger)
             scans.append(finger)
             continue
-        shown = len(re.findall(prompt, term.text(obs)))
+        shown = len(re.findall(prompt, after(term.text(obs), since)))
         if shown > prompts and prompts < max_prompts:
             if at_prompt is not None and not seen:
                 seen = at_prompt()
@@ -420,5 +437,7 @@ def attempt(guest: Guest, term, command: str, *, ident: str, prompt: str, passwo
                              f"{term.text()}")
         time.sleep(POLL)
     line = guest.first_line(mark, ident)
-    return Outcome(rc=rc, finger=guest.finger(mark), scans=scans, prompts=prompts,
-                   text=term.text(), line=line, lines=guest.module_lines(mark, ident), seen=seen)
+    out = Outcome(rc=rc, finger=guest.finger(mark), scans=scans, prompts=prompts,
+                  text=term.text(), line=line, lines=guest.module_lines(mark, ident), seen=seen)
+    print(f"--- {command!r} on {term.kind}:{out.evidence()}")   # shown when the test fails
+    return out

@@ -29,7 +29,9 @@ from guest import (PASSWORDS, PRINTS, WAIT, Console, GuestError, SshTerminal, Tm
 PW = PASSWORDS["alice"]
 SUDO_PROMPT = r"\[sudo\] password for alice:"
 PASSWORD_PROMPT = r"Password:"
-REMOTE_MESSAGE = "You are also signed in remotely — use your password."
+# The contract's words (its table ends the sentence with a period; the product's messages
+# end without one, as the issue writes this one).
+REMOTE_MESSAGE = "You are also signed in remotely — use your password"
 NOBODYS_FINGER = "la-vm-nobody"   # a print id nobody enrolled: a finger that never matches
 
 TOOK_THE_FINGER = {"finger_offered": True, "scans": [PRINTS["alice"]], "password_prompts": 0,
@@ -69,8 +71,10 @@ def gnome_terminal(guest, con: Console, cleanup) -> str:
         guest.sh(f"if [ -e {cgroup}/cgroup.kill ]; then echo 1 > {cgroup}/cgroup.kill; fi")
     cleanup(stop)
     con.type_line(f"la-term {n}")
+    # (a process may leave the scope between the two reads: hence "|| true")
     wait_for(f"a shell in {unit}", lambda: "bash" in guest.sh(
-        f"for p in $(cat {cgroup}/cgroup.procs 2>/dev/null); do cat /proc/$p/comm; done").split())
+        f"for p in $(cat {cgroup}/cgroup.procs 2>/dev/null); do cat /proc/$p/comm 2>/dev/null "
+        f"|| true; done").split())
     wait_for("the new shell's prompt", lambda: con.text().rstrip().endswith("$"))
     return unit
 
