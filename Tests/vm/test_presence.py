@@ -120,6 +120,21 @@ def test_gnome_shaped_terminal_while_alice_is_signed_in_over_ssh_takes_the_passw
     assert "uid=0(root)" in out.text
 
 
+def test_gnome_shaped_terminal_after_alice_s_ssh_login_ended_takes_the_finger(
+        guest, tty1, cleanup):
+    """An SSH login that has ended is no remote session open: logind has removed it, though
+    systemd 252 leaves its number in the user's state file (/run/systemd/users/UID) until
+    the user's next session change."""
+    guest.m.ssh("true", user="alice")
+    guest.wait_no_remote_session("alice")
+    users_file = guest.sh("grep SESSIONS /run/systemd/users/1000")
+    unit = gnome_terminal(guest, tty1, cleanup)
+    out = sudo(guest, tty1)
+    assert out.line["user_unit"] == unit, "sudo did not run in the terminal's scope"
+    assert out.facts() == TOOK_THE_FINGER, \
+        f"{out.evidence()}\nlogind: {guest.sessions('alice')}\n/run/systemd/users/1000:\n{users_file}"
+
+
 def test_tmux_keys_sent_from_an_ssh_login_take_the_password(guest, tty1, cleanup):
     """The owner started tmux on the console; a remote login of the same user sends the
     command into its pane (and the password, which the remote person would have to know)."""
