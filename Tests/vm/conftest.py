@@ -1,0 +1,178 @@
+"""pytest fixtures of the VM tier (run with /usr/bin/python3 -m pytest Tests/vm, as root).
+
+* ``deb``: the product's .deb under test: ``LOCALAUTH_VM_DEB``, else ``scripts/package
+  --output build/vm/deb`` is run (``--no-build`` with ``LOCALAUTH_SKIP_BUILD=1``).
+* ``machine``: the base image (images.py: cached, built when missing) booted with
+  ``-snapshot``, once per test module; stopped at the module's end on every exit path.
+* ``guest``: that machine prepared as every case starts from it: guest tools, the .deb
+  installed and the pam-auth-update profiles enabled, alice's and bob's right index fingers
+  enrolled (alice-rif, bob-rif), alice's password typed once this boot (sudo on tty1), bob's
+  once (a login on tty2), fprintd's device watched.
+* ``tty1`` (every test of test_presence.py): alice's console with a fresh prompt, its session
+  checked local, active, unlocked and not idle, alice without a remote session; whatever a
+  test registered with ``cleanup`` is undone afterwards, and the console made ready again.
+
+Nothing is ever skipped: a missing qemu, a failed image build or a guest that does not come
+up is an error of every test that needs it, with the reason.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+
+from guest import Console, Guest, GuestError, PASSWORDS, attempt, wait_for  # noqa: E402
+from images import ensure_image  # noqa: E402
+from machine import Machine  # noqa: E402
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config):
+    # SIGTERM unwinds the fixtures, so the guest is powered off by its PID.
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.skipped and not hasattr(rep, "wasxfail"):
+        # This tier never reports a check it did not make as passed or skipped.
+        rep.outcome = "failed"
+        rep.longrepr = f"skipped, which this tier counts as a failure: {rep.longrepr}"
+    setattr(item, f"rep_{rep.when}", rep)
+
+
+@pytest.fixture(scope="session")
+def deb() -> Path:
+    named = os.environ.get("LOCALAUTH_VM_DEB")
+    if named:
+        path = Path(named)
+        if not path.is_file():
+            raise GuestError(f"LOCALAUTH_VM_DEB={named}: no such file")
+        return path
+    out = REPO / "build" / "vm" / "deb"
+    argv = [str(REPO / "scripts" / "package"), "--output", str(out)]
+    if os.environ.get("LOCALAUTH_SKIP_BUILD") == "1":
+        argv.append("--no-build")
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise GuestError(f"scripts/package failed:\n{r.stdout[-2000:]}{r.stderr[-4000:]}")
+    return Path(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def base_image(deb) -> Path:
+    return ensure_image(desktop=False, deb=deb)
+
+
+@pytest.fixture(scope="module")
+def machine(base_image):
+    m = Machine(base_image)
+    try:
+        m.start()
+        print(f"guest up after {m.boot_seconds:.0f} s on port {m.port}")
+        yield m
+    finally:
+        m.stop()
+
+
+def login_on_console(guest: Guest, vt: int, user: str) -> None:
+    """user types name and password at the getty of virtual console vt, then logs out."""
+    con = Console(guest, vt)
+    guest.sh(f"chvt {vt}")
+    try:
+        wait_for(f"the login prompt on tty{vt}", lambda: con.text().rstrip().endswith("login:"))
+        con.type_line(user)
+        wait_for(f"the password prompt on tty{vt}", lambda: "Password:" in con.text())
+        con.type_secret(PASSWORDS[user])
+        wait_for(f"{user}'s shell on tty{vt}", lambda: f"{user}@localauth-vm" in con.text())
+        con.type_line("exit")
+    finally:
+        guest.sh("chvt 1")
+
+
+@pytest.fixture(scope="module")
+def guest(machine, deb):
+    g = Guest(machine)
+    g.install_tools()
+    g.install_product(deb)
+    g.start_fingerwatch()
+    g.enroll("alice")
+    g.enroll("bob")
+    console_ready(g)
+    # The password once this boot (and the first time ever): the rule before any finger.
+    first = attempt(g, Console(g), "sudo -k true", ident="sudo", prompt=r"\[sudo\] password for alice",
+                    password=PASSWORDS["alice"])
+    if (first.rc, first.line.get("reason"), first.finger_offered) != (0, "never-used", False):
+        raise GuestError(f"alice's first sudo was not the password: {first.facts()}\n{first.text}")
+    login_on_console(g, 2, "bob")
+    for user in ("alice", "bob"):
+        if not g.status(user)["password_this_boot"]:
+            raise GuestError(f"{user}'s password was not recorded: {g.status(user)}")
+    yield g
+    g.stop_fingerwatch()
+
+
+def console_ready(g: Guest) -> Console:
+    """tty1 in front, alice's login shell in its foreground, the screen cleared. A console
+    left otherwise (a command still running) gets Ctrl-C, then a new session."""
+    g.sh("chvt 1")
+    con = Console(g, 1)
+
+    def shell_in_front():
+        rows = [r.split() for r in g.sh("ps -t tty1 -o pid=,ppid=,pgid=,tpgid=,comm=").splitlines()]
+        logins = {r[0] for r in rows if r[4] == "login"}
+        return any(r[1] in logins and r[2] == r[3] and r[4] == "bash" for r in rows)
+
+    if not shell_in_front():
+        con.key("ctrl-c")
+        try:
+            wait_for("alice's shell in front on tty1 after Ctrl-C", shell_in_front, timeout=10)
+        except GuestError:
+            old = g.console_session()["Id"]
+            g.sh(f"loginctl terminate-session {old}")
+            wait_for("a new session on tty1", lambda: g.console_session()["Id"] != old)
+            wait_for("alice's shell in front on tty1", shell_in_front)
+    con.clear()
+    return con
+
+
+@pytest.fixture
+def cleanup():
+    """Register undo actions; they run in reverse order after the test, each one even when
+    another failed."""
+    actions = []
+    yield actions.append
+    errors = []
+    for undo in reversed(actions):
+        try:
+            undo()
+        except Exception as e:  # noqa: BLE001 - every undo runs; the first error is raised
+            errors.append(e)
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture
+def tty1(guest, cleanup):
+    con = console_ready(guest)
+    guest.wait_no_remote_session("alice")
+    s = guest.console_session()
+    expect = {"Remote": "no", "Seat": "seat0", "Active": "yes", "LockedHint": "no", "IdleHint": "no"}
+    got = {k: s.get(k) for k in expect}
+    if got != expect:
+        raise GuestError(f"alice's console session is not as every case starts: {s}")
+    yield con

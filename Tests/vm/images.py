@@ -1,0 +1,133 @@
+"""The guest images, built once and kept in a cache keyed on what they are built from.
+
+    image = ensure_image(desktop=False, deb=Path("build/vm/deb/localauth_0.1.0_amd64.deb"))
+
+The key is a hash of Tests/vm/image/ (build.sh, setup.sh, unpack-kernel.py, the package
+lists), the guest's apt sources file, the flavour, and the product's Depends (read from the
+.deb's control file, so a new library dependency brings a new image, while a code change
+does not: the .deb itself is installed into each boot). A cached image is used as it is; a
+missing one is built (about 1 min 10 s on 2 cores, 2 min with the desktop) into a temporary
+directory and renamed into place when complete, under a lock, so two runs never build the
+same key at once nor see half an image. Images of the same flavour with another key are
+removed after a build (one image per flavour on disk, about 1 GB each).
+
+``LOCALAUTH_VM_CACHE`` names the cache (default /var/cache/localauth-vm; keep it outside
+every repository). ``LOCALAUTH_VM_SOURCES``: the guest's apt sources (default the host's).
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+HERE = Path(__file__).resolve().parent
+IMAGE_SRC = HERE / "image"
+SOURCES_DEFAULTS = (Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list"))
+
+
+class ImageError(RuntimeError):
+    pass
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("LOCALAUTH_VM_CACHE", "/var/cache/localauth-vm"))
+
+
+def apt_sources() -> Path:
+    named = os.environ.get("LOCALAUTH_VM_SOURCES")
+    if named:
+        return Path(named)
+    for p in SOURCES_DEFAULTS:
+        if p.is_file() and p.stat().st_size > 0:
+            return p
+    raise ImageError("no apt sources for the guest (LOCALAUTH_VM_SOURCES=FILE)")
+
+
+def deb_depends(deb: Path) -> list[str]:
+    """The package names of the .deb's Depends (the first of each set of alternatives)."""
+    r = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ImageError(f"cannot read the control file of {deb}: {r.stderr.strip()}")
+    names = []
+    for item in r.stdout.split(","):
+        name = item.split("|")[0].split("(")[0].strip().split(":")[0]
+        if name:
+            names.append(name)
+    return sorted(set(names))
+
+
+def image_key(desktop: bool, include: list[str]) -> str:
+    h = hashlib.sha256()
+    h.update(b"desktop" if desktop else b"base")
+    for f in sorted(IMAGE_SRC.iterdir()):
+        if f.is_file():
+            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    h.update(apt_sources().read_bytes())
+    h.update(",".join(include).encode())
+    return h.hexdigest()[:16]
+
+
+def ensure_image(desktop: bool = False, deb: Optional[Path] = None,
+                 log=sys.stderr) -> Path:
+    include = deb_depends(deb) if deb is not None else []
+    flavour = "desktop" if desktop else "base"
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"{flavour}-{image_key(desktop, include)}"
+    with open(root / f".{flavour}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (final / "built").is_file():
+            return final
+        _build(final, desktop, include, log)
+        _prune(root, flavour, keep=final)
+    return final
+
+
+def _build(final: Path, desktop: bool, include: list[str], log) -> None:
+    tmp = final.with_name(f".{final.name}.{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    argv = ["bash", str(IMAGE_SRC / "build.sh"), str(tmp), "--sources", str(apt_sources())]
+    if desktop:
+        argv.append("--desktop")
+    if include:
+        argv += ["--include", ",".join(include)]
+    print(f"images: building {final.name} (no cached image for this key); log: "
+          f"{final}.build.log", file=log, flush=True)
+    started = time.monotonic()
+    build_log = final.with_name(final.name + ".build.log")
+    with open(build_log, "w") as out:
+        r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if r.returncode != 0 or not (tmp / "built").is_file():
+        shutil.rmtree(tmp, ignore_errors=True)
+        tail = "\n".join(build_log.read_text(errors="replace").splitlines()[-30:])
+        raise ImageError(f"building the {final.name} image failed ({r.returncode}); "
+                         f"{build_log}:\n{tail}")
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    print(f"images: built {final} in {time.monotonic() - started:.0f} s", file=log, flush=True)
+
+
+def _prune(root: Path, flavour: str, keep: Path) -> None:
+    for old in root.glob(f"{flavour}-*"):
+        if old != keep and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+            old.with_name(old.name + ".build.log").unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description="print the cached image's directory, building it if missing")
+    ap.add_argument("--desktop", action="store_true")
+    ap.add_argument("--deb", type=Path, help="the product's .deb (its Depends go into the image)")
+    a = ap.parse_args()
+    try:
+        print(ensure_image(a.desktop, a.deb))
+    except ImageError as e:
+        sys.exit(f"images: {e}")
