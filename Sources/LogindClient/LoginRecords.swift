@@ -60,7 +60,17 @@ public enum LoginRecords {
             for i in 0..<Int(n) { free(list[i]) }
             free(list)
         }
-        return (0..<Int(n)).compactMap { list[$0].map { String(cString: $0) } }
+        // The user's record can name a session logind has since dropped (it is rewritten only
+        // at the user's next change): a session with no record of its own is gone.
+        return (0..<Int(n)).compactMap { list[$0].map { String(cString: $0) } }.filter(exists)
+    }
+
+    /// Whether logind still has a record of session `id` (open or closing).
+    public static func exists(_ id: String) -> Bool {
+        var state: UnsafeMutablePointer<CChar>?
+        let r = sd_session_get_state(id, &state)
+        free(state)
+        return r != -ENXIO && r != -ENOENT
     }
 
     /// The record of session `id`. `locked` and `idle` are not in sd-login's records: they

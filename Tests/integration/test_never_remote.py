@@ -381,3 +381,12 @@ def test_a_request_naming_a_process_that_is_not_the_caller_is_not_asked(real, pe
     assert result["name"] == "notInteractive", result
     assert "could not be pinned" in result["cause"], result
     assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
+
+
+@needs_helper
+def test_a_session_the_users_record_still_names_but_logind_dropped_is_not_a_remote_one(real, logind):
+    """logind rewrites a user's record only at the user's next change: after an SSH login
+    ended, its id can stay in SESSIONS= with no record of its own (seen on systemd 252)."""
+    logind.session(**LOCAL)
+    logind.user([logind.id, "la" + secrets.token_hex(4)], display=logind.id)
+    scans(real, lambda: attempt(real, logind))

@@ -31,7 +31,7 @@ SUDO_PROMPT = r"\[sudo\] password for alice:"
 PASSWORD_PROMPT = r"Password:"
 # The contract's words (its table ends the sentence with a period; the product's messages
 # end without one, as the issue writes this one).
-REMOTE_MESSAGE = "You are also signed in remotely — use your password"
+REMOTE_MESSAGE = "You are also signed in remotely - use your password"
 NOBODYS_FINGER = "la-vm-nobody"   # a print id nobody enrolled: a finger that never matches
 
 TOOK_THE_FINGER = {"finger_offered": True, "scans": [PRINTS["alice"]], "password_prompts": 0,
@@ -157,7 +157,7 @@ def test_sudo_while_the_session_is_locked_takes_the_password(guest, tty1, cleanu
     tty1.type_line("la-locked true")
     wait_for("LockedHint=yes", lambda: guest.console_session()["LockedHint"] == "yes")
     out = sudo(guest, tty1)
-    assert out.facts() == took_the_password("locked"), out.evidence()
+    assert out.facts() == took_the_password("session-locked"), out.evidence()
 
 
 def test_sudo_while_another_session_is_the_seats_active_one_takes_the_password(
