@@ -1,7 +1,7 @@
 import LocalAuth
 import LocalAuthProtocol
 
-/// The result frame: the LAError raw value (0 for success, 1 for "not opted in", which the
+/// The result frame: the EvaluationError raw value (0 for success, 1 for "not opted in", which the
 /// module answers with PAM_AUTHINFO_UNAVAIL), its name, and one line for the log.
 enum HelperResult {
     static func frame(_ outcome: EvaluationMachine.Outcome) -> Frame {
@@ -16,7 +16,7 @@ enum HelperResult {
         }
     }
 
-    /// `reason` names the rule that applied (LAError.Reason.key): biometryLockout is Apple's
+    /// `reason` names the rule that applied (EvaluationError.Reason.key): biometryLockout is Apple's
     /// one code for the lockout and every "password first" rule, the log says which.
     /// `extra`: keys after those the module reads (an application's domain state).
     static func frame(code: Int, name: String, cause: String, reason: String = "",

@@ -41,13 +41,13 @@ do {
     request = try HelperRequest.parse(try channel.receive())
 } catch {
     bootLog.log(.error, "bad request: \(error)")
-    finish(HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
+    finish(HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
                               cause: "bad request: \(error)"), log: bootLog)
 }
 
 if let refusal = launch.admit(&request) {
     bootLog.log(.error, "refused: \(refusal)")
-    finish(HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
+    finish(HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
                               cause: "refused: \(refusal)"), log: bootLog)
 }
 

@@ -17,7 +17,7 @@ public enum UserMessage: Equatable, Sendable {
     /// Locked after `threshold` consecutive failures.
     case lockedOut(threshold: Int)
     /// The password is required first, why, and the configured numbers of that rule.
-    case passwordRequired(LAError.Reason, RuleFigures)
+    case passwordRequired(EvaluationError.Reason, RuleFigures)
     /// The enrolled set changed since fingerprint login was turned on.
     case enrollmentChanged(optInRequired: Bool)
     /// Every refusal before a scan, worded alike, where the person at the terminal may not
@@ -108,7 +108,7 @@ public enum Messages {
         }
     }
 
-    static func passwordRequired(_ why: LAError.Reason, _ f: RuleFigures, _ l: Language) -> String {
+    static func passwordRequired(_ why: EvaluationError.Reason, _ f: RuleFigures, _ l: Language) -> String {
         let h = RuleFigures.hours
         switch why {
         case .passwordRequiredAfterReboot: return tr(l, "Your password is required after a restart")
@@ -133,7 +133,7 @@ public enum Messages {
     }
 
     /// The localized description of an error code (Apple's wording where it has one).
-    public static func describe(_ code: LAError.Code, in l: Language) -> String {
+    public static func describe(_ code: EvaluationError.Code, in l: Language) -> String {
         switch code {
         case .authenticationFailed: return tr(l, "Authentication failed: the fingerprint was not recognized.")
         case .userCancel: return tr(l, "Authentication was cancelled by the user.")

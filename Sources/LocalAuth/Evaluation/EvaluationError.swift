@@ -1,6 +1,8 @@
-/// The error of a failed policy evaluation, with Apple's LocalAuthentication raw values so
-/// that a number means the same thing on every platform (DESIGN.md §2).
-public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
+/// Why an evaluation on the root side did not succeed: the code (Apple's raw values, so
+/// that a number means the same thing on every platform, DESIGN.md §2), the rule that
+/// applied, and a line for the log. Applications see `LAError` of the LocalAuthentication
+/// library instead, made from the code in the result frame.
+public struct EvaluationError: Error, Equatable, CustomStringConvertible, Sendable {
     /// Every outcome other than success. Raw values are Apple's.
     public enum Code: Int, CaseIterable, Sendable {
         /// The tries of one prompt were used up without a match.
@@ -97,6 +99,8 @@ public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
 
     public var errorCode: Int { code.rawValue }
 
+    /// As the log lines have always spelt it (`LAError.biometryNotEnrolled: …`): Apple's
+    /// type name for the code, which is what readers of the log know.
     public var description: String {
         cause.isEmpty ? "LAError.\(code.name)" : "LAError.\(code.name): \(cause)"
     }
@@ -106,12 +110,12 @@ public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
         Messages.describe(code, in: language)
     }
 
-    public static func == (a: LAError, b: LAError) -> Bool {
+    public static func == (a: EvaluationError, b: EvaluationError) -> Bool {
         a.code == b.code && a.reason == b.reason
     }
 }
 
-extension LAError.Reason {
+extension EvaluationError.Reason {
     /// The reason's name for scripts and log lines (`reason=` in the module's line, the
     /// `password_required` key of `localauthctl status --json`): which rule applied.
     /// Empty for `.none`.
