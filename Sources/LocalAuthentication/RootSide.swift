@@ -228,7 +228,7 @@ struct AppRequest {
     }
 }
 
-/// The result frame: `code` (0 or an `LAError` raw value), `cause`, and in `mode=app`
+/// The result frame: `code` (`ResultCode`: 0 or Apple's raw value), `cause`, and in `mode=app`
 /// `domain_state` (hex) and `biometry`.
 struct AppResult: Equatable, Sendable {
     var error: LAError?
@@ -241,7 +241,7 @@ struct AppResult: Equatable, Sendable {
             return
         }
         let cause = kv.value("cause") ?? ""
-        if code == 0 {
+        if code == ResultCode.successValue {
             error = nil
         } else if let known = LAError.Code(rawValue: code) {
             error = LAError.make(known, debug: cause)

@@ -67,7 +67,7 @@ enum AppMode {
         let biometry = readerAnswers(env) ? "touchID" : "none"
         switch evaluation.preflight(policy.evaluationPolicy) {
         case .success:
-            return HelperResult.frame(code: 0, name: "success", cause: "preflight",
+            return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: "preflight",
                                       extra: domainKey(evaluation) + [("biometry", biometry)])
         case .failure(let e):
             return HelperResult.frame(code: e.code.rawValue, name: e.code.name, cause: e.cause,
@@ -100,7 +100,7 @@ enum AppMode {
         switch evaluation.run(policy.evaluationPolicy) {
         case .success(let method):
             let extra = method == .password ? [] : domainKey(evaluation)
-            return HelperResult.frame(code: 0, name: "success", cause: "matched (\(method.rawValue))", extra: extra)
+            return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: "matched (\(method.rawValue))", extra: extra)
         case .notOptedIn:
             return HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
                                       cause: "fingerprint login is turned off for this user")

@@ -129,7 +129,7 @@ enum AuthSucc {
                     .lockoutCleared(request.user, failures: watch.failuresBefore ?? 0, by: .password,
                                     context: request.eventContext)
             }
-            return HelperResult.frame(code: 0, name: "success", cause: recorded(watch, before))
+            return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: recorded(watch, before))
         } catch {
             return HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue,
                                       name: "biometryNotAvailable", cause: "could not record the password: \(error)")

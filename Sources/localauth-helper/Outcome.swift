@@ -1,15 +1,16 @@
 import LocalAuth
 import LocalAuthProtocol
 
-/// The result frame: the EvaluationError raw value (0 for success, 1 for "not opted in", which the
-/// module answers with PAM_AUTHINFO_UNAVAIL), its name, and one line for the log.
+/// The result frame: the code (`ResultCode`: Apple's raw value of the failure, or success,
+/// or "not opted in", which the module answers with PAM_AUTHINFO_UNAVAIL), its name, and
+/// one line for the log.
 enum HelperResult {
     static func frame(_ outcome: EvaluationMachine.Outcome) -> Frame {
         switch outcome {
         case .success(let method):
-            return frame(code: 0, name: "success", cause: "matched (\(method.rawValue))")
+            return frame(code: ResultCode.successValue, name: "success", cause: "matched (\(method.rawValue))")
         case .notOptedIn:
-            return frame(code: 1, name: "notOptedIn", cause: "fingerprint login is off for this user",
+            return frame(code: ResultCode.notOptedInValue, name: "notOptedIn", cause: "fingerprint login is off for this user",
                          reason: "not-opted-in")
         case .failure(let e):
             return frame(code: e.code.rawValue, name: e.code.name, cause: e.cause, reason: e.reason.key)

@@ -50,6 +50,8 @@ enum Exit {
             }
         case .biometryNotEnrolled, .biometryDisconnected:
             return unavailable
+        case .companionNotAvailable, .biometryNotPaired, .invalidDimensions:
+            return unavailable  // Apple's codes the root side never gives (ResultCode)
         }
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Testing
 @testable import LocalAuth
+import LocalAuthProtocol
 
 /// PolicyEvaluation's contract: the reason, invalidation, preflight without scanning.
 @Suite struct PolicyEvaluationTests {
@@ -136,14 +137,25 @@ import Testing
         #expect(h.sensor.calls.suffix(2) == ["stopVerify", "release"])
     }
 
-    @Test func errorCodesKeepApplesRawValues() {
-        let expected: [EvaluationError.Code: Int] = [
-            .authenticationFailed: -1, .userCancel: -2, .userFallback: -3, .systemCancel: -4,
-            .passcodeNotSet: -5, .biometryNotAvailable: -6, .biometryNotEnrolled: -7,
-            .biometryLockout: -8, .appCancel: -9, .invalidContext: -10,
-            .biometryDisconnected: -13, .notInteractive: -1004]
+    /// The one table both sides use (ResultCode), written out here: every code of Apple's
+    /// SDK with its raw value, and its name as the result frame and the log lines spell it.
+    @Test func errorCodesKeepApplesRawValuesAndNames() {
+        let expected: [(ResultCode, Int, String)] = [
+            (.authenticationFailed, -1, "authenticationFailed"), (.userCancel, -2, "userCancel"),
+            (.userFallback, -3, "userFallback"), (.systemCancel, -4, "systemCancel"),
+            (.passcodeNotSet, -5, "passcodeNotSet"), (.biometryNotAvailable, -6, "biometryNotAvailable"),
+            (.biometryNotEnrolled, -7, "biometryNotEnrolled"), (.biometryLockout, -8, "biometryLockout"),
+            (.appCancel, -9, "appCancel"), (.invalidContext, -10, "invalidContext"),
+            (.companionNotAvailable, -11, "companionNotAvailable"), (.biometryNotPaired, -12, "biometryNotPaired"),
+            (.biometryDisconnected, -13, "biometryDisconnected"), (.invalidDimensions, -14, "invalidDimensions"),
+            (.notInteractive, -1004, "notInteractive")]
         #expect(EvaluationError.Code.allCases.count == expected.count)
-        for (code, raw) in expected { #expect(code.rawValue == raw) }
+        for (code, raw, name) in expected {
+            #expect(code.rawValue == raw)
+            #expect(code.name == name)
+        }
+        #expect(ResultCode.successValue == 0 && ResultCode.notOptedInValue == 1)
+        #expect(Set(expected.map(\.1)).isDisjoint(with: [ResultCode.successValue, ResultCode.notOptedInValue]))
         #expect(EvaluationPolicy.deviceOwnerAuthenticationWithBiometrics.rawValue == 1)
         #expect(EvaluationPolicy.deviceOwnerAuthentication.rawValue == 2)
     }

@@ -140,7 +140,11 @@ public enum Messages {
         case .userFallback: return tr(l, "The user chose to enter the password.")
         case .systemCancel: return tr(l, "Authentication was cancelled by the system.")
         case .passcodeNotSet: return tr(l, "No password is set for this account, so fingerprints cannot be used.")
-        case .biometryNotAvailable: return tr(l, "Fingerprint authentication is not available.")
+        case .biometryNotAvailable,
+             // Apple's codes for what this system has not got (ResultCode): the root side
+             // never gives them, and "not available" is what they would mean here.
+             .companionNotAvailable, .biometryNotPaired, .invalidDimensions:
+            return tr(l, "Fingerprint authentication is not available.")
         case .biometryNotEnrolled: return tr(l, "No fingerprints are enrolled.")
         case .biometryLockout: return tr(l, "Fingerprints are locked out: enter your password first.")
         case .appCancel: return tr(l, "Authentication was cancelled by the application.")
