@@ -15,6 +15,12 @@ import Synchronization
 ///         switch evaluation.evaluate(.deviceOwnerAuthenticationWithBiometrics,
 ///                                    localizedReason: "run sudo") { … }
 ///     }
+///
+/// `@unchecked Sendable`, for Apple's one cross-thread call: `invalidate()` may come from
+/// any thread while another evaluates, and touches only an atomic flag and a pipe made in
+/// `init`. Everything else (the settable properties, a preflight, an evaluation) is for
+/// one thread at a time, as the helper and localauthctl use it; a thread that waited for
+/// an evaluation's end (a semaphore, a join) sees what it wrote.
 public final class PolicyEvaluation: @unchecked Sendable {
     /// The fallback button's title: nil → the default ("Use Password"), `""` → not offered.
     public var localizedFallbackTitle: String?
