@@ -63,14 +63,15 @@ let package = Package(
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "LogindClient", "CSystemd",
                                          "CCrypt", "CLinux", "CPathOpen", "SystemEvents"]),
         .executableTarget(name: "localauthctl",
-                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CPAM", "SystemEvents"]),
+                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CPAM", "CLinux",
+                                         "SystemEvents"]),
 
         // Test support: many of these processes hammer one state file at once.
-        .executableTarget(name: "store-hammer", dependencies: ["LocalAuth"],
+        .executableTarget(name: "store-hammer", dependencies: ["LocalAuth", "CLinux"],
                           path: "Tests/Support/store-hammer"),
         // Test support: an application of the LocalAuthentication API, as the integration
         // tests run it as an ordinary user.
-        .executableTarget(name: "la-probe", dependencies: ["LocalAuthentication"],
+        .executableTarget(name: "la-probe", dependencies: ["LocalAuthentication", "CLinux"],
                           path: "Tests/Support/la-probe"),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthProtocol", "SystemEvents", "store-hammer"]),

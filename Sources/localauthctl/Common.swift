@@ -55,7 +55,7 @@ func targetAccount(_ named: String?, what: String) -> Result<Account, CLIError> 
 
 /// Log lines of the engine and the sensor: syslog (authpriv, as the helper logs), and on
 /// stderr with LOCALAUTH_DEBUG set. The commands print their own one-line errors.
-final class ToolLog: LogSink {
+final class ToolLog: LogSink, Sendable {
     static let shared = ToolLog()
     private let syslog = SyslogSink(ident: "localauthctl")
     private let debug = getenv("LOCALAUTH_DEBUG") != nil

@@ -324,7 +324,7 @@ func formatTime(_ t: Timestamp) -> String {
     guard localtime_r(&seconds, &parts) != nil else { return String(t) }
     var buffer = [CChar](repeating: 0, count: 64)
     let n = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S %z", &parts)
-    return n > 0 ? String(cString: buffer) : String(t)
+    return n > 0 ? String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self) : String(t)
 }
 
 /// "3 h 12 min ago", "in 5 min" (a clock set back).
