@@ -14,7 +14,7 @@ public let LAErrorDomain = "com.apple.LocalAuthentication"
 ///
 /// `localizedDescription` is Apple's English text for the code; `NSDebugDescription` in
 /// `userInfo` says what happened here (the line the helper logged).
-public struct LAError: _BridgedStoredNSError, Hashable, @unchecked Sendable {
+public struct LAError: _BridgedStoredNSError, Hashable, Sendable {
     public let _nsError: NSError
 
     public init(_nsError error: NSError) {

@@ -9,7 +9,8 @@ import Glibc
 /// A call that finds a usable answer takes the lock for a dictionary look-up and returns
 /// (microseconds); only the first call, a call after `maxAge` without calls, and a call
 /// while the answer after an evaluation is still on its way wait for the root side (one
-/// process start at most).
+/// process start at most). `@unchecked Sendable`: `lock` guards `answers`, the rest is
+/// constant.
 final class PreflightCache: @unchecked Sendable {
     typealias Key = PreflightAnswers.Key
 

@@ -1,5 +1,6 @@
 import Dispatch
 @testable import LocalAuth
+import Synchronization
 
 /// One user's world for a test: a scripted reader, a real file store in a temp directory,
 /// a clock the test moves, and a UI that records what the user saw.
@@ -49,20 +50,21 @@ final class Harness {
 
 /// An evaluation on a thread of its own (not the test runner's cooperative pool, which the
 /// tests' waiting loops would otherwise starve when suites run in parallel).
-final class BackgroundEvaluation {
+final class BackgroundEvaluation: Sendable {
     private let done = DispatchSemaphore(value: 0)
-    private var result: Result<EvaluationMachine.Outcome.Method, EvaluationError>?
+    private let result = Mutex<Result<EvaluationMachine.Outcome.Method, EvaluationError>?>(nil)
 
     init(_ evaluation: PolicyEvaluation, _ policy: EvaluationPolicy = .deviceOwnerAuthenticationWithBiometrics) {
         DispatchQueue.global().async {
-            self.result = evaluation.evaluate(policy, localizedReason: "x")
+            let outcome = evaluation.evaluate(policy, localizedReason: "x")
+            self.result.withLock { $0 = outcome }
             self.done.signal()
         }
     }
 
     func value() -> Result<EvaluationMachine.Outcome.Method, EvaluationError> {
         done.wait()
-        return result!
+        return result.withLock { $0! }
     }
 }
 
