@@ -76,6 +76,7 @@ let package = Package(
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthProtocol", "SystemEvents", "store-hammer"]),
     ],
-    // Swift 6 tools (the code uses typed throws); the sources keep the Swift 5 language mode.
-    swiftLanguageModes: [.v5]
+    // Every target in the Swift 6 language mode (the default of these tools): complete
+    // concurrency checking, data races are compile errors.
+    swiftLanguageModes: [.v6]
 )
