@@ -95,7 +95,11 @@ final class PreflightCache: @unchecked Sendable {
     /// One `op=preflight` run of the root side named by `key`.
     @Sendable static func askRootSide(_ key: Key) -> AppResult {
         let request = AppRequest(operation: .preflight, policy: key.policy, fallbackTitle: nil, canInteract: false)
-        return Evaluation(request: request, prompt: nil, ui: nil, program: key.program).run()
+        // Kept alive until it returns, as any caller's evaluation is (the optimizer otherwise
+        // sees its [weak self] callback outlive it, though without a user interface none is made).
+        return withExtendedLifetime(Evaluation(request: request, prompt: nil, ui: nil, program: key.program)) {
+            $0.run()
+        }
     }
 
     /// CLOCK_BOOTTIME: monotonic, and counting the time the machine was suspended.
