@@ -29,9 +29,10 @@ let package = Package(
         // glibc headers outside Swift's Glibc module (shadow.h).
         .systemLibrary(name: "CLinux"),
 
-        // The policy engine: LAContext, LAError, the state machine, the state store, the
-        // configuration. Clock, sensor, store and password check are injected.
-        .target(name: "LocalAuth", dependencies: ["CCrypto", "CLinux"],
+        // The root-side engine: PolicyEvaluation (one policy evaluated for one user),
+        // EvaluationError, the state machine, the state store, the configuration. Clock,
+        // sensor, store and password check are injected.
+        .target(name: "LocalAuth", dependencies: ["LocalAuthProtocol", "CCrypto", "CLinux"],
                 linkerSettings: [.linkedLibrary("m")]),
 
         // The helper's D-Bus client (sd-bus), every call bounded in time.
@@ -50,7 +51,8 @@ let package = Package(
         // O_PATH for the helper (a GNU extension Swift's Glibc module leaves out).
         .target(name: "CPathOpen", cSettings: [.define("_GNU_SOURCE")]),
 
-        // The frames between pam_localauth.so and the helper (docs/PROTOCOL.md).
+        // The frames between pam_localauth.so, the helper and the library (docs/PROTOCOL.md),
+        // and the one table of result codes (Apple's raw values) both Swift sides use.
         .target(name: "LocalAuthProtocol"),
 
         // Apple's API for applications (Foundation is fine here: not on the helper's start-up
@@ -61,18 +63,20 @@ let package = Package(
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "LogindClient", "CSystemd",
                                          "CCrypt", "CLinux", "CPathOpen", "SystemEvents"]),
         .executableTarget(name: "localauthctl",
-                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CPAM", "SystemEvents"]),
+                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CPAM", "CLinux",
+                                         "SystemEvents"]),
 
         // Test support: many of these processes hammer one state file at once.
-        .executableTarget(name: "store-hammer", dependencies: ["LocalAuth"],
+        .executableTarget(name: "store-hammer", dependencies: ["LocalAuth", "CLinux"],
                           path: "Tests/Support/store-hammer"),
         // Test support: an application of the LocalAuthentication API, as the integration
         // tests run it as an ordinary user.
-        .executableTarget(name: "la-probe", dependencies: ["LocalAuthentication"],
+        .executableTarget(name: "la-probe", dependencies: ["LocalAuthentication", "CLinux"],
                           path: "Tests/Support/la-probe"),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthProtocol", "SystemEvents", "store-hammer"]),
     ],
-    // Swift 6 tools (the code uses typed throws); the sources keep the Swift 5 language mode.
-    swiftLanguageModes: [.v5]
+    // Every target in the Swift 6 language mode (the default of these tools): complete
+    // concurrency checking, data races are compile errors.
+    swiftLanguageModes: [.v6]
 )

@@ -10,8 +10,9 @@ final class BackgroundThread {
     private var thread = pthread_t()
     private var running = false
 
-    /// Starts `work`; nil when no thread could be made (the caller does without).
-    init?(_ work: @escaping () -> Void) {
+    /// Starts `work`; nil when no thread could be made (the caller does without). Sendable:
+    /// what it touches is the other thread's until `join()`.
+    init?(_ work: @escaping @Sendable () -> Void) {
         var attributes = pthread_attr_t()
         guard pthread_attr_init(&attributes) == 0 else { return nil }
         defer { pthread_attr_destroy(&attributes) }
@@ -37,8 +38,8 @@ final class BackgroundThread {
 }
 
 private final class WorkBox {
-    let work: () -> Void
-    init(_ work: @escaping () -> Void) { self.work = work }
+    let work: @Sendable () -> Void
+    init(_ work: @escaping @Sendable () -> Void) { self.work = work }
 }
 
 private let backgroundEntry: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { arg in

@@ -12,16 +12,16 @@ struct DeviceChoice: Equatable {
     /// Picks among `(path, enrolled fingers)` in the order fprintd listed the readers; ties
     /// go to the first. Throws `biometryNotAvailable` when there is no reader,
     /// `biometryNotEnrolled` when no reader holds a print of `user`.
-    static func best(for user: String, among readers: [(path: String, fingers: [String])]) throws(LAError) -> DeviceChoice {
+    static func best(for user: String, among readers: [(path: String, fingers: [String])]) throws(EvaluationError) -> DeviceChoice {
         guard !readers.isEmpty else {
-            throw LAError(.biometryNotAvailable, cause: "fprintd has no fingerprint reader")
+            throw EvaluationError(.biometryNotAvailable, cause: "fprintd has no fingerprint reader")
         }
         var best: DeviceChoice?
         for reader in readers where reader.fingers.count > (best?.fingers.count ?? 0) {
             best = DeviceChoice(user: user, path: reader.path, fingers: reader.fingers.sorted())
         }
         guard let best else {
-            throw LAError(.biometryNotEnrolled, cause: "no fingerprints enrolled for \(user)")
+            throw EvaluationError(.biometryNotEnrolled, cause: "no fingerprints enrolled for \(user)")
         }
         return best
     }

@@ -1,7 +1,7 @@
 import SystemBus
 import LocalAuth
 
-/// How bus failures become LAErrors. fprintd's own errors keep their D-Bus name in
+/// How bus failures become EvaluationErrors. fprintd's own errors keep their D-Bus name in
 /// `cause`, so the log says exactly what fprintd answered.
 enum FprintdErrors {
     /// Names the bus daemon answers with when nothing owns fprintd's name and it cannot be
@@ -9,42 +9,42 @@ enum FprintdErrors {
     static let absentNames: Set<String> = ["org.freedesktop.DBus.Error.ServiceUnknown",
                                           "org.freedesktop.DBus.Error.NameHasNoOwner"]
 
-    static func map(_ error: BusError, doing call: String, log: LogSink) -> LAError {
+    static func map(_ error: BusError, doing call: String, log: LogSink) -> EvaluationError {
         let la = laError(error, doing: call)
         log.log(la.code == .biometryNotEnrolled ? .info : .warning, "fprintd \(call): \(error.summary)")
         return la
     }
 
     /// `Claim` has its own table: "in use" there means another session holds the reader.
-    static func mapClaim(_ error: BusError, log: LogSink) -> LAError {
+    static func mapClaim(_ error: BusError, log: LogSink) -> EvaluationError {
         if case .remote(let name, _) = error,
            name == Fprintd.ErrorName.alreadyInUse || name == Fprintd.ErrorName.claimDevice {
             log.log(.notice, "fprintd Claim: \(error.summary)")
-            return LAError(.systemCancel, reason: .readerBusy,
+            return EvaluationError(.systemCancel, reason: .readerBusy,
                            cause: "the fingerprint reader is in use by another session")
         }
         return map(error, doing: "Claim", log: log)
     }
 
-    private static func laError(_ error: BusError, doing call: String) -> LAError {
+    private static func laError(_ error: BusError, doing call: String) -> EvaluationError {
         switch error {
         case .timedOut:
-            return LAError(.biometryNotAvailable, reason: .readerUnreachable,
+            return EvaluationError(.biometryNotAvailable, reason: .readerUnreachable,
                            cause: "fprintd did not answer \(call) in time")
         case .disconnected:
-            return LAError(.biometryNotAvailable, reason: .readerUnreachable,
+            return EvaluationError(.biometryNotAvailable, reason: .readerUnreachable,
                            cause: "no connection to the system bus: \(error.summary)")
         case .remote(let name, _) where absentNames.contains(name):
-            return LAError(.biometryNotAvailable, reason: .readerUnreachable,
+            return EvaluationError(.biometryNotAvailable, reason: .readerUnreachable,
                            cause: "fprintd is not running (\(name))")
         case .remote(let name, _) where name == Fprintd.ErrorName.noEnrolledPrints:
-            return LAError(.biometryNotEnrolled, cause: "fprintd \(call): \(name)")
+            return EvaluationError(.biometryNotEnrolled, cause: "fprintd \(call): \(name)")
         case .remote(let name, _) where name == Fprintd.ErrorName.permissionDenied:
-            return LAError(.biometryNotAvailable, cause: "fprintd refused \(call): \(name)")
+            return EvaluationError(.biometryNotAvailable, cause: "fprintd refused \(call): \(name)")
         case .remote(let name, _):
-            return LAError(.biometryNotAvailable, cause: "fprintd \(call) failed: \(name)")
+            return EvaluationError(.biometryNotAvailable, cause: "fprintd \(call) failed: \(name)")
         case .local, .malformed:
-            return LAError(.biometryNotAvailable, cause: "fprintd \(call): \(error.summary)")
+            return EvaluationError(.biometryNotAvailable, cause: "fprintd \(call): \(error.summary)")
         }
     }
 }

@@ -24,7 +24,7 @@ public final class FprintdSensor: FingerprintSensor {
     var claimed: Claimed?
     var session: VerifySession?
     /// Set by the bus handlers when the session cannot go on; reported by the next call.
-    var lost: LAError?
+    var lost: EvaluationError?
     var scanTypes: [String: ScanType] = [:]
     /// Reader names, read once per reader and connection.
     var names: [String: String] = [:]
@@ -76,7 +76,7 @@ public final class FprintdSensor: FingerprintSensor {
 
     // MARK: FingerprintSensor
 
-    public func enrolledSet(for user: String) throws(LAError) -> EnrolledSet {
+    public func enrolledSet(for user: String) throws(EvaluationError) -> EnrolledSet {
         let choice: DeviceChoice
         if let adopted = try adoptStartUp(for: user) {
             choice = adopted
@@ -97,7 +97,7 @@ public final class FprintdSensor: FingerprintSensor {
                            fingers: choice.fingers, printMaterial: material, scanType: scanType)
     }
 
-    public func claim(user: String) throws(LAError) {
+    public func claim(user: String) throws(EvaluationError) {
         try requestClaim(user: user)
         try settleClaim()
     }
@@ -105,7 +105,7 @@ public final class FprintdSensor: FingerprintSensor {
     /// Sends Claim and returns: fprintd's polkit check and the opening of the reader run
     /// while the caller records the coming try. `startVerify` and `release` wait for the
     /// answer (`settleClaim`), within the same burst deadline.
-    public func requestClaim(user: String) throws(LAError) {
+    public func requestClaim(user: String) throws(EvaluationError) {
         if let claimed, claimed.user == user, lost == nil { return }
         if let pendingClaim, pendingClaim.user == user { return }
         release()
@@ -131,7 +131,7 @@ public final class FprintdSensor: FingerprintSensor {
 
     /// Waits for the answer to the Claim `requestClaim` sent: the reader is then claimed,
     /// or the error is what a waiting `claim` would have thrown.
-    func settleClaim() throws(LAError) {
+    func settleClaim() throws(EvaluationError) {
         guard let pending = pendingClaim else { return }
         pendingClaim = nil
         defer { lastCallEnded = MonotonicClock.millis() }
@@ -155,11 +155,11 @@ public final class FprintdSensor: FingerprintSensor {
         }
     }
 
-    public func startVerify() throws(LAError) -> VerifyStarted {
+    public func startVerify() throws(EvaluationError) -> VerifyStarted {
         try settleClaim()
         if let lost { throw lost }
         guard let claimed else {
-            throw LAError(.biometryNotAvailable, cause: "VerifyStart without a claimed reader")
+            throw EvaluationError(.biometryNotAvailable, cause: "VerifyStart without a claimed reader")
         }
         let scanType = try self.scanType(of: claimed.path)
         session = VerifySession()
@@ -180,7 +180,7 @@ public final class FprintdSensor: FingerprintSensor {
     public func nextEvent(deadline: Int64, wakeOn: [Int32]) -> SensorEvent {
         burstDeadline = nil  // waiting for the reader: the calls after it get a bound of their own
         guard session != nil else {
-            return .failed(LAError(.biometryNotAvailable, cause: "no verification in progress"))
+            return .failed(EvaluationError(.biometryNotAvailable, cause: "no verification in progress"))
         }
         switch pump(until: deadline, wakeOn: wakeOn, ready: { session?.events.isEmpty == false }) {
         case .ready: return session?.nextEvent() ?? .timeout
@@ -276,20 +276,20 @@ extension FprintdSensor {
     var burstBound: Int64 { burstDeadline ?? MonotonicClock.millis() + Int64(busTimeout * 1000) }
 
     /// The seconds left to the current burst of calls, starting one if none is running.
-    func burstSecondsLeft() throws(LAError) -> Double {
+    func burstSecondsLeft() throws(EvaluationError) -> Double {
         let now = MonotonicClock.millis()
         if let last = lastCallEnded, now - last > FprintdSensor.burstGapMillis { burstDeadline = nil }
         let deadline = burstDeadline ?? now + Int64(busTimeout * 1000)
         burstDeadline = deadline
         guard deadline > now else {
-            throw LAError(.biometryNotAvailable,
+            throw EvaluationError(.biometryNotAvailable,
                           cause: "fprintd did not answer within the bus timeout (\(busTimeout) s)")
         }
         return Double(deadline - now) / 1000
     }
 
     /// The open connection, connecting first if needed (and watching fprintd's name).
-    private func connection() throws(LAError) -> Bus {
+    private func connection() throws(EvaluationError) -> Bus {
         let seconds = try burstSecondsLeft()
         if let bus, bus.isOpen {
             bus.bound(toSeconds: seconds)
@@ -303,14 +303,14 @@ extension FprintdSensor {
             return bus
         } catch {
             log.log(.warning, "cannot connect to the bus at \(address): \(error.summary)")
-            throw LAError(.biometryNotAvailable, cause: "cannot connect to the system bus: \(error.summary)")
+            throw EvaluationError(.biometryNotAvailable, cause: "cannot connect to the system bus: \(error.summary)")
         }
     }
 
     /// Runs one exchange with fprintd. A timeout or a lost connection drops the connection
     /// so that nothing else waits on it; other errors leave it usable.
-    func run<T>(_ call: String, mapping: ((BusError, LogSink) -> LAError)? = nil,
-                _ body: (Bus) throws(BusError) -> T) throws(LAError) -> T {
+    func run<T>(_ call: String, mapping: ((BusError, LogSink) -> EvaluationError)? = nil,
+                _ body: (Bus) throws(BusError) -> T) throws(EvaluationError) -> T {
         defer { lastCallEnded = MonotonicClock.millis() }
         let bus = try connection()
         do {
@@ -339,7 +339,7 @@ extension FprintdSensor {
 
     /// Takes the connection and the answers of the start-up `prepare` began, waiting for it
     /// if it still runs (it ends by the burst deadline). nil when none was begun for `user`.
-    private func adoptStartUp(for user: String) throws(LAError) -> DeviceChoice? {
+    private func adoptStartUp(for user: String) throws(EvaluationError) -> DeviceChoice? {
         guard let started = startUp else { return nil }
         startUp = nil
         started.finish()
@@ -366,11 +366,11 @@ extension FprintdSensor {
     }
 
     /// A failed start-up, logged and mapped as the same calls made one by one would be.
-    private func laError(_ failure: StartUp.Failure) -> LAError {
+    private func laError(_ failure: StartUp.Failure) -> EvaluationError {
         switch failure {
         case .connect(let error):
             log.log(.warning, "cannot connect to the bus at \(address): \(error.summary)")
-            return LAError(.biometryNotAvailable, cause: "cannot connect to the system bus: \(error.summary)")
+            return EvaluationError(.biometryNotAvailable, cause: "cannot connect to the system bus: \(error.summary)")
         case .call(let call, let error):
             return FprintdErrors.map(error, doing: call, log: log)
         }
@@ -394,7 +394,7 @@ extension FprintdSensor {
         return choice
     }
 
-    private func pickDevice(for user: String) throws(LAError) -> DeviceChoice {
+    private func pickDevice(for user: String) throws(EvaluationError) -> DeviceChoice {
         let paths = try run("GetDevices") { bus throws(BusError) in try bus.getDevices().paths }
         var readers: [(path: String, fingers: [String])] = []
         for path in paths {
@@ -409,7 +409,7 @@ extension FprintdSensor {
     }
 
     /// The reader's name, read once per reader and connection.
-    private func name(of path: String) throws(LAError) -> String {
+    private func name(of path: String) throws(EvaluationError) -> String {
         if let known = names[path] { return known }
         let name = try run("Get name") { bus throws(BusError) in
             try bus.stringProperty(device: path, "name")
@@ -419,7 +419,7 @@ extension FprintdSensor {
     }
 
     /// `scan-type`, read once per reader and connection.
-    private func scanType(of path: String) throws(LAError) -> ScanType {
+    private func scanType(of path: String) throws(EvaluationError) -> ScanType {
         if let known = scanTypes[path] { return known }
         let text = try run("Get scan-type") { bus throws(BusError) in
             try bus.stringProperty(device: path, "scan-type")

@@ -19,14 +19,14 @@ extension FprintdSensor {
         case ready
         case deadline
         case woken(Int32)
-        case lost(LAError)
+        case lost(EvaluationError)
     }
 }
 
 extension FprintdSensor {
     /// Subscribes to a reader's verify signals, once per connection, before VerifyStart is
     /// ever called on it, so that no status can slip between the call and the match.
-    func subscribe(to path: String) throws(LAError) {
+    func subscribe(to path: String) throws(EvaluationError) {
         guard !subscribed.contains(path) else { return }
         try run("AddMatch") { bus throws(BusError) in
             try bus.addMatch(Self.deviceRule(path, "VerifyStatus")) { [weak self] in self?.verifyStatus($0) }
@@ -73,11 +73,11 @@ extension FprintdSensor {
             return
         }
         log.log(.warning, "fprintd left the bus while the reader was claimed")
-        loseSession(LAError(.biometryNotAvailable, cause: "fprintd left the bus"))
+        loseSession(EvaluationError(.biometryNotAvailable, cause: "fprintd left the bus"))
     }
 
     /// Ends the session without talking to fprintd: the claim is already gone with it.
-    func loseSession(_ error: LAError) {
+    func loseSession(_ error: EvaluationError) {
         lost = error
         claimed = nil
     }
@@ -116,10 +116,10 @@ extension FprintdSensor {
         }
     }
 
-    private func connectionLost() -> LAError {
+    private func connectionLost() -> EvaluationError {
         if let lost { return lost }
         log.log(.warning, "the bus connection was lost")
-        let error = LAError(.biometryNotAvailable, cause: "the bus connection was lost")
+        let error = EvaluationError(.biometryNotAvailable, cause: "the bus connection was lost")
         dropConnection()
         loseSession(error)
         return error

@@ -14,7 +14,12 @@ import LocalAuth
 ///
 /// Nothing here is touched by the main thread until `finish()` has joined the thread; the
 /// sensor then takes the connection and the answers (FprintdSensor.adoptStartUp).
-final class StartUp {
+///
+/// `@unchecked Sendable`, for handing it to its thread: between `init` and `finish()` the
+/// thread alone reads and writes its state (the main thread only writes a byte to
+/// `stopPipe[1]` in `cancel()`, a descriptor that stays open until after the join), and
+/// `pthread_join` orders everything the thread wrote before what the main thread reads next.
+final class StartUp: @unchecked Sendable {
     struct Reader {
         let path: String
         var fingers: [String]?

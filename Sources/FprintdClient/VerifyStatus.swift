@@ -32,10 +32,10 @@ enum VerifyStatus {
             return event
         case .unknownError:
             log.log(.error, "fprintd reported verify-unknown-error")
-            return .failed(LAError(.biometryNotAvailable, cause: "fprintd reported verify-unknown-error"))
+            return .failed(EvaluationError(.biometryNotAvailable, cause: "fprintd reported verify-unknown-error"))
         case .unrecognized where done:
             log.log(.error, "fprintd ended the verification with an unknown result \(result)")
-            return .failed(LAError(.biometryNotAvailable, cause: "unknown verify result \(result)"))
+            return .failed(EvaluationError(.biometryNotAvailable, cause: "unknown verify result \(result)"))
         case .unrecognized:
             log.log(.notice, "ignoring unknown verify status \(result)")
             return nil

@@ -8,6 +8,10 @@ import Glibc
 /// lines and password prompt to the user interface and the user's buttons back, and reads
 /// its result. `cancel()` (invalidate, a cancelled task) may come from any thread: the
 /// root side is told (end of file), stops the reader and answers `appCancel`.
+///
+/// `@unchecked Sendable`: `lock` guards `connection` and `cancelled`, the rest is constant;
+/// `run()` is called once, on the evaluation's queue, and the user interface is called as
+/// its contract allows (`dismiss` from any thread, the rest from that queue).
 final class Evaluation: @unchecked Sendable {
     let request: AppRequest
     /// The root side to start (RootSide.program when the evaluation was made).

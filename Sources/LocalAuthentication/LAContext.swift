@@ -18,6 +18,13 @@ import Glibc
 /// nor reset them. `evaluatePolicy` returns at once and replies on a private queue.
 /// Where Apple draws a system dialog, the prompts appear in `userInterface` (by default the
 /// controlling terminal). docs/API.md lists, symbol by symbol, what differs.
+///
+/// `@unchecked Sendable` (as Apple's is): what changes while evaluations run on their
+/// queues (the invalidation, the evaluations in flight, the last domain state and biometry
+/// type, the reuse duration, the credentials) is behind `lock`. The settable titles,
+/// `localizedReason`, `interactionNotAllowed` and `userInterface` are plain properties the
+/// calls read on the caller's thread when they start, as with Apple's: a program sets them
+/// before it calls, not while another thread does.
 open class LAContext: NSObject, @unchecked Sendable {
     private let lock = NSLock()
     private var invalidated = false
@@ -230,7 +237,7 @@ open class LAContext: NSObject, @unchecked Sendable {
 }
 
 /// The evaluation an async call started, for its task's cancellation handler (which may
-/// run before the evaluation exists).
+/// run before the evaluation exists). `@unchecked Sendable`: `lock` guards both properties.
 private final class Handle: @unchecked Sendable {
     private let lock = NSLock()
     private var evaluation: Evaluation?

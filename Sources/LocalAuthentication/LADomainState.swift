@@ -3,6 +3,9 @@ import Foundation
 /// Apple's `LADomainState` (iOS 18, macOS 15): the state of the authentication domains as
 /// last seen by the context. There are no companion devices here, so the combined
 /// `stateHash` is the biometry's.
+///
+/// These three are `@unchecked Sendable` only because NSObject, their base, is not checked:
+/// every property is a constant of a Sendable type, set in `init`.
 open class LADomainState: NSObject, @unchecked Sendable {
     public let biometry: LADomainStateBiometry
     public let companion: LADomainStateCompanion

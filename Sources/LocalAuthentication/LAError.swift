@@ -1,4 +1,5 @@
 import Foundation
+import LocalAuthProtocol
 
 /// The error domain of every `LAError`, Apple's string, so that code comparing domains
 /// works unchanged.
@@ -13,7 +14,7 @@ public let LAErrorDomain = "com.apple.LocalAuthentication"
 ///
 /// `localizedDescription` is Apple's English text for the code; `NSDebugDescription` in
 /// `userInfo` says what happened here (the line the helper logged).
-public struct LAError: _BridgedStoredNSError, Hashable, @unchecked Sendable {
+public struct LAError: _BridgedStoredNSError, Hashable, Sendable {
     public let _nsError: NSError
 
     public init(_nsError error: NSError) {
@@ -33,37 +34,11 @@ public struct LAError: _BridgedStoredNSError, Hashable, @unchecked Sendable {
     public static var errorDomain: String { LAErrorDomain }
     public static var _nsErrorDomain: String { LAErrorDomain }
 
-    /// Apple's `LAError.Code`, every code of the current SDK with its raw value. The
-    /// deprecated spellings (`touchIDLockout`, `watchNotAvailable`, …) are aliases, as in
-    /// Apple's overlay.
-    public enum Code: Int, _ErrorCodeProtocol, CaseIterable, @unchecked Sendable {
-        public typealias _ErrorType = LAError
-
-        case authenticationFailed = -1
-        case userCancel = -2
-        case userFallback = -3
-        case systemCancel = -4
-        case passcodeNotSet = -5
-        case biometryNotAvailable = -6
-        case biometryNotEnrolled = -7
-        case biometryLockout = -8
-        case appCancel = -9
-        case invalidContext = -10
-        case companionNotAvailable = -11
-        case biometryNotPaired = -12
-        case biometryDisconnected = -13
-        case invalidDimensions = -14
-        case notInteractive = -1004
-
-        @available(*, deprecated, renamed: "biometryNotAvailable")
-        public static var touchIDNotAvailable: Code { .biometryNotAvailable }
-        @available(*, deprecated, renamed: "biometryNotEnrolled")
-        public static var touchIDNotEnrolled: Code { .biometryNotEnrolled }
-        @available(*, deprecated, renamed: "biometryLockout")
-        public static var touchIDLockout: Code { .biometryLockout }
-        @available(*, deprecated, renamed: "companionNotAvailable")
-        public static var watchNotAvailable: Code { .companionNotAvailable }
-    }
+    /// Apple's `LAError.Code`, every code of the current SDK with its raw value: the one
+    /// table of them, `ResultCode` (LocalAuthProtocol), which the root side's result frame
+    /// carries. The deprecated spellings (`touchIDLockout`, `watchNotAvailable`, …) are
+    /// aliases, as in Apple's overlay.
+    public typealias Code = ResultCode
 
     // Apple's static members, so that `LAError.userCancel` is a `Code` (for `catch`,
     // `case` and `.rawValue`).
@@ -92,7 +67,22 @@ public struct LAError: _BridgedStoredNSError, Hashable, @unchecked Sendable {
     public static var watchNotAvailable: Code { .companionNotAvailable }
 }
 
+/// What makes the code an error code of `LAError`: `catch LAError.userCancel` matches an
+/// `LAError` of that code (the standard library's `~=` for such codes).
+extension ResultCode: _ErrorCodeProtocol {
+    public typealias _ErrorType = LAError
+}
+
 extension LAError.Code {
+    @available(*, deprecated, renamed: "biometryNotAvailable")
+    public static var touchIDNotAvailable: LAError.Code { .biometryNotAvailable }
+    @available(*, deprecated, renamed: "biometryNotEnrolled")
+    public static var touchIDNotEnrolled: LAError.Code { .biometryNotEnrolled }
+    @available(*, deprecated, renamed: "biometryLockout")
+    public static var touchIDLockout: LAError.Code { .biometryLockout }
+    @available(*, deprecated, renamed: "companionNotAvailable")
+    public static var watchNotAvailable: LAError.Code { .companionNotAvailable }
+
     /// The English text Apple's framework gives for the code (as its errors print it:
     /// `Error Domain=com.apple.LocalAuthentication Code=-2 "Canceled by user."`). Apple words
     /// some codes differently by cause and OS version; apps should switch on the code.
@@ -116,8 +106,6 @@ extension LAError.Code {
         }
     }
 
-    /// Apple's case name (`biometryLockout`), for logs and the example.
-    public var name: String { String(describing: self) }
 }
 
 /// Apple's `NSDebugDescriptionKey` (not exported by Foundation on Linux).

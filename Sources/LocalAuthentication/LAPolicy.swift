@@ -6,7 +6,7 @@ import Foundation
 /// `companionNotAvailable`, except `deviceOwnerAuthenticationWithBiometricsOrCompanion`,
 /// which behaves as `deviceOwnerAuthenticationWithBiometrics` when no companion is near,
 /// as Apple documents.
-public enum LAPolicy: Int, CaseIterable, @unchecked Sendable {
+public enum LAPolicy: Int, CaseIterable, Sendable {
     /// A finger. Fallback (`userFallback`) is the application's own business.
     case deviceOwnerAuthenticationWithBiometrics = 1
     /// A finger first, then the account password (checked by the system's root side).
@@ -27,7 +27,7 @@ public enum LAPolicy: Int, CaseIterable, @unchecked Sendable {
 }
 
 /// Apple's `LABiometryType`. A fingerprint reader reports `.touchID`, Apple's fingerprint case.
-public enum LABiometryType: Int, CaseIterable, @unchecked Sendable {
+public enum LABiometryType: Int, CaseIterable, Sendable {
     case none = 0
     case touchID = 1
     case faceID = 2
@@ -38,14 +38,14 @@ public enum LABiometryType: Int, CaseIterable, @unchecked Sendable {
 }
 
 /// Apple's `LACompanionType`. No companion is ever available here.
-public enum LACompanionType: Int, CaseIterable, @unchecked Sendable {
+public enum LACompanionType: Int, CaseIterable, Sendable {
     case watch = 1
     case mac = 2
     case vision = 4
 }
 
 /// Apple's `LACredentialType` (for `setCredential(_:type:)`).
-public enum LACredentialType: Int, @unchecked Sendable {
+public enum LACredentialType: Int, Sendable {
     case applicationPassword = 0
     case smartCardPIN = -3
 }

@@ -8,6 +8,12 @@ import Glibc
 /// button; the password is read with echo off. Without a terminal, lines go to standard
 /// error and nothing can be answered. Nothing is read from a terminal whose foreground the
 /// process is not (that would stop it with SIGTTIN).
+///
+/// `@unchecked Sendable`: `lock` guards `watcher` and `dismissed`. `tty`, `stop` and
+/// `watcherDone` change only on the evaluation's queue, when it begins (before the watcher
+/// thread starts) and when it ends (after the watcher was waited for): the thread start
+/// and the semaphore order those writes before the watcher's reads. From other threads
+/// only `dismiss()` comes, which takes the lock.
 public final class LATerminalInterface: LAUserInterface, @unchecked Sendable {
     private let lock = NSLock()
     private var tty: Int32 = -1

@@ -9,7 +9,8 @@ import Glibc
 /// A call that finds a usable answer takes the lock for a dictionary look-up and returns
 /// (microseconds); only the first call, a call after `maxAge` without calls, and a call
 /// while the answer after an evaluation is still on its way wait for the root side (one
-/// process start at most).
+/// process start at most). `@unchecked Sendable`: `lock` guards `answers`, the rest is
+/// constant.
 final class PreflightCache: @unchecked Sendable {
     typealias Key = PreflightAnswers.Key
 
@@ -94,7 +95,11 @@ final class PreflightCache: @unchecked Sendable {
     /// One `op=preflight` run of the root side named by `key`.
     @Sendable static func askRootSide(_ key: Key) -> AppResult {
         let request = AppRequest(operation: .preflight, policy: key.policy, fallbackTitle: nil, canInteract: false)
-        return Evaluation(request: request, prompt: nil, ui: nil, program: key.program).run()
+        // Kept alive until it returns, as any caller's evaluation is (the optimizer otherwise
+        // sees its [weak self] callback outlive it, though without a user interface none is made).
+        return withExtendedLifetime(Evaluation(request: request, prompt: nil, ui: nil, program: key.program)) {
+            $0.run()
+        }
     }
 
     /// CLOCK_BOOTTIME: monotonic, and counting the time the machine was suspended.

@@ -39,6 +39,10 @@ enum RootSide {
 /// pair (a socket rather than pipes so that a write to a helper that went away returns
 /// EPIPE instead of raising SIGPIPE in the application), fd 2 on /dev/null, the
 /// environment `PATH` only, as the module starts it.
+///
+/// `@unchecked Sendable`: `send` may come from any thread (the user's buttons) and takes
+/// `writeLock`; `receive` and `finish` come only from the evaluation's own thread, which
+/// alone touches `decoder`; `hangUp` is one shutdown(2); `fd` and `pid` are constant.
 final class RootConnection: @unchecked Sendable {
     private let fd: Int32
     private let pid: pid_t
@@ -228,7 +232,7 @@ struct AppRequest {
     }
 }
 
-/// The result frame: `code` (0 or an `LAError` raw value), `cause`, and in `mode=app`
+/// The result frame: `code` (`ResultCode`: 0 or Apple's raw value), `cause`, and in `mode=app`
 /// `domain_state` (hex) and `biometry`.
 struct AppResult: Equatable, Sendable {
     var error: LAError?
@@ -241,7 +245,7 @@ struct AppResult: Equatable, Sendable {
             return
         }
         let cause = kv.value("cause") ?? ""
-        if code == 0 {
+        if code == ResultCode.successValue {
             error = nil
         } else if let known = LAError.Code(rawValue: code) {
             error = LAError.make(known, debug: cause)

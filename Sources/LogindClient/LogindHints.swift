@@ -134,13 +134,13 @@ package final class LogindHints {
     }
 
     /// Why the wait must end now, or nil.
-    func interruption(lockAndIdle: Bool) -> LAError? {
+    func interruption(lockAndIdle: Bool) -> EvaluationError? {
         if !stillActive {
-            return LAError(.systemCancel, reason: .notActive, cause: "the session is no longer the seat's active one")
+            return EvaluationError(.systemCancel, reason: .notActive, cause: "the session is no longer the seat's active one")
         }
         guard lockAndIdle else { return nil }
-        if locked != false { return LAError(.systemCancel, reason: .sessionLocked, cause: "the session was locked") }
-        if idle != false { return LAError(.systemCancel, reason: .sessionIdle, cause: "the session became idle") }
+        if locked != false { return EvaluationError(.systemCancel, reason: .sessionLocked, cause: "the session was locked") }
+        if idle != false { return EvaluationError(.systemCancel, reason: .sessionIdle, cause: "the session became idle") }
         return nil
     }
 }
@@ -160,12 +160,12 @@ final class SessionWatch: WakeSource {
         self.lockAndIdle = lockAndIdle
     }
 
-    func interruption() -> LAError? {
+    func interruption() -> EvaluationError? {
         do {
             try bus.dispatch()
         } catch {
             // Without logind's bus nothing says the session is still there and unlocked.
-            return LAError(.systemCancel, reason: .sessionLocked, cause: "logind's bus was lost: \(error.summary)")
+            return EvaluationError(.systemCancel, reason: .sessionLocked, cause: "logind's bus was lost: \(error.summary)")
         }
         return hints.interruption(lockAndIdle: lockAndIdle)
     }

@@ -25,7 +25,7 @@ enum AppMode {
     enum Policy: String {
         case biometrics, owner
 
-        var laPolicy: LAPolicy {
+        var evaluationPolicy: EvaluationPolicy {
             self == .biometrics ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
         }
     }
@@ -40,7 +40,7 @@ enum AppMode {
                     log: LogSink) -> Frame {
         guard let op = request.keys.value("op").flatMap(Operation.init(rawValue:)),
               let policy = request.keys.value("policy").flatMap(Policy.init(rawValue:)) else {
-            return HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
+            return HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
                                       cause: "mode=app needs op=preflight|evaluate and policy=biometrics|owner")
         }
         let who = "user \(LogWords.word(request.user.value)) application \(LogWords.word(request.service))"
@@ -63,12 +63,12 @@ enum AppMode {
                                   options: Options, log: LogSink) -> Frame {
         let env = environment(request, policy: policy, unprivileged: unprivileged, options: options, ui: nil,
                               wake: [], log: log)
-        let context = LAContext(environment: env)
+        let evaluation = PolicyEvaluation(environment: env)
         let biometry = readerAnswers(env) ? "touchID" : "none"
-        switch context.preflight(policy.laPolicy) {
+        switch evaluation.preflight(policy.evaluationPolicy) {
         case .success:
-            return HelperResult.frame(code: 0, name: "success", cause: "preflight",
-                                      extra: domainKey(context) + [("biometry", biometry)])
+            return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: "preflight",
+                                      extra: domainKey(evaluation) + [("biometry", biometry)])
         case .failure(let e):
             return HelperResult.frame(code: e.code.rawValue, name: e.code.name, cause: e.cause,
                                       reason: e.reason.key, extra: [("biometry", biometry)])
@@ -77,7 +77,7 @@ enum AppMode {
 
     /// Whether a reader is there for the user (Apple sets `biometryType` from the hardware,
     /// whatever the preflight's outcome).
-    private static func readerAnswers(_ env: LAEnvironment) -> Bool {
+    private static func readerAnswers(_ env: EvaluationEnvironment) -> Bool {
         do {
             _ = try env.sensor.enrolledSet(for: env.user.value)
             return true
@@ -96,17 +96,17 @@ enum AppMode {
         let wake = AppWakeSource(channel: channel, fallbackOffered: options.fallbackTitle != "")
         let env = environment(request, policy: policy, unprivileged: unprivileged, options: options, ui: ui,
                               wake: [wake] + (presence.watch.map { [$0] } ?? []), log: log)
-        let context = LAContext(environment: env)
-        switch context.run(policy.laPolicy) {
+        let evaluation = PolicyEvaluation(environment: env)
+        switch evaluation.run(policy.evaluationPolicy) {
         case .success(let method):
-            let extra = method == .password ? [] : domainKey(context)
-            return HelperResult.frame(code: 0, name: "success", cause: "matched (\(method.rawValue))", extra: extra)
+            let extra = method == .password ? [] : domainKey(evaluation)
+            return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: "matched (\(method.rawValue))", extra: extra)
         case .notOptedIn:
-            return HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
+            return HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
                                       cause: "fingerprint login is turned off for this user")
         case .failure(let e) where e.code == .appCancel && ui.userCancelled:
             // The application's own Cancel at the password prompt, not the application going away.
-            return HelperResult.frame(code: LAError.Code.userCancel.rawValue, name: "userCancel",
+            return HelperResult.frame(code: EvaluationError.Code.userCancel.rawValue, name: "userCancel",
                                       cause: "the user cancelled the password prompt")
         case .failure(let e):
             return HelperResult.frame(.failure(e))
@@ -115,12 +115,12 @@ enum AppMode {
 
     private static func environment(_ request: HelperRequest, policy: Policy, unprivileged: Bool,
                                     options: Options, ui: AuthenticationUI?, wake: [WakeSource],
-                                    log: LogSink) -> LAEnvironment {
+                                    log: LogSink) -> EvaluationEnvironment {
         var o = options
         o.reuseDuration = 0  // never reused here: the caller cannot be trusted to say which session it is
         let store = FileStateStore(directory: o.stateDir)
         let verifier = AppPasswordVerifier(store: store, rules: Rules(o), unprivileged: unprivileged, log: log)
-        return LAEnvironment(
+        return EvaluationEnvironment(
             user: request.user, terminal: "",
             sensor: FprintdSensor(address: o.dbusAddress, busTimeout: o.busTimeout, fprintDir: o.fprintDir, log: log),
             store: store, options: o, ui: ui, passwordVerifier: policy == .owner ? verifier : nil,
@@ -128,8 +128,8 @@ enum AppMode {
     }
 
     /// The domain state as the library reads it: the hex digest the store keeps.
-    private static func domainKey(_ context: LAContext) -> [(String, String)] {
-        guard let bytes = context.evaluatedPolicyDomainState else { return [] }
+    private static func domainKey(_ evaluation: PolicyEvaluation) -> [(String, String)] {
+        guard let bytes = evaluation.evaluatedPolicyDomainState else { return [] }
         return [("domain_state", String(decoding: bytes, as: UTF8.self))]
     }
 
@@ -197,23 +197,23 @@ final class AppWakeSource: WakeSource {
 
     var fd: Int32 { channel.input }
 
-    func interruption() -> LAError? {
+    func interruption() -> EvaluationError? {
         let frame: Frame
         do { frame = try channel.receive() } catch {
-            return LAError(.appCancel, cause: "the application ended the evaluation (\(error))")
+            return EvaluationError(.appCancel, cause: "the application ended the evaluation (\(error))")
         }
         guard frame.kind == .cancel else {
-            return LAError(.appCancel, cause: "unexpected frame from the application while scanning")
+            return EvaluationError(.appCancel, cause: "unexpected frame from the application while scanning")
         }
         switch frame.text {
         case "cancel":
-            return LAError(.userCancel, cause: "the user cancelled in the application")
+            return EvaluationError(.userCancel, cause: "the user cancelled in the application")
         case "fallback":
             return fallbackOffered
-                ? LAError(.userFallback, cause: "the user chose the fallback in the application")
-                : LAError(.userCancel, cause: "the user cancelled in the application (no fallback offered)")
+                ? EvaluationError(.userFallback, cause: "the user chose the fallback in the application")
+                : EvaluationError(.userCancel, cause: "the user cancelled in the application (no fallback offered)")
         default:
-            return LAError(.appCancel, cause: "a cancel frame the application mode does not know")
+            return EvaluationError(.appCancel, cause: "a cancel frame the application mode does not know")
         }
     }
 }

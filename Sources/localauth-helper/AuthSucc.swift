@@ -110,7 +110,7 @@ enum AuthSucc {
 
     private static func record(_ request: HelperRequest, store: FileStateStore, options: Options,
                                log: LogSink) -> Frame {
-        let env = LAEnvironment(
+        let env = EvaluationEnvironment(
             user: request.user,
             sensor: FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
                                   fprintDir: options.fprintDir, log: log),
@@ -129,9 +129,9 @@ enum AuthSucc {
                     .lockoutCleared(request.user, failures: watch.failuresBefore ?? 0, by: .password,
                                     context: request.eventContext)
             }
-            return HelperResult.frame(code: 0, name: "success", cause: recorded(watch, before))
+            return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: recorded(watch, before))
         } catch {
-            return HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue,
+            return HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue,
                                       name: "biometryNotAvailable", cause: "could not record the password: \(error)")
         }
     }
@@ -147,13 +147,13 @@ enum AuthSucc {
     }
 
     private static func unchanged(_ why: String) -> Frame {
-        HelperResult.frame(code: LAError.Code.invalidContext.rawValue, name: "invalidContext",
+        HelperResult.frame(code: EvaluationError.Code.invalidContext.rawValue, name: "invalidContext",
                            cause: "\(why): nothing changed")
     }
 
     /// Without a required switch, the password re-trusts the enrolled set seen now; when it
     /// cannot be read, the trusted set stays as it was.
-    private static func currentDomain(_ env: LAEnvironment, _ options: Options) -> String? {
+    private static func currentDomain(_ env: EvaluationEnvironment, _ options: Options) -> String? {
         guard options.optIn == .optional else { return nil }
         do {
             return try DomainState.compute(try env.sensor.enrolledSet(for: env.user.value), store: env.store)

@@ -23,7 +23,7 @@ enum Authenticate {
                          style: promptStyle(request, options), silent: request.silent,
                          isOwner: { request.callerIsTheUser }, log: log)
         if !options.reason.isEmpty { ui.show(.reason(options.reason), error: false) }
-        let env = LAEnvironment(
+        let env = EvaluationEnvironment(
             user: request.user, terminal: ReuseScope.of(request),
             sensor: sensor,
             store: FileStateStore(directory: options.stateDir),
@@ -32,10 +32,10 @@ enum Authenticate {
                                            fallbackOffered: options.fallbackTitle != "")]
                 + (presence.watch.map { [$0] } ?? []),
             language: request.language)
-        let policy: LAPolicy = options.policy == .biometrics
+        let policy: EvaluationPolicy = options.policy == .biometrics
             ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
         let watch = LockoutWatch(store: env.store, user: request.user, rules: Rules(options))
-        let outcome = LAContext(environment: env).run(policy)
+        let outcome = PolicyEvaluation(environment: env).run(policy)
         if watch.began(outcome) {
             let failures = (try? env.store.load(request.user))?.userState.consecutiveFailures ?? options.lockoutThreshold
             SecurityRecord(program: "localauth-helper", log: log)
@@ -47,7 +47,7 @@ enum Authenticate {
 
     /// No scan. The person at the machine is told only why their own remote login stops the
     /// finger (they can end it); every other refusal is in the log line alone.
-    private static func refused(_ refusal: LAError, _ request: HelperRequest, channel: FrameChannel,
+    private static func refused(_ refusal: EvaluationError, _ request: HelperRequest, channel: FrameChannel,
                                 log: LogSink) -> EvaluationMachine.Outcome {
         // Not chatter: it says what to do, so PAM_SILENT (sudo's default) does not drop it.
         if refusal.reason == .remoteSessionOpen, request.callerIsTheUser {
@@ -89,7 +89,7 @@ enum Authenticate {
         if case .success = outcome { matched = true }
         let answer = ui.settle(matched: matched)
         if !matched, answer == .noAnswer {
-            return .failure(LAError(.appCancel, cause: "the conversation failed at the prompt"))
+            return .failure(EvaluationError(.appCancel, cause: "the conversation failed at the prompt"))
         }
         return outcome
     }

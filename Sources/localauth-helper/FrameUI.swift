@@ -219,29 +219,29 @@ final class ModuleWakeSource: WakeSource {
 
     var fd: Int32 { channel.input }
 
-    func interruption() -> LAError? {
+    func interruption() -> EvaluationError? {
         let frame: Frame
         do {
             frame = try channel.receive()
         } catch {
-            return LAError(.appCancel, cause: "the module went away: \(error)")
+            return EvaluationError(.appCancel, cause: "the module went away: \(error)")
         }
         switch frame.kind {
         case .cancel:
             return fallbackOffered
-                ? LAError(.userFallback, cause: "Ctrl-C: the user chose the password")
-                : LAError(.userCancel, cause: "Ctrl-C: the user cancelled")
+                ? EvaluationError(.userFallback, cause: "Ctrl-C: the user chose the password")
+                : EvaluationError(.userCancel, cause: "Ctrl-C: the user cancelled")
         case .typed:
             ui.promptAnswered()
-            return LAError(.userFallback, reason: .passwordTyped, cause: "a password was typed while the reader waited")
+            return EvaluationError(.userFallback, reason: .passwordTyped, cause: "a password was typed while the reader waited")
         case .answer:
             ui.promptAnswered()
-            return LAError(.userFallback, cause: "Enter: the user chose the password")
+            return EvaluationError(.userFallback, cause: "Enter: the user chose the password")
         case .noAnswer:
             ui.promptAnswered()
-            return LAError(.appCancel, cause: "the conversation failed at the prompt")
+            return EvaluationError(.appCancel, cause: "the conversation failed at the prompt")
         default:
-            return LAError(.appCancel, cause: "unexpected frame from the module while scanning")
+            return EvaluationError(.appCancel, cause: "unexpected frame from the module while scanning")
         }
     }
 }

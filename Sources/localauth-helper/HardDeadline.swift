@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import LocalAuth
+import Synchronization
 
 /// The helper's own end: SIGALRM (default action: the process ends) once it has run longer
 /// than any evaluation can take. The module kills a helper that outlives its
@@ -12,8 +13,9 @@ import LocalAuth
 /// Shorter waits (the request and the password frame from a caller that may never write)
 /// are bounded with the same timer, and the hard deadline is put back after them.
 enum HardDeadline {
-    /// Monotonic milliseconds at which the helper ends.
-    private nonisolated(unsafe) static var end = Int64.max
+    /// Monotonic milliseconds at which the helper ends. Only the main thread sets and reads
+    /// it; an atomic, so that the compiler need not take that on trust.
+    private static let end = Atomic<Int64>(.max)
 
     /// Until the options are known: enough for the request and the start-up.
     static let startSeconds: Int64 = 60
@@ -29,7 +31,7 @@ enum HardDeadline {
     static let promptMarginSeconds: Int64 = 30
 
     static func set(seconds: Int64) {
-        end = MonotonicClock.millis() + seconds * 1000
+        end.store(MonotonicClock.millis() + seconds * 1000, ordering: .relaxed)
         rearm()
     }
 
@@ -44,6 +46,7 @@ enum HardDeadline {
     }
 
     private static var remainingSeconds: UInt32 {
+        let end = end.load(ordering: .relaxed)
         guard end != .max else { return 0 }
         let left = end - MonotonicClock.millis()
         // alarm(0) would cancel the timer: a deadline already past ends at the next second.

@@ -1,22 +1,23 @@
 import LocalAuth
 import LocalAuthProtocol
 
-/// The result frame: the LAError raw value (0 for success, 1 for "not opted in", which the
-/// module answers with PAM_AUTHINFO_UNAVAIL), its name, and one line for the log.
+/// The result frame: the code (`ResultCode`: Apple's raw value of the failure, or success,
+/// or "not opted in", which the module answers with PAM_AUTHINFO_UNAVAIL), its name, and
+/// one line for the log.
 enum HelperResult {
     static func frame(_ outcome: EvaluationMachine.Outcome) -> Frame {
         switch outcome {
         case .success(let method):
-            return frame(code: 0, name: "success", cause: "matched (\(method.rawValue))")
+            return frame(code: ResultCode.successValue, name: "success", cause: "matched (\(method.rawValue))")
         case .notOptedIn:
-            return frame(code: 1, name: "notOptedIn", cause: "fingerprint login is off for this user",
+            return frame(code: ResultCode.notOptedInValue, name: "notOptedIn", cause: "fingerprint login is off for this user",
                          reason: "not-opted-in")
         case .failure(let e):
             return frame(code: e.code.rawValue, name: e.code.name, cause: e.cause, reason: e.reason.key)
         }
     }
 
-    /// `reason` names the rule that applied (LAError.Reason.key): biometryLockout is Apple's
+    /// `reason` names the rule that applied (EvaluationError.Reason.key): biometryLockout is Apple's
     /// one code for the lockout and every "password first" rule, the log says which.
     /// `extra`: keys after those the module reads (an application's domain state).
     static func frame(code: Int, name: String, cause: String, reason: String = "",

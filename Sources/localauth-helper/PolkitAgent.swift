@@ -24,11 +24,11 @@ struct PolkitAgent {
 
     /// With `require_presence`: why nobody can be at the reader for this agent beyond what
     /// logind already said (PresenceRule), or nil when someone can.
-    func refusal(log: LogSink) -> LAError? {
+    func refusal(log: LogSink) -> EvaluationError? {
         // pid 1 (or 0): an agent helper started by the service manager for a socket
         // (polkit-agent-helper.socket), whose agent is not its parent.
         guard pid > 1 else {
-            return LAError(.notInteractive, reason: .noTerminal,
+            return EvaluationError(.notInteractive, reason: .noTerminal,
                            cause: "polkit's agent helper has no agent process (socket-activated)")
         }
         guard !LoginRecords.logindRuns else { return nil }
@@ -36,7 +36,7 @@ struct PolkitAgent {
         log.log(.info, "no logind: presence for polkit from the agent's terminal and display (pid \(pid))")
         if let stat = ProcStat(pid: pid), stat.terminal != 0 { return nil }
         if Self.namesDisplay(pid) { return nil }
-        return LAError(.notInteractive, reason: .noTerminal,
+        return EvaluationError(.notInteractive, reason: .noTerminal,
                        cause: "the polkit agent (pid \(pid)) has no terminal and no graphical session")
     }
 

@@ -10,18 +10,18 @@ import LogindClient
 /// person (Authenticate), everything else is in the log line.
 enum Presence {
     struct Verdict {
-        var refusal: LAError?
+        var refusal: EvaluationError?
         /// Ends the wait for a finger when the vouching session is locked, idle or left.
         var watch: WakeSource?
     }
 
     static func judge(_ request: HelperRequest, options: Options, log: LogSink) -> Verdict {
         if request.isRemote {
-            return Verdict(refusal: LAError(.notInteractive, reason: .remoteSession,
+            return Verdict(refusal: EvaluationError(.notInteractive, reason: .remoteSession,
                                             cause: "remote host \(printable(request.rhost))"))
         }
         guard let subject = Subject(request) else {
-            return Verdict(refusal: LAError(.notInteractive, reason: .noSession,
+            return Verdict(refusal: EvaluationError(.notInteractive, reason: .noSession,
                                             cause: "the calling process could not be pinned (it ended, or is not the caller)"))
         }
         defer { subject.pin.close() }
@@ -35,7 +35,7 @@ enum Presence {
         }
         // Every fact above was read about the pinned process, not a later one with its pid.
         guard subject.pin.stillRunning else {
-            return Verdict(refusal: LAError(.systemCancel, cause: "the calling process ended while presence was judged"))
+            return Verdict(refusal: EvaluationError(.systemCancel, cause: "the calling process ended while presence was judged"))
         }
         return Verdict(refusal: nil,
                        watch: gathered.hints?.watch(lockAndIdle: gathered.facts.caller != .rootWithoutTerminal))
@@ -134,11 +134,11 @@ enum Presence {
 
     /// The older checks, kept where logind runs too: a script, `sudo -S`, a polkit agent
     /// with neither terminal nor display, where `require_presence` asks for someone there.
-    static func terminalRefusal(_ request: HelperRequest, _ subject: Subject, options: Options, log: LogSink) -> LAError? {
+    static func terminalRefusal(_ request: HelperRequest, _ subject: Subject, options: Options, log: LogSink) -> EvaluationError? {
         guard options.requirePresence else { return nil }
         if let agent = subject.polkit { return agent.refusal(log: log) }
         guard let why = nobodyThere(request) else { return nil }
-        return LAError(.notInteractive, reason: .noTerminal, cause: why)
+        return EvaluationError(.notInteractive, reason: .noTerminal, cause: why)
     }
 
     /// A text conversation reads the terminal the application runs on; a graphical one

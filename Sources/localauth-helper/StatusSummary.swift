@@ -15,7 +15,7 @@ import LocalAuthProtocol
 enum StatusSummary {
     static func frame(_ request: HelperRequest, options: Options, log: LogSink) -> Frame {
         var kv = KeyValues()
-        kv.add("code", "0")
+        kv.add("code", String(ResultCode.successValue))
         kv.add("name", "status")
         let store = FileStateStore(directory: options.stateDir)
         let stored: StoredState

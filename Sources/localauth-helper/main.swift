@@ -27,6 +27,8 @@ HardDeadline.set(seconds: HardDeadline.startSeconds)
 let channel = FrameChannel(input: 0, output: 1)
 let bootLog = SyslogSink(ident: "localauth-helper")
 
+// The top-level code's (the main actor's, in the Swift 6 language mode), like `channel`.
+@MainActor
 func finish(_ frame: Frame, log: LogSink) -> Never {
     if !channel.send(frame) { log.log(.error, "the module went away before the result") }
     exit(0)
@@ -41,13 +43,13 @@ do {
     request = try HelperRequest.parse(try channel.receive())
 } catch {
     bootLog.log(.error, "bad request: \(error)")
-    finish(HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
+    finish(HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
                               cause: "bad request: \(error)"), log: bootLog)
 }
 
 if let refusal = launch.admit(&request) {
     bootLog.log(.error, "refused: \(refusal)")
-    finish(HelperResult.frame(code: LAError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
+    finish(HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
                               cause: "refused: \(refusal)"), log: bootLog)
 }
 

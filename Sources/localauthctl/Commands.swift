@@ -1,11 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import LocalAuth
 
 /// One subcommand: its synopsis, one line for the list, its help, the flags it takes, and
 /// what runs it.
-struct CommandSpec {
+struct CommandSpec: Sendable {
     let name: String
     let synopsis: String
     let summary: String
@@ -15,7 +16,7 @@ struct CommandSpec {
     var hidden = false
     /// Only root may run it at all.
     var rootOnly = false
-    let run: (Invocation) -> Int32
+    let run: @Sendable (Invocation) -> Int32
 
     var helpText: String {
         var text = "usage: localauthctl \(synopsis)\n\n\(Help.reflow(help))"
@@ -50,7 +51,7 @@ enum Commands {
             return Exit.usage
         }
         if first == "--help" || first == "-h" || (first == "help" && args.count == 1) {
-            fputs(usageText, stdout)
+            fputs(usageText, la_stdout())
             return Exit.ok
         }
         if first == "--version" {
@@ -63,7 +64,7 @@ enum Commands {
                                     printable(args.dropFirst().joined(separator: " "))))
                 return Exit.usage
             }
-            fputs(command.helpText, stdout)
+            fputs(command.helpText, la_stdout())
             return Exit.ok
         }
         guard let command = all.first(where: { $0.name == first }) else {
@@ -76,7 +77,7 @@ enum Commands {
         case .failure(let e): return fail(command, e)
         }
         if invocation.help {
-            fputs(command.helpText, stdout)
+            fputs(command.helpText, la_stdout())
             return Exit.ok
         }
         if command.rootOnly && !callerIsRoot {

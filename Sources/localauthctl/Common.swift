@@ -55,7 +55,7 @@ func targetAccount(_ named: String?, what: String) -> Result<Account, CLIError> 
 
 /// Log lines of the engine and the sensor: syslog (authpriv, as the helper logs), and on
 /// stderr with LOCALAUTH_DEBUG set. The commands print their own one-line errors.
-final class ToolLog: LogSink {
+final class ToolLog: LogSink, Sendable {
     static let shared = ToolLog()
     private let syslog = SyslogSink(ident: "localauthctl")
     private let debug = getenv("LOCALAUTH_DEBUG") != nil
@@ -82,13 +82,13 @@ func stateDirectoryExists(_ path: String) -> Bool {
 final class InterruptSource: WakeSource {
     let fd: Int32
     init(fd: Int32) { self.fd = fd }
-    func interruption() -> LAError? { LAError(.userCancel, cause: "interrupted") }
+    func interruption() -> EvaluationError? { EvaluationError(.userCancel, cause: "interrupted") }
 }
 
 /// Which rule requires the password first, with its configured numbers: one sentence used
 /// by status, verify, enable, reset and doctor alike. `failures` is the user's count when
 /// known (the lockout is stated as "N consecutive failed matches (lockout at T)" everywhere).
-func ruleText(_ reason: LAError.Reason, _ f: RuleFigures, failures: Int? = nil, in l: Language = cliLanguage) -> String {
+func ruleText(_ reason: EvaluationError.Reason, _ f: RuleFigures, failures: Int? = nil, in l: Language = cliLanguage) -> String {
     let h = RuleFigures.hours
     switch reason {
     case .failedAttempts:
@@ -110,7 +110,7 @@ func ruleText(_ reason: LAError.Reason, _ f: RuleFigures, failures: Int? = nil, 
 }
 
 /// One line for an evaluation's error: what it means, and the detail when there is one.
-func describe(_ error: LAError, _ language: Language, figures: RuleFigures) -> String {
+func describe(_ error: EvaluationError, _ language: Language, figures: RuleFigures) -> String {
     let text: String
     switch error.reason {
     case let r where r.requiresPasswordFirst:

@@ -191,8 +191,8 @@ enum DoctorCommand {
     }
 
     /// The fix for a file of the package that is missing.
-    static let install: Text = { l in tr(l, "install it (the localauth package, or %s)", "scripts/install") }
-    static let reinstall: Text = { l in tr(l, "reinstall it") }
+    static var install: Text { { l in tr(l, "install it (the localauth package, or %s)", "scripts/install") } }
+    static var reinstall: Text { { l in tr(l, "reinstall it") } }
 
     // MARK: - The helper
 

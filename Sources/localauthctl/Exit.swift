@@ -34,7 +34,7 @@ enum Exit {
     ]
 
     /// The status for an evaluation that ended with `error`.
-    static func of(_ error: LAError) -> Int32 {
+    static func of(_ error: EvaluationError) -> Int32 {
         switch error.code {
         case .authenticationFailed, .userCancel, .userFallback, .appCancel, .invalidContext,
              .notInteractive:
@@ -50,6 +50,8 @@ enum Exit {
             }
         case .biometryNotEnrolled, .biometryDisconnected:
             return unavailable
+        case .companionNotAvailable, .biometryNotPaired, .invalidDimensions:
+            return unavailable  // Apple's codes the root side never gives (ResultCode)
         }
     }
 }

@@ -4,7 +4,7 @@ import LocalAuth
 /// `localauthctl sensor-verify USER` (hidden, root only): the sensor alone, for the sensor's
 /// own tests and for diagnosis. Claims the reader and scans until a match, up to
 /// `maxTries` failed matches, printing each fprintd result as it arrives and the outcome
-/// last ("match" or an LAError name). Exit 0 on a match, 1 otherwise. It does not count
+/// last ("match" or a code's name). Exit 0 on a match, 1 otherwise. It does not count
 /// toward the lockout, so it is root's only (`verify` is the counted check).
 enum SensorVerifyCommand {
     static let maxTries = 3
@@ -45,10 +45,10 @@ struct VerifyRun {
     /// Readable on SIGINT/SIGTERM; -1 when there is none.
     let interrupt: Int32
 
-    private enum Try { case matched, noMatch, ended(LAError) }
+    private enum Try { case matched, noMatch, ended(EvaluationError) }
 
     /// nil on a match, else why not.
-    func verify(user: String) -> LAError? {
+    func verify(user: String) -> EvaluationError? {
         do {
             try sensor.claim(user: user)
         } catch {
@@ -65,7 +65,7 @@ struct VerifyRun {
                              : UserMessage.triesExhausted.text(language))
             }
         }
-        return LAError(.authenticationFailed, cause: "\(SensorVerifyCommand.maxTries) failed matches")
+        return EvaluationError(.authenticationFailed, cause: "\(SensorVerifyCommand.maxTries) failed matches")
     }
 
     /// One verification. Stops it on every path but a match, as the engine does (after a
@@ -99,20 +99,20 @@ struct VerifyRun {
             case .disconnected:
                 say("verify-disconnected")
                 say(UserMessage.readerDisconnected.text(language))
-                return .ended(LAError(.biometryDisconnected, cause: "the reader went away during the scan"))
+                return .ended(EvaluationError(.biometryDisconnected, cause: "the reader went away during the scan"))
             case .failed(let error):
                 return .ended(error)
             case .timeout:
                 say(UserMessage.noFingerDetected.text(language))
-                return .ended(LAError(.systemCancel, reason: .scanTimeout, cause: "no finger within the scan timeout"))
+                return .ended(EvaluationError(.systemCancel, reason: .scanTimeout, cause: "no finger within the scan timeout"))
             case .woken:
-                return .ended(LAError(.userCancel, cause: "interrupted"))
+                return .ended(EvaluationError(.userCancel, cause: "interrupted"))
             }
         }
     }
 
     /// Prints the outcome as the last line; returns the exit status.
-    func report(_ outcome: LAError?) -> Int32 {
+    func report(_ outcome: EvaluationError?) -> Int32 {
         guard let error = outcome else {
             say("match")
             return 0

@@ -91,6 +91,7 @@ enum StatusAll {
         var parts = tm()
         guard localtime_r(&seconds, &parts) != nil else { return String(t) }
         var buffer = [CChar](repeating: 0, count: 32)
-        return strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M", &parts) > 0 ? String(cString: buffer) : String(t)
+        let n = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M", &parts)
+        return n > 0 ? String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self) : String(t)
     }
 }

@@ -70,7 +70,7 @@ struct Status {
     let configIssues: Int
     let now: Timestamp
     let bootID: String?
-    var enrolled: Result<EnrolledSet, LAError>
+    var enrolled: Result<EnrolledSet, EvaluationError>
     var passwordUsable: Bool?
     /// nil when the state could not be read (the reason is in `stateError`).
     var stored: StoredState?
@@ -86,7 +86,7 @@ struct Status {
         let sensor = makeSensor(options, log: ToolLog.shared)
         var s = Status(account: account, options: options, rules: Rules(options), configPath: configPath,
                        configIssues: configIssues, now: SystemClock().now(), bootID: system.bootID(),
-                       enrolled: Result { () throws(LAError) in try sensor.enrolledSet(for: account.name.value) },
+                       enrolled: Result { () throws(EvaluationError) in try sensor.enrolledSet(for: account.name.value) },
                        passwordUsable: system.hasUsablePassword(account.name))
         let store = FileStateStore(directory: options.stateDir)
         if !callerIsRoot {
@@ -180,7 +180,7 @@ struct Status {
     }
 
     /// A key for scripts and a sentence for people, for each reason the password comes first.
-    func explain(_ reason: LAError.Reason) -> (String, String) {
+    func explain(_ reason: EvaluationError.Reason) -> (String, String) {
         if reason == .configurationUntrusted, let why = rules.untrustedConfiguration {
             return (reason.key, tr(cliLanguage, "fingerprint sign-in is off: the configuration cannot be trusted (%s; localauthctl doctor)", why))
         }
@@ -324,7 +324,7 @@ func formatTime(_ t: Timestamp) -> String {
     guard localtime_r(&seconds, &parts) != nil else { return String(t) }
     var buffer = [CChar](repeating: 0, count: 64)
     let n = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S %z", &parts)
-    return n > 0 ? String(cString: buffer) : String(t)
+    return n > 0 ? String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self) : String(t)
 }
 
 /// "3 h 12 min ago", "in 5 min" (a clock set back).

@@ -75,7 +75,7 @@ enum SwitchCommand {
         let ui = TerminalUI(language: language)
         let verifier = ConfirmedOnce(PamPasswordVerifier())
         let interrupt = interruptDescriptor()
-        let env = LAEnvironment(
+        let env = EvaluationEnvironment(
             user: account.name, sensor: makeSensor(options, log: ToolLog.shared),
             store: FileStateStore(directory: options.stateDir), options: options, ui: ui,
             passwordVerifier: verifier, log: ToolLog.shared,
@@ -83,7 +83,7 @@ enum SwitchCommand {
 
         say(on ? tr(cliLanguage, "Turning fingerprint login on for %s.", account.name)
                : tr(cliLanguage, "Turning fingerprint login off for %s.", account.name))
-        var result: Result<Void, LAError>
+        var result: Result<Void, EvaluationError>
         if on, let blocked = passwordFirst(env, ui: ui, verifier: verifier) {
             result = .failure(blocked)
         } else {
@@ -114,13 +114,13 @@ enum SwitchCommand {
     /// Before enabling: a lockout or a password rule refuses every finger until the
     /// password is entered. Asks for it, checks it, and records it as a login's `authsucc`
     /// line would. nil when nothing stood in the way or the password lifted it.
-    static func passwordFirst(_ env: LAEnvironment, ui: TerminalUI, verifier: ConfirmedOnce) -> LAError? {
+    static func passwordFirst(_ env: EvaluationEnvironment, ui: TerminalUI, verifier: ConfirmedOnce) -> EvaluationError? {
         let rules = Rules(env.options)
         let stored: StoredState
         do {
             stored = try env.store.load(env.user)
         } catch {
-            return LAError(.biometryNotAvailable, cause: "state store: \(error)")
+            return EvaluationError(.biometryNotAvailable, cause: "state store: \(error)")
         }
         guard case .error(let refusal)? = rules.refusal(stored, now: env.clock.now(), bootID: env.system.bootID())
         else { return nil }
@@ -130,14 +130,14 @@ enum SwitchCommand {
             ui.show(.passwordRequired(refusal.reason, rules.figures), error: true)
         }
         guard var password = ui.askPassword(prompt: UserMessage.passwordPrompt.text(env.language)) else {
-            return LAError(.userCancel, cause: "no password entered")
+            return EvaluationError(.userCancel, cause: "no password entered")
         }
         defer { Crypto.wipe(&password) }
         guard verifier.verify(user: env.user, password: password) else { return refusal }
         do {
             try PasswordRecord.record(env: env, rules: rules, domainState: nil)
         } catch {
-            return LAError(.biometryNotAvailable, cause: "could not record the password: \(error)")
+            return EvaluationError(.biometryNotAvailable, cause: "could not record the password: \(error)")
         }
         ui.passwordConfirmed = true
         if case .failedAttempts = refusal.reason, case .state(let s) = stored {

@@ -1,3 +1,4 @@
+import CLinux
 import LocalAuth
 #if canImport(Glibc)
 import Glibc
@@ -5,13 +6,13 @@ import Glibc
 
 /// One line on stdout, flushed at once so a reader on a pipe sees it as it happens.
 func say(_ line: String) {
-    fputs(line + "\n", stdout)
-    fflush(stdout)
+    fputs(line + "\n", la_stdout())
+    fflush(la_stdout())
 }
 
 /// One line on stderr, prefixed with the program name.
 func warn(_ line: String) {
-    fputs("localauthctl: \(line)\n", stderr)
+    fputs("localauthctl: \(line)\n", la_stderr())
 }
 
 /// Log lines on stderr: errors only, or everything with LOCALAUTH_DEBUG set.
@@ -51,6 +52,9 @@ private func isWide(_ c: Unicode.Scalar) -> Bool {
 }
 
 /// The write end of the interrupt pipe, for the signal handler (which cannot capture).
+/// `nonisolated(unsafe)`: written on the main thread before `sigaction` installs the
+/// handler (which orders the write before any delivery), and only read after that; a
+/// plain Int32 is what a signal handler may read (an atomic or a lock may not be).
 nonisolated(unsafe) private var interruptWriteEnd: Int32 = -1
 
 /// A descriptor that becomes readable on SIGINT or SIGTERM, so a scan in progress ends

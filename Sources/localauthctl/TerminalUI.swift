@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import LocalAuth
 
 /// The user interface of an evaluation on the terminal: each message on its own line on
@@ -40,8 +41,8 @@ final class TerminalUI: AuthenticationUI {
     private func showWaiting() {
         let text = UserMessage.waitingForFinger.text(language)
         if statusLine {
-            fputs(text, stdout)
-            fflush(stdout)
+            fputs(text, la_stdout())
+            fflush(la_stdout())
             waiting = true
         } else {
             say(text)
@@ -50,8 +51,8 @@ final class TerminalUI: AuthenticationUI {
 
     private func clearWaiting() {
         guard waiting else { return }
-        fputs("\r\u{1B}[K", stdout)
-        fflush(stdout)
+        fputs("\r\u{1B}[K", la_stdout())
+        fflush(la_stdout())
         waiting = false
     }
 }

@@ -5,7 +5,7 @@ import SystemEvents
 /// biometrics evaluation with the real state store, so a failed match counts toward the
 /// lockout like any other (a check that did not count would let anyone try fingers for
 /// free), and a lockout or a password rule refuses it as it would refuse a login. Prints
-/// each message as it comes and the outcome last: `match` or an LAError name.
+/// each message as it comes and the outcome last: `match` or a code's name.
 enum VerifyCommand {
     static let spec = CommandSpec(
         name: "verify", synopsis: "verify [USER]",
@@ -45,15 +45,15 @@ enum VerifyCommand {
         let language = messageLanguage()
         let ui = TerminalUI(language: language)
         let interrupt = interruptDescriptor()
-        let env = LAEnvironment(
+        let env = EvaluationEnvironment(
             user: account.name, terminal: "", sensor: makeSensor(options, log: ToolLog.shared),
             store: FileStateStore(directory: options.stateDir), options: options, ui: ui,
             log: ToolLog.shared, wakeSources: interrupt >= 0 ? [InterruptSource(fd: interrupt)] : [],
             language: language)
-        let context = LAContext(environment: env)
-        context.localizedFallbackTitle = ""  // no password here: Ctrl-C cancels
+        let evaluation = PolicyEvaluation(environment: env)
+        evaluation.localizedFallbackTitle = ""  // no password here: Ctrl-C cancels
         let watch = LockoutWatch(store: env.store, user: account.name, rules: Rules(options))
-        let outcome = context.run(.deviceOwnerAuthenticationWithBiometrics)
+        let outcome = evaluation.run(.deviceOwnerAuthenticationWithBiometrics)
         if watch.began(outcome) {
             let failures = (try? env.store.load(account.name))?.userState.consecutiveFailures ?? options.lockoutThreshold
             SecurityRecord(program: "localauthctl", log: ToolLog.shared)

@@ -10,7 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Result codes: LAError raw values (Apple's), 0 for success, 1 for "not opted in". */
+/* Result codes: Apple's LAError raw values, 0 for success, 1 for "not opted in" (the Swift
+ * sides' table is ResultCode, Sources/LocalAuthProtocol/ResultCode.swift; the root side never
+ * gives the three it has and this table has not: -11, -12, -14). */
 enum {
     LA_CODE_SUCCESS = 0,
     LA_CODE_NOT_OPTED_IN = 1,

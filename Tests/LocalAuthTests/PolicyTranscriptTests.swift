@@ -35,8 +35,8 @@ import Testing
         #expect(h.sensor.scansStarted == 5)
 
         // Locked: the preflight says so and no scan starts, even with the right finger ready.
-        var error: LAError?
-        #expect(!h.context().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        var error: EvaluationError?
+        #expect(!h.evaluation().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(error?.code == .biometryLockout)
         #expect(h.evaluate(events: [.match]).error?.code == .biometryLockout)
         #expect(h.sensor.scansStarted == 5)
@@ -122,7 +122,7 @@ import Testing
     @Test func cancellingGivesTheTryBack() throws {
         let h = Harness()
         h.passwordEntered()
-        _ = h.evaluate(events: [.noMatch, .failed(LAError(.biometryNotAvailable, cause: "fprintd left"))])
+        _ = h.evaluate(events: [.noMatch, .failed(EvaluationError(.biometryNotAvailable, cause: "fprintd left"))])
         #expect(h.state.consecutiveFailures == 1)
         _ = h.evaluate(events: [.disconnected])
         #expect(h.state.consecutiveFailures == 1)

@@ -122,8 +122,8 @@ import Testing
         h.passwordEntered()
         h.system.usablePassword = false
         #expect(h.evaluate(events: [.match]).error?.code == .passcodeNotSet)
-        var error: LAError?
-        #expect(!h.context().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        var error: EvaluationError?
+        #expect(!h.evaluation().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(error?.code == .passcodeNotSet)
         #expect(h.sensor.scansStarted == 0)
     }
@@ -147,7 +147,7 @@ import Testing
         #expect(try h.evaluate(events: [.match]).get() == .fingerprint)
         #expect(h.evaluate(events: []).error?.reason == .scanTimeout)
 
-        let c = h.context()
+        let c = h.evaluation()
         #expect(c.touchIDAuthenticationAllowableReuseDuration == 0)
         c.touchIDAuthenticationAllowableReuseDuration = 10_000
         #expect(c.touchIDAuthenticationAllowableReuseDuration == 300)

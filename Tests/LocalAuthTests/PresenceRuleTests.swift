@@ -62,7 +62,7 @@ import Testing
     // MARK: no scan
 
     @Test(arguments: [
-        (Self.seatSession(remote: true), LAError.Reason.remoteSession),
+        (Self.seatSession(remote: true), EvaluationError.Reason.remoteSession),
         (Self.seatSession(remote: nil), .remoteSession),
         (Self.seatSession(remoteHost: "127.0.0.1"), .remoteSession),
         (Self.seatSession(seat: ""), .notActive),
@@ -75,7 +75,7 @@ import Testing
         (Self.seatSession(idle: true), .sessionIdle),
         (Self.seatSession(idle: nil), .sessionIdle),
     ])
-    func theVouchingSessionMustBeLocalInFrontOwnedUnlockedAndAwake(_ session: LogindSession, _ reason: LAError.Reason) {
+    func theVouchingSessionMustBeLocalInFrontOwnedUnlockedAndAwake(_ session: LogindSession, _ reason: EvaluationError.Reason) {
         for vouching in [Vouching.callerSession(session), .displaySession(session)] {
             let refusal = PresenceRule.refusal(Self.facts(vouching))
             #expect(refusal?.code == .notInteractive)
@@ -169,11 +169,11 @@ import Testing
     }
 
     @Test func reasonKeysAreTheLogLinesWords() {
-        #expect(LAError.Reason.remoteSessionOpen.key == "remote-session-open")
-        #expect(LAError.Reason.sessionLocked.key == "session-locked")
-        #expect(LAError.Reason.sessionIdle.key == "session-idle")
-        #expect(LAError.Reason.otherUser.key == "other-user")
-        #expect(LAError.Reason.notActive.key == "not-active")
-        #expect(LAError.Reason.noSession.key == "no-session")
+        #expect(EvaluationError.Reason.remoteSessionOpen.key == "remote-session-open")
+        #expect(EvaluationError.Reason.sessionLocked.key == "session-locked")
+        #expect(EvaluationError.Reason.sessionIdle.key == "session-idle")
+        #expect(EvaluationError.Reason.otherUser.key == "other-user")
+        #expect(EvaluationError.Reason.notActive.key == "not-active")
+        #expect(EvaluationError.Reason.noSession.key == "no-session")
     }
 }

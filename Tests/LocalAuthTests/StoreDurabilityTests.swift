@@ -10,13 +10,13 @@ import Testing
 @Suite struct StoreDurabilityTests {
     private func evaluate(_ h: Harness, _ store: FullStore, _ events: [SensorEvent],
                           verifier: PasswordVerifier? = nil,
-                          policy: LAPolicy = .deviceOwnerAuthenticationWithBiometrics)
-        -> Result<EvaluationMachine.Outcome.Method, LAError> {
+                          policy: EvaluationPolicy = .deviceOwnerAuthenticationWithBiometrics)
+        -> Result<EvaluationMachine.Outcome.Method, EvaluationError> {
         h.sensor.events = events
-        let env = LAEnvironment(user: h.user, terminal: "/dev/pts/1", sensor: h.sensor, store: store,
+        let env = EvaluationEnvironment(user: h.user, terminal: "/dev/pts/1", sensor: h.sensor, store: store,
                                 clock: h.clock, system: h.system, options: h.options, ui: h.ui,
                                 passwordVerifier: verifier, log: h.log)
-        return LAContext(environment: env).evaluate(policy, localizedReason: "run sudo")
+        return PolicyEvaluation(environment: env).evaluate(policy, localizedReason: "run sudo")
     }
 
     @Test func theTryIsSyncedBeforeTheScanAndTheMatchIsNot() throws {

@@ -35,11 +35,11 @@ final class FullStore: StateStore {
 /// A store that can read but not write cannot count failures, so it must not let a match
 /// through either: otherwise each prompt gives one uncounted try and the lockout never comes.
 @Suite struct StoreFailureTests {
-    private func evaluate(_ h: Harness, _ store: StateStore, _ events: [SensorEvent]) -> Result<EvaluationMachine.Outcome.Method, LAError> {
+    private func evaluate(_ h: Harness, _ store: StateStore, _ events: [SensorEvent]) -> Result<EvaluationMachine.Outcome.Method, EvaluationError> {
         h.sensor.events = events
-        let env = LAEnvironment(user: h.user, terminal: "/dev/pts/1", sensor: h.sensor, store: store,
+        let env = EvaluationEnvironment(user: h.user, terminal: "/dev/pts/1", sensor: h.sensor, store: store,
                                 clock: h.clock, system: h.system, options: h.options, ui: h.ui, log: h.log)
-        return LAContext(environment: env).evaluate(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "run sudo")
+        return PolicyEvaluation(environment: env).evaluate(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "run sudo")
     }
 
     @Test func aMatchThatCannotBeRecordedIsNotASuccess() {

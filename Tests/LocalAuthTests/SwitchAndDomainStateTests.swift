@@ -9,10 +9,10 @@ import Testing
     @Test func theDomainStateIsNilUntilAPreflightSucceeds() throws {
         let h = Harness()
         h.passwordEntered()
-        let c = h.context()
+        let c = h.evaluation()
         #expect(c.evaluatedPolicyDomainState == nil)
         #expect(c.biometryType == .none)
-        var error: LAError?
+        var error: EvaluationError?
         #expect(c.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(c.evaluatedPolicyDomainState != nil)
         #expect(c.biometryType == .touchID)
@@ -59,7 +59,7 @@ import Testing
         let h = Harness()
         h.options.optIn = .required
         h.passwordEntered()
-        let off = h.context().run(.deviceOwnerAuthenticationWithBiometrics)
+        let off = h.evaluation().run(.deviceOwnerAuthenticationWithBiometrics)
         #expect(off == .notOptedIn)
         #expect(h.sensor.scansStarted == 0)
 
@@ -109,7 +109,7 @@ import Testing
         #expect(try h.evaluate(.deviceOwnerAuthentication, events: [], verifier: FixedPassword()).get() == .password)
         #expect(h.sensor.scansStarted == 0)
         // Without a password check of its own (a PAM stack), the module still steps aside.
-        #expect(h.context().run(.deviceOwnerAuthentication) == .notOptedIn)
+        #expect(h.evaluation().run(.deviceOwnerAuthentication) == .notOptedIn)
     }
 
     @Test func turningItOffNeedsAMatchOrThePassword() throws {
@@ -127,6 +127,6 @@ import Testing
         h.sensor.events = [.timeout]
         try SettingsSwitch.disable(h.environment(passwordVerifier: FixedPassword())).get()
         #expect(!h.state.optedIn)
-        #expect(h.context().run(.deviceOwnerAuthenticationWithBiometrics) == .notOptedIn)
+        #expect(h.evaluation().run(.deviceOwnerAuthenticationWithBiometrics) == .notOptedIn)
     }
 }

@@ -101,7 +101,8 @@ import LocalAuthentication
 
     /// Seed 001 subclasses LAContext.
     @Test func aSubclassIsAnLAContext() {
-        final class Wrapper: LAContext { var label = "wrapper" }
+        // @unchecked as its base is (LAContext says why); its own one property is a constant.
+        final class Wrapper: LAContext, @unchecked Sendable { let label = "wrapper" }
         let w = Wrapper()
         w.localizedFallbackTitle = ""
         let asContext: LAContext = w
@@ -110,6 +111,8 @@ import LocalAuthentication
     }
 }
 
+/// A reply's arguments. `@unchecked Sendable`: written under `lock`, read after the test
+/// waited for the reply.
 private final class Box: @unchecked Sendable {
     private let lock = NSLock()
     private(set) var afterReturn = false

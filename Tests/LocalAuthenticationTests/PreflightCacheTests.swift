@@ -90,6 +90,8 @@ import Testing
 }
 
 /// A clock the test moves, and a root side that counts its runs (thread-safe both).
+/// `@unchecked Sendable`: `lock` guards the clock, the count, the answer and the pending
+/// work; `gate` is set before the cache is first asked.
 private final class FakeRootSide: @unchecked Sendable {
     private let lock = NSLock()
     private var seconds: Double = 1000
@@ -199,6 +201,7 @@ private final class FakeRootSide: @unchecked Sendable {
     }
 }
 
+/// `@unchecked Sendable`: `lock` guards `results`.
 private final class ResultBox: @unchecked Sendable {
     private let lock = NSLock()
     private var results: [AppResult] = []

@@ -72,7 +72,7 @@ public struct Options: Equatable, Sendable {
 }
 
 /// One row of the option table: its key, what it accepts, and how it sets `Options`.
-struct OptionSpec {
+struct OptionSpec: Sendable {
     let key: String
     /// A short phrase for errors: "a whole number from 1 to 10", in a language (put into
     /// words only when asked, like the key paths below).
@@ -80,15 +80,15 @@ struct OptionSpec {
     var accepts: String { describe(.english) }
     /// A yes/no option, which a bare `debug` line or argument turns on.
     let isYesNo: Bool
-    private let describe: (Language) -> String
+    private let describe: @Sendable (Language) -> String
     /// Returns false when the value is not accepted; the options are then unchanged.
-    let apply: (inout Options, String) -> Bool
+    let apply: @Sendable (inout Options, String) -> Bool
     /// The value as the file would write it.
-    var show: (Options) -> String
+    var show: @Sendable (Options) -> String
 
-    init(key: String, accepts: @escaping (Language) -> String, isYesNo: Bool = false,
-         apply: @escaping (inout Options, String) -> Bool,
-         show: @escaping (Options) -> String = { _ in "" }) {
+    init(key: String, accepts: @escaping @Sendable (Language) -> String, isYesNo: Bool = false,
+         apply: @escaping @Sendable (inout Options, String) -> Bool,
+         show: @escaping @Sendable (Options) -> String = { _ in "" }) {
         self.key = key
         self.describe = accepts
         self.isYesNo = isYesNo
@@ -102,7 +102,7 @@ struct OptionSpec {
 /// build all of the table's: that was a third of its work before the bus start-up.
 extension OptionSpec {
     static func int(_ key: String, _ range: ClosedRange<Int>,
-                    _ path: @autoclosure @escaping () -> WritableKeyPath<Options, Int>) -> OptionSpec {
+                    _ path: @autoclosure @escaping @Sendable () -> WritableKeyPath<Options, Int>) -> OptionSpec {
         OptionSpec(key: key, accepts: { l in tr(l, "a whole number from %s to %s", range.lowerBound, range.upperBound) },
                    apply: {
             guard let n = Int(trimmed($1)), range.contains(n) else { return false }
@@ -112,7 +112,7 @@ extension OptionSpec {
     }
 
     static func seconds(_ key: String, _ range: ClosedRange<Double>,
-                        _ path: @autoclosure @escaping () -> WritableKeyPath<Options, Double>) -> OptionSpec {
+                        _ path: @autoclosure @escaping @Sendable () -> WritableKeyPath<Options, Double>) -> OptionSpec {
         OptionSpec(key: key, accepts: { l in tr(l, "a number from %s to %s", format(range.lowerBound), format(range.upperBound)) },
                    apply: {
             guard let x = Double(trimmed($1)), x.isFinite, range.contains(x) else { return false }
@@ -121,7 +121,7 @@ extension OptionSpec {
         }, show: { format($0[keyPath: path()]) })
     }
 
-    static func bool(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, Bool>) -> OptionSpec {
+    static func bool(_ key: String, _ path: @autoclosure @escaping @Sendable () -> WritableKeyPath<Options, Bool>) -> OptionSpec {
         OptionSpec(key: key, accepts: { l in tr(l, "yes or no") }, isYesNo: true, apply: {
             switch trimmed($1).lowercased() {
             case "yes", "true", "1", "on": $0[keyPath: path()] = true
@@ -132,7 +132,7 @@ extension OptionSpec {
         }, show: { $0[keyPath: path()] ? "yes" : "no" })
     }
 
-    static func choice<T: RawRepresentable>(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, T>,
+    static func choice<T: RawRepresentable & Sendable>(_ key: String, _ path: @autoclosure @escaping @Sendable () -> WritableKeyPath<Options, T>,
                                             _ all: [T]) -> OptionSpec where T.RawValue == String {
         OptionSpec(key: key, accepts: { l in oneOf(all.map(\.rawValue), l) }, apply: {
             guard let v = T(rawValue: trimmed($1)) else { return false }
@@ -141,7 +141,7 @@ extension OptionSpec {
         }, show: { $0[keyPath: path()].rawValue })
     }
 
-    static let plainText: (Language) -> String = { l in tr(l, "text of at most 256 bytes without control characters") }
+    static let plainText: @Sendable (Language) -> String = { l in tr(l, "text of at most 256 bytes without control characters") }
 
     /// "a or b" (or "a, b or c") in `l`: the values as written.
     static func oneOf(_ values: [String], _ l: Language) -> String {
@@ -151,7 +151,7 @@ extension OptionSpec {
     }
 
     /// Text of at most 256 bytes without control characters.
-    static func text(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, String>) -> OptionSpec {
+    static func text(_ key: String, _ path: @autoclosure @escaping @Sendable () -> WritableKeyPath<Options, String>) -> OptionSpec {
         OptionSpec(key: key, accepts: plainText, apply: {
             guard isPlainText($1) else { return false }
             $0[keyPath: path()] = $1
@@ -160,7 +160,7 @@ extension OptionSpec {
     }
 
     /// An absolute path without `..` components or control characters.
-    static func path(_ key: String, _ path: @autoclosure @escaping () -> WritableKeyPath<Options, String>) -> OptionSpec {
+    static func path(_ key: String, _ path: @autoclosure @escaping @Sendable () -> WritableKeyPath<Options, String>) -> OptionSpec {
         OptionSpec(key: key, accepts: { l in tr(l, "an absolute path") }, apply: {
             let v = trimmed($1)
             guard v.hasPrefix("/"), isPlainText(v), !v.split(separator: "/").contains("..")

@@ -16,11 +16,21 @@ public enum Catalog {
     public static let domain = "localauth"
 
     /// Where the catalogues are: PREFIX/share/locale beside the running program
-    /// (/usr/share/locale for a system install). Tests may point it elsewhere before the
-    /// first lookup.
-    nonisolated(unsafe) public static var directory: String = defaultDirectory
+    /// (/usr/share/locale for a system install). Tests may point it elsewhere.
+    public static var directory: String {
+        get { state.withLock { $0.directory } }
+        set { state.withLock { $0.directory = newValue } }
+    }
 
-    private static let state = Mutex<(bound: String?, active: String?)>((nil, nil))
+    /// What gettext was told, and where the catalogues are: behind one lock, since the
+    /// locale, LANGUAGE and gettext's cache are the process's.
+    private struct State {
+        lazy var directory: String = Catalog.defaultDirectory
+        var bound: String?
+        var active: String?
+    }
+
+    private static let state = Mutex(State())
 
     /// Sets the locale and LANGUAGE for `language` now: setlocale and setenv are not safe
     /// while another thread runs, so a program that starts one (the helper's bus start-up)
@@ -54,7 +64,8 @@ public enum Catalog {
         }
     }
 
-    private static func prepare(_ s: inout (bound: String?, active: String?), _ language: Language) {
+    private static func prepare(_ s: inout State, _ language: Language) {
+        let directory = s.directory
         if s.bound != directory {
             _ = setlocale(LC_MESSAGES, "C.UTF-8")
             _ = setlocale(LC_CTYPE, "C.UTF-8")
@@ -67,7 +78,7 @@ public enum Catalog {
             // glibc adds the variable once and then swaps its string in place: a thread
             // reading the environment meanwhile sees the old value or the new one.
             setenv("LANGUAGE", language.catalogue, 1)
-            _nl_msg_cat_cntr += 1
+            la_gettext_forget()
             s.active = language.catalogue
         }
     }

@@ -17,7 +17,7 @@ public enum UserMessage: Equatable, Sendable {
     /// Locked after `threshold` consecutive failures.
     case lockedOut(threshold: Int)
     /// The password is required first, why, and the configured numbers of that rule.
-    case passwordRequired(LAError.Reason, RuleFigures)
+    case passwordRequired(EvaluationError.Reason, RuleFigures)
     /// The enrolled set changed since fingerprint login was turned on.
     case enrollmentChanged(optInRequired: Bool)
     /// Every refusal before a scan, worded alike, where the person at the terminal may not
@@ -108,7 +108,7 @@ public enum Messages {
         }
     }
 
-    static func passwordRequired(_ why: LAError.Reason, _ f: RuleFigures, _ l: Language) -> String {
+    static func passwordRequired(_ why: EvaluationError.Reason, _ f: RuleFigures, _ l: Language) -> String {
         let h = RuleFigures.hours
         switch why {
         case .passwordRequiredAfterReboot: return tr(l, "Your password is required after a restart")
@@ -133,14 +133,18 @@ public enum Messages {
     }
 
     /// The localized description of an error code (Apple's wording where it has one).
-    public static func describe(_ code: LAError.Code, in l: Language) -> String {
+    public static func describe(_ code: EvaluationError.Code, in l: Language) -> String {
         switch code {
         case .authenticationFailed: return tr(l, "Authentication failed: the fingerprint was not recognized.")
         case .userCancel: return tr(l, "Authentication was cancelled by the user.")
         case .userFallback: return tr(l, "The user chose to enter the password.")
         case .systemCancel: return tr(l, "Authentication was cancelled by the system.")
         case .passcodeNotSet: return tr(l, "No password is set for this account, so fingerprints cannot be used.")
-        case .biometryNotAvailable: return tr(l, "Fingerprint authentication is not available.")
+        case .biometryNotAvailable,
+             // Apple's codes for what this system has not got (ResultCode): the root side
+             // never gives them, and "not available" is what they would mean here.
+             .companionNotAvailable, .biometryNotPaired, .invalidDimensions:
+            return tr(l, "Fingerprint authentication is not available.")
         case .biometryNotEnrolled: return tr(l, "No fingerprints are enrolled.")
         case .biometryLockout: return tr(l, "Fingerprints are locked out: enter your password first.")
         case .appCancel: return tr(l, "Authentication was cancelled by the application.")

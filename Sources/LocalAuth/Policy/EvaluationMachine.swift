@@ -10,7 +10,7 @@
 public struct EvaluationMachine {
     public enum Outcome: Equatable, Sendable {
         case success(Method)
-        case failure(LAError)
+        case failure(EvaluationError)
         /// The settings switch is required and off: no scan; the password decides
         /// (PAM_AUTHINFO_UNAVAIL, never PAM_IGNORE).
         case notOptedIn
@@ -51,14 +51,14 @@ public struct EvaluationMachine {
         case attemptRefused(UserState)
         case matchRecorded
         /// The user or the system ended the wait; the error says who.
-        case interrupted(LAError)
+        case interrupted(EvaluationError)
         /// The wait was ended, but the reader had already given its verdict (`.match` or
         /// `.noMatch`): the verdict counts, the interruption ends the evaluation.
-        case interruptedAfter(LAError, verdict: SensorEvent)
+        case interruptedAfter(EvaluationError, verdict: SensorEvent)
         case passwordChecked(Bool)
         case passwordRecorded
         /// A step of the runner failed (store, sensor call): the evaluation ends with it.
-        case stepFailed(LAError)
+        case stepFailed(EvaluationError)
     }
 
     private enum State {
@@ -70,7 +70,7 @@ public struct EvaluationMachine {
         case starting(Prompt)
         case scanning(Prompt)
         case recordingMatch
-        case askingPassword(after: LAError)
+        case askingPassword(after: EvaluationError)
         case recordingPassword
         case finished
     }
@@ -82,7 +82,7 @@ public struct EvaluationMachine {
         var failures = 0
     }
 
-    public let policy: LAPolicy
+    public let policy: EvaluationPolicy
     public let rules: Rules
     public let now: Timestamp
     public let bootID: String?
@@ -99,7 +99,7 @@ public struct EvaluationMachine {
     public let checkTrust: Bool
     private var state: State = .idle
 
-    public init(policy: LAPolicy, rules: Rules, now: Timestamp, bootID: String?, terminal: String,
+    public init(policy: EvaluationPolicy, rules: Rules, now: Timestamp, bootID: String?, terminal: String,
                 passcodeSet: Bool = true, canAskPassword: Bool, fallbackTitle: String?,
                 checkTrust: Bool = true) {
         self.checkTrust = checkTrust
@@ -126,7 +126,7 @@ public struct EvaluationMachine {
         case (.idle, .start):
             guard passcodeSet else {
                 state = .finished
-                return [.finish(.failure(LAError(.passcodeNotSet, cause: "the account has no usable password")))]
+                return [.finish(.failure(EvaluationError(.passcodeNotSet, cause: "the account has no usable password")))]
             }
             state = .loading
             return [.loadState]
@@ -164,7 +164,7 @@ public struct EvaluationMachine {
         case (.askingPassword(let previous), .passwordChecked(let ok)):
             guard ok else {
                 state = .finished
-                return [.finish(.failure(LAError(.authenticationFailed, reason: previous.reason,
+                return [.finish(.failure(EvaluationError(.authenticationFailed, reason: previous.reason,
                                                  cause: "wrong password")))]
             }
             state = .recordingPassword
@@ -178,7 +178,7 @@ public struct EvaluationMachine {
         default:
             // An event that cannot happen in this state: our own broken invariant. End the
             // evaluation as a failure rather than trapping (this runs under sudo's PAM stack).
-            return end(LAError(.invalidContext, cause: "unexpected event \(event) in \(state)"),
+            return end(EvaluationError(.invalidContext, cause: "unexpected event \(event) in \(state)"),
                        release: isHoldingReader, refund: attemptPending)
         }
     }
@@ -192,7 +192,7 @@ public struct EvaluationMachine {
             // deviceOwnerAuthentication), fingerprint login being off leaves the password;
             // in a PAM stack the module steps aside for the stack's password module.
             if canAskPassword {
-                state = .askingPassword(after: LAError(.biometryNotAvailable, reason: .disabledByConfiguration,
+                state = .askingPassword(after: EvaluationError(.biometryNotAvailable, reason: .disabledByConfiguration,
                                                        cause: "fingerprint login is turned off for this user"))
                 return [.askPassword]
             }
@@ -225,25 +225,25 @@ public struct EvaluationMachine {
             return [.show(.retry(kind), error: true), .waitForEvent]
         case .disconnected:
             return [.stopScan, .show(.readerDisconnected, error: true)]
-                + end(LAError(.biometryDisconnected, cause: "the reader went away during the scan"),
+                + end(EvaluationError(.biometryDisconnected, cause: "the reader went away during the scan"),
                       release: true, refund: true)
         case .failed(let error):
             return [.stopScan] + end(error, release: true, refund: true)
         case .timeout:
             return [.stopScan, .show(.noFingerDetected, error: true)]
-                + end(LAError(.systemCancel, reason: .scanTimeout, cause: "no finger within the scan timeout"),
+                + end(EvaluationError(.systemCancel, reason: .scanTimeout, cause: "no finger within the scan timeout"),
                       release: true, refund: true)
         case .woken:
             // The runner turns wake-ups into `.interrupted` or waits again; seeing one here
             // means it did neither.
-            return [.stopScan] + end(LAError(.systemCancel, cause: "unhandled wake-up"), release: true, refund: true)
+            return [.stopScan] + end(EvaluationError(.systemCancel, cause: "unhandled wake-up"), release: true, refund: true)
         }
     }
 
     /// A verdict that arrived together with an interruption: a match is a match; a failed
     /// match keeps its counted try (no refund) and the evaluation ends with the
     /// interruption, or with the lockout it completed.
-    private mutating func verdictThenEnd(_ verdict: SensorEvent, _ error: LAError, _ p: Prompt) -> [Action] {
+    private mutating func verdictThenEnd(_ verdict: SensorEvent, _ error: EvaluationError, _ p: Prompt) -> [Action] {
         if verdict == .match {
             state = .recordingMatch
             return [.releaseReader, .recordMatch(domainState: p.domain)]
@@ -266,7 +266,7 @@ public struct EvaluationMachine {
         }
         if prompt.failures >= rules.maxTries {
             return [.show(.triesExhausted, error: true)]
-                + end(LAError(.authenticationFailed, cause: "\(prompt.failures) failed matches"),
+                + end(EvaluationError(.authenticationFailed, cause: "\(prompt.failures) failed matches"),
                       release: true, refund: false)
         }
         let left = rules.triesLeft(usedInPrompt: prompt.failures, consecutive: s.consecutiveFailures)
@@ -274,8 +274,8 @@ public struct EvaluationMachine {
         return [.show(.notRecognized(triesLeft: left), error: true), .recordAttempt]
     }
 
-    private func lockout(_ s: UserState) -> LAError {
-        LAError(.biometryLockout, reason: .failedAttempts(rules.lockoutThreshold),
+    private func lockout(_ s: UserState) -> EvaluationError {
+        EvaluationError(.biometryLockout, reason: .failedAttempts(rules.lockoutThreshold),
                 cause: "\(s.consecutiveFailures) consecutive failed matches")
     }
 
@@ -283,7 +283,7 @@ public struct EvaluationMachine {
 
     /// Ends with `error`, or — for `deviceOwnerAuthentication` where a password can be
     /// checked — goes on to the password.
-    private mutating func end(_ error: LAError, release: Bool, refund: Bool) -> [Action] {
+    private mutating func end(_ error: EvaluationError, release: Bool, refund: Bool) -> [Action] {
         var actions: [Action] = release ? [.releaseReader] : []
         if refund { actions.append(.refundAttempt) }
         if canAskPassword && error.code != .appCancel && error.code != .userCancel
@@ -318,7 +318,7 @@ public struct EvaluationMachine {
         return lines
     }
 
-    private func refusalMessage(_ error: LAError) -> UserMessage {
+    private func refusalMessage(_ error: EvaluationError) -> UserMessage {
         if case .failedAttempts(let n) = error.reason { return .lockedOut(threshold: n) }
         if error.reason == .configurationUntrusted { return .configurationUntrusted }
         return .passwordRequired(error.reason, rules.figures)

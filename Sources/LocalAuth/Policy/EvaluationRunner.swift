@@ -1,7 +1,7 @@
 /// Performs the actions of an `EvaluationMachine` against the injected environment and feeds
 /// the results back, until the machine finishes. All I/O of an evaluation happens here.
 final class EvaluationRunner {
-    private let env: LAEnvironment
+    private let env: EvaluationEnvironment
     private let rules: Rules
     private let scanTimeoutMillis: Int64
     private var deadline: Int64 = 0
@@ -10,7 +10,7 @@ final class EvaluationRunner {
     /// The domain state computed for this evaluation, if the enrolled set was read.
     private(set) var domainState: String?
 
-    init(env: LAEnvironment) {
+    init(env: EvaluationEnvironment) {
         self.env = env
         self.rules = Rules(env.options)
         self.scanTimeoutMillis = Int64(env.options.scanTimeout * 1000)
@@ -30,7 +30,7 @@ final class EvaluationRunner {
         }
         // The machine always ends with `.finish`; reaching here is our own bug.
         cleanUp()
-        return .failure(LAError(.invalidContext, cause: "evaluation ended without an outcome"))
+        return .failure(EvaluationError(.invalidContext, cause: "evaluation ended without an outcome"))
     }
 
     /// Performs one action; returns the event it produced, if it produces one.
@@ -111,7 +111,7 @@ final class EvaluationRunner {
         }
     }
 
-    private func readerBusyShown(_ error: LAError) -> LAError {
+    private func readerBusyShown(_ error: EvaluationError) -> EvaluationError {
         if error.reason == .readerBusy { env.ui?.show(.readerBusy, error: true) }
         return error
     }
@@ -139,7 +139,7 @@ final class EvaluationRunner {
     /// already reported is collected before the scan is stopped: a verdict that raced the
     /// interruption still counts (a user who kills their own sudo the moment a finger is
     /// rejected must not get that try back).
-    private func interrupted(_ error: LAError) -> EvaluationMachine.Event {
+    private func interrupted(_ error: EvaluationError) -> EvaluationMachine.Event {
         let verdict = env.sensor.collectVerdict()
         if let verdict {
             env.log.log(.info, "the reader's \(verdict) arrived with the interruption (\(error.code.name)); it counts")
@@ -165,7 +165,7 @@ final class EvaluationRunner {
                 return self.rules.afterFailedMatch(stored.userState)
             }
             if let damaged {
-                return .stepFailed(LAError(.biometryLockout, reason: .stateUnreadable, cause: damaged))
+                return .stepFailed(EvaluationError(.biometryLockout, reason: .stateUnreadable, cause: damaged))
             }
             if let locked { return .attemptRefused(locked) }
             return .attemptRecorded(s)
@@ -208,10 +208,10 @@ final class EvaluationRunner {
 
     private func askPassword() -> EvaluationMachine.Event {
         guard let ui = env.ui, let verifier = env.passwordVerifier else {
-            return .interrupted(LAError(.appCancel, cause: "no way to ask for the password"))
+            return .interrupted(EvaluationError(.appCancel, cause: "no way to ask for the password"))
         }
         guard var password = ui.askPassword(prompt: UserMessage.passwordPrompt.text(env.language)) else {
-            return .interrupted(LAError(.appCancel, cause: "the conversation failed"))
+            return .interrupted(EvaluationError(.appCancel, cause: "the conversation failed"))
         }
         defer { Crypto.wipe(&password) }
         return .passwordChecked(verifier.verify(user: env.user, password: password))
@@ -235,16 +235,16 @@ final class EvaluationRunner {
         claimed = false
     }
 
-    private func storeFailure(_ error: StoreError) -> LAError {
+    private func storeFailure(_ error: StoreError) -> EvaluationError {
         env.log.log(.error, "state store: \(error)")
-        return LAError(.biometryNotAvailable, cause: "state store: \(error)")
+        return EvaluationError(.biometryNotAvailable, cause: "state store: \(error)")
     }
 }
 
 /// Recording a successful password: clears the lockout and the password preconditions.
 /// Used after `deviceOwnerAuthentication`'s own password and by the module's `authsucc` line.
 public enum PasswordRecord {
-    public static func record(env: LAEnvironment, rules: Rules, domainState: String?) throws(StoreError) {
+    public static func record(env: EvaluationEnvironment, rules: Rules, domainState: String?) throws(StoreError) {
         let now = env.clock.now()
         let boot = env.system.bootID()
         try env.store.update(env.user, durability: .loosening) { stored in
@@ -259,13 +259,13 @@ public enum PasswordRecord {
 /// The opaque hash of the enrolled set (Apple's `evaluatedPolicyDomainState`), keyed with
 /// the installation secret so it reveals nothing outside this machine.
 public enum DomainState {
-    public static func compute(_ set: EnrolledSet, store: StateStore) throws(LAError) -> String? {
+    public static func compute(_ set: EnrolledSet, store: StateStore) throws(EvaluationError) -> String? {
         guard !set.fingers.isEmpty else { return nil }
         let key: [UInt8]
         do {
             key = try store.installationSecret()
         } catch {
-            throw LAError(.biometryNotAvailable, cause: "installation secret: \(error)")
+            throw EvaluationError(.biometryNotAvailable, cause: "installation secret: \(error)")
         }
         return Crypto.hex(Crypto.hmacSHA256(key: key, set.canonicalBytes))
     }

@@ -19,13 +19,13 @@
 /// counts here; the terminal and PAM_RHOST checks of the helper decide the rest.
 public enum PresenceRule {
     /// Why no finger may be asked for, or nil when one may.
-    public static func refusal(_ facts: PresenceFacts) -> LAError? {
+    public static func refusal(_ facts: PresenceFacts) -> EvaluationError? {
         if let refusal = lidRefusal(facts) { return refusal }
         switch facts.vouching {
         case .logindAbsent, .foregroundConsole:
             return nil
         case .nobody(let why):
-            return LAError(.notInteractive, reason: .noSession, cause: why)
+            return EvaluationError(.notInteractive, reason: .noSession, cause: why)
         case .seatSession(let session):
             return sessionRefusal(session, facts, requireSameUser: false)
         case .callerSession(let session), .displaySession(let session):
@@ -34,17 +34,17 @@ public enum PresenceRule {
         }
     }
 
-    static func lidRefusal(_ facts: PresenceFacts) -> LAError? {
+    static func lidRefusal(_ facts: PresenceFacts) -> EvaluationError? {
         guard facts.lidClosed == .password else { return nil }
         switch facts.lid {
         case .open: return nil
-        case .closed: return LAError(.biometryNotAvailable, reason: .lidClosed, cause: "the lid is closed")
+        case .closed: return EvaluationError(.biometryNotAvailable, reason: .lidClosed, cause: "the lid is closed")
         case .unknown(let why):
-            return LAError(.biometryNotAvailable, reason: .lidClosed, cause: "whether the lid is closed is not known: \(why)")
+            return EvaluationError(.biometryNotAvailable, reason: .lidClosed, cause: "whether the lid is closed is not known: \(why)")
         }
     }
 
-    static func sessionRefusal(_ s: LogindSession, _ facts: PresenceFacts, requireSameUser: Bool) -> LAError? {
+    static func sessionRefusal(_ s: LogindSession, _ facts: PresenceFacts, requireSameUser: Bool) -> EvaluationError? {
         let name = "logind session \(s.id)"
         guard let remote = s.remote else { return no(.remoteSession, "logind could not say whether \(name) is remote") }
         if remote || !s.remoteHost.isEmpty {
@@ -71,7 +71,7 @@ public enum PresenceRule {
     }
 
     /// A caller that someone elsewhere could be driving, while the user has a remote session.
-    static func remoteSessionRefusal(_ facts: PresenceFacts, vouching: LogindSession) -> LAError? {
+    static func remoteSessionRefusal(_ facts: PresenceFacts, vouching: LogindSession) -> EvaluationError? {
         guard facts.caller.drivableRemotely else { return nil }
         let remote = facts.userSessions.filter { $0.id != vouching.id && $0.reachesFromElsewhere }
         guard let first = remote.first else { return nil }
@@ -80,8 +80,8 @@ public enum PresenceRule {
                   + "and the caller (\(facts.caller.description)) could be driven from it")
     }
 
-    private static func no(_ reason: LAError.Reason, _ cause: String) -> LAError {
-        LAError(.notInteractive, reason: reason, cause: cause)
+    private static func no(_ reason: EvaluationError.Reason, _ cause: String) -> EvaluationError {
+        EvaluationError(.notInteractive, reason: reason, cause: cause)
     }
 }
 

@@ -103,22 +103,22 @@ public struct Rules: Equatable, Sendable {
     /// the password preconditions, then the switch.
     public func refusal(_ stored: StoredState, now: Timestamp, bootID: String?) -> Refusal? {
         if let why = untrustedConfiguration {
-            return .error(LAError(.biometryNotAvailable, reason: .configurationUntrusted,
+            return .error(EvaluationError(.biometryNotAvailable, reason: .configurationUntrusted,
                                   cause: "the configuration cannot be trusted: \(why)"))
         }
         let s: UserState
         switch stored {
         case .damaged(let cause):
-            return .error(LAError(.biometryLockout, reason: .stateUnreadable, cause: cause))
+            return .error(EvaluationError(.biometryLockout, reason: .stateUnreadable, cause: cause))
         case .fresh: s = UserState()
         case .state(let state): s = state
         }
         if isLockedOut(s) {
-            return .error(LAError(.biometryLockout, reason: .failedAttempts(lockoutThreshold),
+            return .error(EvaluationError(.biometryLockout, reason: .failedAttempts(lockoutThreshold),
                                   cause: "\(s.consecutiveFailures) consecutive failed matches"))
         }
         if let why = passwordPrecondition(s, now: now, bootID: bootID) {
-            return .error(LAError(.biometryLockout, reason: why, cause: "password required first (\(why.key))"))
+            return .error(EvaluationError(.biometryLockout, reason: why, cause: "password required first (\(why.key))"))
         }
         if optInRequired && !s.optedIn { return .notOptedIn }
         return nil
@@ -126,7 +126,7 @@ public struct Rules: Equatable, Sendable {
 
     /// Apple's rules for when the password must come first. A time never recorded counts
     /// as infinitely long ago, so a user never seen enters the password once first.
-    func passwordPrecondition(_ s: UserState, now: Timestamp, bootID: String?) -> LAError.Reason? {
+    func passwordPrecondition(_ s: UserState, now: Timestamp, bootID: String?) -> EvaluationError.Reason? {
         if passwordAfterReboot {
             guard let recorded = s.bootID else { return .passwordNeverUsed }
             if let bootID, recorded != bootID { return .passwordRequiredAfterReboot }
@@ -143,14 +143,14 @@ public struct Rules: Equatable, Sendable {
     }
 
     /// The enrolled set must be the one fingerprints were trusted for.
-    public func enrollmentRefusal(_ s: UserState, current: String?) -> LAError? {
+    public func enrollmentRefusal(_ s: UserState, current: String?) -> EvaluationError? {
         guard let trusted = s.trustedDomainState else {
             // Nothing trusted yet: with a switch, turning it on records it; without one,
             // the first match or password does (afterMatch/afterPassword).
             return nil
         }
         guard trusted != current else { return nil }
-        return LAError(.biometryNotAvailable, reason: .enrollmentChanged,
+        return EvaluationError(.biometryNotAvailable, reason: .enrollmentChanged,
                        cause: "the enrolled fingerprints changed since they were trusted")
     }
 
@@ -169,7 +169,7 @@ public struct Rules: Equatable, Sendable {
 
 /// Why no fingerprint may be tried.
 public enum Refusal: Equatable, Sendable {
-    case error(LAError)
+    case error(EvaluationError)
     /// The switch is required and off: no fingerprint for this user (the module answers
     /// PAM_AUTHINFO_UNAVAIL, so the stack's password module decides).
     case notOptedIn

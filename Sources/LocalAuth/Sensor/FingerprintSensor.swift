@@ -6,20 +6,20 @@ public protocol FingerprintSensor: AnyObject {
     /// Which reader would be used for `user` and what is enrolled on it. A preflight: never
     /// claims the reader and never starts a scan.
     /// Throws `biometryNotAvailable` (no reader, daemon absent), `biometryNotEnrolled`.
-    func enrolledSet(for user: String) throws(LAError) -> EnrolledSet
+    func enrolledSet(for user: String) throws(EvaluationError) -> EnrolledSet
 
     /// Claims the reader for `user` (the reader picked by `enrolledSet`).
     /// Throws `systemCancel` with `.readerBusy` when another session holds it.
-    func claim(user: String) throws(LAError)
+    func claim(user: String) throws(EvaluationError)
 
     /// Asks for the claim without waiting for the answer, so that the caller can record the
     /// coming try meanwhile: `startVerify` (or `release`) waits for it, and throws what
     /// `claim` would have. The default claims at once.
-    func requestClaim(user: String) throws(LAError)
+    func requestClaim(user: String) throws(EvaluationError)
 
     /// Starts one verification on the claimed reader. Events that arrive before this returns
     /// are dropped by the implementation.
-    func startVerify() throws(LAError) -> VerifyStarted
+    func startVerify() throws(EvaluationError) -> VerifyStarted
 
     /// Waits for the next event of the verification in progress, until `deadline`
     /// (monotonic milliseconds, see `MonotonicClock`) or until one of `wakeOn` becomes
@@ -41,7 +41,7 @@ public protocol FingerprintSensor: AnyObject {
 }
 
 extension FingerprintSensor {
-    public func requestClaim(user: String) throws(LAError) {
+    public func requestClaim(user: String) throws(EvaluationError) {
         try claim(user: user)
     }
 }
@@ -115,7 +115,7 @@ public enum SensorEvent: Equatable, Sendable {
     /// The reader went away during the scan.
     case disconnected
     /// The sensor side failed (daemon gone or restarted, unknown error, bus timeout).
-    case failed(LAError)
+    case failed(EvaluationError)
     /// The deadline passed without a result.
     case timeout
     /// One of the `wakeOn` descriptors became readable.

@@ -25,7 +25,7 @@ public enum LogLevel: Int, Comparable, Sendable {
 }
 
 /// syslog(3) with the auth facility, as PAM modules and their helpers log.
-public final class SyslogSink: LogSink {
+public final class SyslogSink: LogSink, Sendable {
     private let minimum: LogLevel
 
     public init(ident: String, minimum: LogLevel = .info) {

@@ -1,6 +1,6 @@
 /// How outcomes read in log lines: `key=value` words, the same in the helper's and in
 /// localauthctl's lines, never a Swift value dump.
-extension LAError {
+extension EvaluationError {
     /// `result=biometryLockout reason=idle cause="..."` (no reason word for `.none`).
     public var logText: String {
         var words = ["result=\(code.name)"]

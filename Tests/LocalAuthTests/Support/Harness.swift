@@ -1,5 +1,6 @@
 import Dispatch
 @testable import LocalAuth
+import Synchronization
 
 /// One user's world for a test: a scripted reader, a real file store in a temp directory,
 /// a clock the test moves, and a UI that records what the user saw.
@@ -16,14 +17,14 @@ final class Harness {
 
     deinit { dir.remove() }
 
-    func environment(passwordVerifier: PasswordVerifier? = nil, terminal: String = "/dev/pts/1") -> LAEnvironment {
-        LAEnvironment(user: user, terminal: terminal, sensor: sensor, store: store, clock: clock,
-                      system: system, options: options, ui: ui,
-                      passwordVerifier: passwordVerifier, log: log)
+    func environment(passwordVerifier: PasswordVerifier? = nil, terminal: String = "/dev/pts/1") -> EvaluationEnvironment {
+        EvaluationEnvironment(user: user, terminal: terminal, sensor: sensor, store: store, clock: clock,
+                              system: system, options: options, ui: ui,
+                              passwordVerifier: passwordVerifier, log: log)
     }
 
-    func context(passwordVerifier: PasswordVerifier? = nil, terminal: String = "/dev/pts/1") -> LAContext {
-        LAContext(environment: environment(passwordVerifier: passwordVerifier, terminal: terminal))
+    func evaluation(passwordVerifier: PasswordVerifier? = nil, terminal: String = "/dev/pts/1") -> PolicyEvaluation {
+        PolicyEvaluation(environment: environment(passwordVerifier: passwordVerifier, terminal: terminal))
     }
 
     /// The user types the password at the stack's password module (the `authsucc` line).
@@ -34,11 +35,11 @@ final class Harness {
     }
 
     /// One biometrics evaluation with the given sensor events.
-    func evaluate(_ policy: LAPolicy = .deviceOwnerAuthenticationWithBiometrics,
+    func evaluate(_ policy: EvaluationPolicy = .deviceOwnerAuthenticationWithBiometrics,
                   events: [SensorEvent], verifier: PasswordVerifier? = nil,
-                  terminal: String = "/dev/pts/1") -> Result<EvaluationMachine.Outcome.Method, LAError> {
+                  terminal: String = "/dev/pts/1") -> Result<EvaluationMachine.Outcome.Method, EvaluationError> {
         sensor.events = events
-        return context(passwordVerifier: verifier, terminal: terminal)
+        return evaluation(passwordVerifier: verifier, terminal: terminal)
             .evaluate(policy, localizedReason: "run sudo")
     }
 
@@ -49,20 +50,21 @@ final class Harness {
 
 /// An evaluation on a thread of its own (not the test runner's cooperative pool, which the
 /// tests' waiting loops would otherwise starve when suites run in parallel).
-final class BackgroundEvaluation {
+final class BackgroundEvaluation: Sendable {
     private let done = DispatchSemaphore(value: 0)
-    private var result: Result<EvaluationMachine.Outcome.Method, LAError>?
+    private let result = Mutex<Result<EvaluationMachine.Outcome.Method, EvaluationError>?>(nil)
 
-    init(_ context: LAContext, _ policy: LAPolicy = .deviceOwnerAuthenticationWithBiometrics) {
+    init(_ evaluation: PolicyEvaluation, _ policy: EvaluationPolicy = .deviceOwnerAuthenticationWithBiometrics) {
         DispatchQueue.global().async {
-            self.result = context.evaluate(policy, localizedReason: "x")
+            let outcome = evaluation.evaluate(policy, localizedReason: "x")
+            self.result.withLock { $0 = outcome }
             self.done.signal()
         }
     }
 
-    func value() -> Result<EvaluationMachine.Outcome.Method, LAError> {
+    func value() -> Result<EvaluationMachine.Outcome.Method, EvaluationError> {
         done.wait()
-        return result!
+        return result.withLock { $0! }
     }
 }
 

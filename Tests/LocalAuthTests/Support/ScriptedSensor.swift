@@ -7,9 +7,9 @@ import Glibc
 /// `events` are returned by `nextEvent` in order; `.woken(-1)` in the script means
 /// "block until a wake-up descriptor is readable" (to test invalidate and cancel).
 final class ScriptedSensor: FingerprintSensor {
-    var enrolled: Result<EnrolledSet, LAError> = .success(EnrolledSet(
+    var enrolled: Result<EnrolledSet, EvaluationError> = .success(EnrolledSet(
         deviceIdentity: "virtual_device/0", deviceName: "Virtual reader", fingers: ["right-index-finger"]))
-    var claimError: LAError?
+    var claimError: EvaluationError?
     var events: [SensorEvent] = []
     /// Called each time the engine waits for the reader (to look at the store mid-scan).
     var whileWaiting: (() -> Void)?
@@ -17,17 +17,17 @@ final class ScriptedSensor: FingerprintSensor {
 
     var scansStarted: Int { calls.filter { $0 == "startVerify" }.count }
 
-    func enrolledSet(for user: String) throws(LAError) -> EnrolledSet {
+    func enrolledSet(for user: String) throws(EvaluationError) -> EnrolledSet {
         calls.append("enrolledSet")
         return try enrolled.get()
     }
 
-    func claim(user: String) throws(LAError) {
+    func claim(user: String) throws(EvaluationError) {
         calls.append("claim")
         if let claimError { throw claimError }
     }
 
-    func startVerify() throws(LAError) -> VerifyStarted {
+    func startVerify() throws(EvaluationError) -> VerifyStarted {
         calls.append("startVerify")
         return VerifyStarted(finger: "right-index-finger", scanType: .press)
     }

@@ -18,6 +18,7 @@
 // F is the first call's time; M, A, B, X are over the calls after it; T runs from the end
 // of the first call to the end of the last.
 import Foundation
+import CLinux
 import LocalAuthentication
 
 func fail(_ text: String) -> Never {
@@ -49,7 +50,7 @@ func report(_ op: String, _ success: Bool, _ error: Error?, _ context: LAContext
         + " state=\(hex(context.evaluatedPolicyDomainState)) biometry=\(context.biometryType.rawValue)"
         + " desc=\(ns?.localizedDescription ?? "-")"
     print(line)
-    fflush(stdout)
+    fflush(la_stdout())
 }
 
 func microseconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1000 }
@@ -107,7 +108,7 @@ func can(_ chosen: LAPolicy, _ o: Options) {
     print("STATS calls=\(times.count) first_us=\(String(format: "%.1f", times[0])) median_us=\(at(0.5))"
           + " p10_us=\(at(0.1)) p90_us=\(at(0.9)) max_us=\(at(1.0))"
           + " span_s=\(String(format: "%.6f", (lastEnd - firstEnd) / 1e6))")
-    fflush(stdout)
+    fflush(la_stdout())
 }
 
 func eval(_ chosen: LAPolicy, _ o: Options) {
@@ -151,7 +152,7 @@ func run(_ step: [String]) {
         op == "can" ? can(policy(step[1]), o) : eval(policy(step[1]), o)
     case "pause":
         print("PAUSED pid=\(getpid())")
-        fflush(stdout)
+        fflush(la_stdout())
         _ = readLine()
     case "sleep":
         guard step.count == 2, let s = Double(step[1]) else { fail("sleep needs seconds") }

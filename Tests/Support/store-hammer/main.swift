@@ -4,11 +4,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import LocalAuth
 
 let args = CommandLine.arguments
 guard args.count == 4, let count = Int(args[3]), let user = try? UserName(args[2]) else {
-    fputs("usage: store-hammer STATE_DIR USER COUNT\n", stderr)
+    fputs("usage: store-hammer STATE_DIR USER COUNT\n", la_stderr())
     exit(64)
 }
 let store = FileStateStore(directory: args[1])
@@ -17,7 +18,7 @@ for _ in 0..<count {
     do {
         try store.update(user) { rules.afterFailedMatch($0.userState) }
     } catch {
-        fputs("store-hammer: \(error)\n", stderr)
+        fputs("store-hammer: \(error)\n", la_stderr())
         exit(1)
     }
 }

@@ -3,13 +3,14 @@ import Glibc
 #endif
 import Testing
 @testable import LocalAuth
+import LocalAuthProtocol
 
-/// LAContext's contract: the reason, invalidation, preflight without scanning.
-@Suite struct ContextTests {
+/// PolicyEvaluation's contract: the reason, invalidation, preflight without scanning.
+@Suite struct PolicyEvaluationTests {
     @Test func anEmptyReasonIsAnErrorNotACrash() {
         let h = Harness()
         h.passwordEntered()
-        let r = h.context().evaluate(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "")
+        let r = h.evaluation().evaluate(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "")
         #expect(r.error?.reason == .emptyReason)
         #expect(h.sensor.calls.isEmpty)
     }
@@ -25,7 +26,7 @@ import Testing
         let h = Harness()
         h.passwordEntered()
         h.sensor.events = [.woken(-1)]  // wait until something wakes the sensor
-        let c = h.context()
+        let c = h.evaluation()
         let waiter = BackgroundEvaluation(c)
         while !h.sensor.calls.contains("nextEvent") { usleep(1000) }
         c.invalidate()
@@ -34,7 +35,7 @@ import Testing
         #expect(h.sensor.calls.suffix(2) == ["stopVerify", "release"])
         // Later calls fail with invalidContext.
         #expect(c.evaluate(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x").error?.code == .invalidContext)
-        var error: LAError?
+        var error: EvaluationError?
         #expect(!c.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(error?.code == .invalidContext)
     }
@@ -42,10 +43,10 @@ import Testing
     /// invalidate() (like Ctrl-C or the caller going away) arriving while the reader waits,
     /// with `verdict` already reported by the reader (or none).
     private func cancelledWhileScanning(_ h: Harness, verdict: SensorEvent?)
-        -> Result<EvaluationMachine.Outcome.Method, LAError> {
+        -> Result<EvaluationMachine.Outcome.Method, EvaluationError> {
         h.sensor.events = [.woken(-1)]
         h.sensor.verdictAtStop = verdict
-        let c = h.context()
+        let c = h.evaluation()
         let before = h.sensor.calls.filter { $0 == "nextEvent" }.count
         let waiter = BackgroundEvaluation(c)
         while h.sensor.calls.filter({ $0 == "nextEvent" }).count == before { usleep(1000) }
@@ -88,8 +89,8 @@ import Testing
     @Test func thePreflightNeverStartsAScan() {
         let h = Harness()
         h.passwordEntered()
-        var error: LAError?
-        #expect(h.context().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        var error: EvaluationError?
+        #expect(h.evaluation().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(error == nil)
         #expect(h.sensor.calls == ["enrolledSet"])
         #expect(h.ui.shown.isEmpty)
@@ -98,21 +99,21 @@ import Testing
     @Test func thePreflightReportsTheSensorsErrors() {
         let h = Harness()
         h.passwordEntered()
-        var error: LAError?
-        h.sensor.enrolled = .failure(LAError(.biometryNotEnrolled))
-        #expect(!h.context().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        var error: EvaluationError?
+        h.sensor.enrolled = .failure(EvaluationError(.biometryNotEnrolled))
+        #expect(!h.evaluation().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(error?.code == .biometryNotEnrolled)
-        h.sensor.enrolled = .failure(LAError(.biometryNotAvailable, cause: "no reader"))
-        #expect(!h.context().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        h.sensor.enrolled = .failure(EvaluationError(.biometryNotAvailable, cause: "no reader"))
+        #expect(!h.evaluation().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(error?.code == .biometryNotAvailable)
         // With a password to fall back on, the owner policy stays available.
-        #expect(h.context(passwordVerifier: FixedPassword()).canEvaluatePolicy(.deviceOwnerAuthentication, error: &error))
+        #expect(h.evaluation(passwordVerifier: FixedPassword()).canEvaluatePolicy(.deviceOwnerAuthentication, error: &error))
     }
 
     @Test func aBusyReaderIsSaidInOneLineAndEndsAtOnce() {
         let h = Harness()
         h.passwordEntered()
-        h.sensor.claimError = LAError(.systemCancel, reason: .readerBusy, cause: "AlreadyInUse")
+        h.sensor.claimError = EvaluationError(.systemCancel, reason: .readerBusy, cause: "AlreadyInUse")
         let r = h.evaluate(events: [.match])
         #expect(r.error?.code == .systemCancel)
         #expect(h.ui.texts.contains("The fingerprint reader is in use by another session - use your password"))
@@ -131,32 +132,43 @@ import Testing
     @Test func theDaemonLeavingEndsWithItsErrorAndReleases() {
         let h = Harness()
         h.passwordEntered()
-        let r = h.evaluate(events: [.failed(LAError(.biometryNotAvailable, cause: "fprintd left the bus"))])
+        let r = h.evaluate(events: [.failed(EvaluationError(.biometryNotAvailable, cause: "fprintd left the bus"))])
         #expect(r.error?.code == .biometryNotAvailable)
         #expect(h.sensor.calls.suffix(2) == ["stopVerify", "release"])
     }
 
-    @Test func errorCodesKeepApplesRawValues() {
-        let expected: [LAError.Code: Int] = [
-            .authenticationFailed: -1, .userCancel: -2, .userFallback: -3, .systemCancel: -4,
-            .passcodeNotSet: -5, .biometryNotAvailable: -6, .biometryNotEnrolled: -7,
-            .biometryLockout: -8, .appCancel: -9, .invalidContext: -10,
-            .biometryDisconnected: -13, .notInteractive: -1004]
-        #expect(LAError.Code.allCases.count == expected.count)
-        for (code, raw) in expected { #expect(code.rawValue == raw) }
-        #expect(LAPolicy.deviceOwnerAuthenticationWithBiometrics.rawValue == 1)
-        #expect(LAPolicy.deviceOwnerAuthentication.rawValue == 2)
+    /// The one table both sides use (ResultCode), written out here: every code of Apple's
+    /// SDK with its raw value, and its name as the result frame and the log lines spell it.
+    @Test func errorCodesKeepApplesRawValuesAndNames() {
+        let expected: [(ResultCode, Int, String)] = [
+            (.authenticationFailed, -1, "authenticationFailed"), (.userCancel, -2, "userCancel"),
+            (.userFallback, -3, "userFallback"), (.systemCancel, -4, "systemCancel"),
+            (.passcodeNotSet, -5, "passcodeNotSet"), (.biometryNotAvailable, -6, "biometryNotAvailable"),
+            (.biometryNotEnrolled, -7, "biometryNotEnrolled"), (.biometryLockout, -8, "biometryLockout"),
+            (.appCancel, -9, "appCancel"), (.invalidContext, -10, "invalidContext"),
+            (.companionNotAvailable, -11, "companionNotAvailable"), (.biometryNotPaired, -12, "biometryNotPaired"),
+            (.biometryDisconnected, -13, "biometryDisconnected"), (.invalidDimensions, -14, "invalidDimensions"),
+            (.notInteractive, -1004, "notInteractive")]
+        #expect(EvaluationError.Code.allCases.count == expected.count)
+        for (code, raw, name) in expected {
+            #expect(code.rawValue == raw)
+            #expect(code.name == name)
+        }
+        #expect(ResultCode.successValue == 0 && ResultCode.notOptedInValue == 1)
+        #expect(Set(expected.map(\.1)).isDisjoint(with: [ResultCode.successValue, ResultCode.notOptedInValue]))
+        #expect(EvaluationPolicy.deviceOwnerAuthenticationWithBiometrics.rawValue == 1)
+        #expect(EvaluationPolicy.deviceOwnerAuthentication.rawValue == 2)
     }
 
     @Test func everyErrorIsDescribedInEachLanguage() {
         #expect(Catalogues.ready)
-        for code in LAError.Code.allCases {
-            let texts = Language.allCases.map { LAError(code).localizedDescription($0) }
+        for code in EvaluationError.Code.allCases {
+            let texts = Language.allCases.map { EvaluationError(code).localizedDescription($0) }
             #expect(texts.allSatisfy { !$0.isEmpty })
             #expect(Set(texts).count == 3, "\(code) has a missing translation")
         }
-        #expect(LAError(.biometryLockout).localizedDescription(.simplifiedChinese) == "指纹已锁定：请先输入密码。")
-        #expect(LAError(.biometryLockout).localizedDescription(.traditionalChinese) == "指紋已鎖定：請先輸入密碼。")
+        #expect(EvaluationError(.biometryLockout).localizedDescription(.simplifiedChinese) == "指纹已锁定：请先输入密码。")
+        #expect(EvaluationError(.biometryLockout).localizedDescription(.traditionalChinese) == "指紋已鎖定：請先輸入密碼。")
     }
 
     @Test func theLanguageIsPickedFromTheLocale() {

@@ -1,6 +1,6 @@
 /// Everything an evaluation needs from outside, injected so that every rule is tested
 /// without hardware and without sleeping.
-public struct LAEnvironment {
+public struct EvaluationEnvironment {
     public var user: UserName
     /// Who and where the request comes from, for the reuse window: the terminal together
     /// with the login session using it (the helper's `ReuseScope`); empty: never reused.
@@ -63,5 +63,5 @@ public protocol SystemFacts: AnyObject {
 public protocol WakeSource: AnyObject {
     var fd: Int32 { get }
     /// Called when `fd` is readable: the error that ends the wait, or nil to keep waiting.
-    func interruption() -> LAError?
+    func interruption() -> EvaluationError?
 }

@@ -3,15 +3,25 @@ import Glibc
 #endif
 import Synchronization
 
-/// A context for evaluating authentication policies, after Apple's `LAContext`.
+/// The evaluation of a policy for one user, on the root side: what `sudo` runs (through
+/// the PAM module and the helper), `localauthctl verify`, and the helper's answer to an
+/// application's `LAContext` (the LocalAuthentication library, which has no policy of its
+/// own). It holds what Apple's context holds between calls (the reuse duration, the
+/// fallback title, the domain state, `invalidate()`); the rules are in `Rules`, the steps
+/// in `EvaluationMachine`, and everything from outside comes in the environment.
 ///
-///     let context = LAContext(environment: env)
-///     var error: LAError?
-///     if context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error) {
-///         context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics,
-///                                localizedReason: "unlock your notes") { success, error in … }
+///     let evaluation = PolicyEvaluation(environment: env)
+///     if case .success = evaluation.preflight(.deviceOwnerAuthenticationWithBiometrics) {
+///         switch evaluation.evaluate(.deviceOwnerAuthenticationWithBiometrics,
+///                                    localizedReason: "run sudo") { … }
 ///     }
-public final class LAContext: @unchecked Sendable {
+///
+/// `@unchecked Sendable`, for Apple's one cross-thread call: `invalidate()` may come from
+/// any thread while another evaluates, and touches only an atomic flag and a pipe made in
+/// `init`. Everything else (the settable properties, a preflight, an evaluation) is for
+/// one thread at a time, as the helper and localauthctl use it; a thread that waited for
+/// an evaluation's end (a semaphore, a join) sees what it wrote.
+public final class PolicyEvaluation: @unchecked Sendable {
     /// The fallback button's title: nil → the default ("Use Password"), `""` → not offered.
     public var localizedFallbackTitle: String?
     /// The cancel button's title: nil → the default.
@@ -25,16 +35,16 @@ public final class LAContext: @unchecked Sendable {
     /// biometrics, nil when nothing is enrolled.
     public private(set) var evaluatedPolicyDomainState: [UInt8]?
     /// `.touchID` once a reader was found by a preflight or evaluation.
-    public private(set) var biometryType: LABiometryType = .none
+    public private(set) var biometryType: BiometryType = .none
 
-    private var env: LAEnvironment
+    private var env: EvaluationEnvironment
     private var reuseDuration: Double
     /// Set once by `invalidate()`; read from the evaluating thread.
     private let invalidated = Atomic<Bool>(false)
     /// Written by `invalidate()` to wake an evaluation waiting for a finger.
     private let wakePipe: (read: Int32, write: Int32)
 
-    public init(environment: LAEnvironment) {
+    public init(environment: EvaluationEnvironment) {
         env = environment
         reuseDuration = min(max(environment.options.reuseDuration, 0), Options.maxReuseDuration)
         localizedFallbackTitle = environment.options.fallbackTitle
@@ -55,7 +65,7 @@ public final class LAContext: @unchecked Sendable {
     // MARK: - Preflight
 
     /// Whether `policy` can be evaluated now. Never prompts and never starts a scan.
-    public func canEvaluatePolicy(_ policy: LAPolicy, error: inout LAError?) -> Bool {
+    public func canEvaluatePolicy(_ policy: EvaluationPolicy, error: inout EvaluationError?) -> Bool {
         switch preflight(policy) {
         case .success: error = nil; return true
         case .failure(let e): error = e; return false
@@ -63,26 +73,26 @@ public final class LAContext: @unchecked Sendable {
     }
 
     /// The same preflight as a Swift result.
-    public func preflight(_ policy: LAPolicy) -> Result<Void, LAError> {
+    public func preflight(_ policy: EvaluationPolicy) -> Result<Void, EvaluationError> {
         if invalidated.load(ordering: .acquiring) {
-            return .failure(LAError(.invalidContext, cause: "the context was invalidated"))
+            return .failure(EvaluationError(.invalidContext, cause: "the context was invalidated"))
         }
         if env.system.hasUsablePassword(env.user) == false {
-            return .failure(LAError(.passcodeNotSet, cause: "the account has no usable password"))
+            return .failure(EvaluationError(.passcodeNotSet, cause: "the account has no usable password"))
         }
         // With a password to fall back on, the owner policy can always be evaluated.
         if policy == .deviceOwnerAuthentication && env.passwordVerifier != nil { return .success(()) }
         return biometricPreflight()
     }
 
-    private func biometricPreflight() -> Result<Void, LAError> {
+    private func biometricPreflight() -> Result<Void, EvaluationError> {
         let rules = Rules(options)
         do {
             let stored = try env.store.load(env.user)
             switch rules.refusal(stored, now: env.clock.now(), bootID: env.system.bootID()) {
             case .error(let e)?: return .failure(e)
             case .notOptedIn?:
-                return .failure(LAError(.biometryNotAvailable, reason: .disabledByConfiguration,
+                return .failure(EvaluationError(.biometryNotAvailable, reason: .disabledByConfiguration,
                                         cause: "fingerprint login is turned off for this user"))
             case nil: break
             }
@@ -92,23 +102,23 @@ public final class LAContext: @unchecked Sendable {
             if let e = rules.enrollmentRefusal(stored.userState, current: domain) { return .failure(e) }
             evaluatedPolicyDomainState = domain.map { Array($0.utf8) }
             return .success(())
-        } catch let e as LAError {
+        } catch let e as EvaluationError {
             return .failure(e)
         } catch {
-            return .failure(LAError(.biometryNotAvailable, cause: "state store: \(error)"))
+            return .failure(EvaluationError(.biometryNotAvailable, cause: "state store: \(error)"))
         }
     }
 
     // MARK: - Evaluation
 
     /// Evaluates `policy`, blocking the calling thread until it ends.
-    public func evaluate(_ policy: LAPolicy, localizedReason: String)
-        -> Result<EvaluationMachine.Outcome.Method, LAError> {
+    public func evaluate(_ policy: EvaluationPolicy, localizedReason: String)
+        -> Result<EvaluationMachine.Outcome.Method, EvaluationError> {
         if invalidated.load(ordering: .acquiring) {
-            return .failure(LAError(.invalidContext, cause: "the context was invalidated"))
+            return .failure(EvaluationError(.invalidContext, cause: "the context was invalidated"))
         }
         guard !localizedReason.isEmpty else {
-            return .failure(LAError(.appCancel, reason: .emptyReason,
+            return .failure(EvaluationError(.appCancel, reason: .emptyReason,
                                     cause: "localizedReason must not be empty"))
         }
         env.ui?.show(.reason(localizedReason), error: false)
@@ -116,13 +126,13 @@ public final class LAContext: @unchecked Sendable {
         case .success(let method): return .success(method)
         case .failure(let e): return .failure(e)
         case .notOptedIn:
-            return .failure(LAError(.biometryNotAvailable, reason: .disabledByConfiguration,
+            return .failure(EvaluationError(.biometryNotAvailable, reason: .disabledByConfiguration,
                                     cause: "fingerprint login is turned off for this user"))
         }
     }
 
     /// The outcome as the machine gives it, including `.notOptedIn` (for the PAM helper).
-    public func run(_ policy: LAPolicy) -> EvaluationMachine.Outcome {
+    public func run(_ policy: EvaluationPolicy) -> EvaluationMachine.Outcome {
         let runner = EvaluationRunner(env: runEnvironment())
         var machine = EvaluationMachine(
             policy: policy, rules: Rules(options), now: env.clock.now(), bootID: env.system.bootID(),
@@ -138,8 +148,8 @@ public final class LAContext: @unchecked Sendable {
     }
 
     /// Apple's form: the reply gets `true` or the error.
-    public func evaluatePolicy(_ policy: LAPolicy, localizedReason: String,
-                               reply: (Bool, LAError?) -> Void) {
+    public func evaluatePolicy(_ policy: EvaluationPolicy, localizedReason: String,
+                               reply: (Bool, EvaluationError?) -> Void) {
         switch evaluate(policy, localizedReason: localizedReason) {
         case .success: reply(true, nil)
         case .failure(let e): reply(false, e)
@@ -147,7 +157,7 @@ public final class LAContext: @unchecked Sendable {
     }
 
     /// Apple's async form.
-    public func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws(LAError) -> Bool {
+    public func evaluatePolicy(_ policy: EvaluationPolicy, localizedReason: String) async throws(EvaluationError) -> Bool {
         switch evaluate(policy, localizedReason: localizedReason) {
         case .success: return true
         case .failure(let e): throw e
@@ -171,7 +181,7 @@ public final class LAContext: @unchecked Sendable {
 
     /// The environment with the reuse duration set on this context and the invalidation pipe
     /// added to what may end a wait.
-    private func runEnvironment() -> LAEnvironment {
+    private func runEnvironment() -> EvaluationEnvironment {
         var e = env
         e.options = options
         e.wakeSources.append(InvalidationSource(fd: wakePipe.read))
@@ -183,7 +193,7 @@ public final class LAContext: @unchecked Sendable {
 private final class InvalidationSource: WakeSource {
     let fd: Int32
     init(fd: Int32) { self.fd = fd }
-    func interruption() -> LAError? {
-        LAError(.appCancel, cause: "the context was invalidated during the evaluation")
+    func interruption() -> EvaluationError? {
+        EvaluationError(.appCancel, cause: "the context was invalidated during the evaluation")
     }
 }

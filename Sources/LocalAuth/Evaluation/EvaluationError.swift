@@ -1,51 +1,13 @@
-/// The error of a failed policy evaluation, with Apple's LocalAuthentication raw values so
-/// that a number means the same thing on every platform (DESIGN.md §2).
-public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
-    /// Every outcome other than success. Raw values are Apple's.
-    public enum Code: Int, CaseIterable, Sendable {
-        /// The tries of one prompt were used up without a match.
-        case authenticationFailed = -1
-        /// The user cancelled the whole authentication.
-        case userCancel = -2
-        /// The user chose the password instead.
-        case userFallback = -3
-        /// The system interrupted: a signal, the reader taken by another session, the bus gone.
-        case systemCancel = -4
-        /// The user has no usable password, so biometrics may not be used.
-        case passcodeNotSet = -5
-        /// No reader, fprintd absent or not answering, or disabled by configuration.
-        case biometryNotAvailable = -6
-        /// The user has no enrolled fingerprints.
-        case biometryNotEnrolled = -7
-        /// Too many consecutive failures (or another rule): the password must come first.
-        case biometryLockout = -8
-        /// The calling application ended the authentication.
-        case appCancel = -9
-        /// The context was invalidated before use.
-        case invalidContext = -10
-        /// The reader went away during the scan.
-        case biometryDisconnected = -13
-        /// Nobody can scan: remote session, no terminal, or silent where a prompt is needed.
-        case notInteractive = -1004
+import LocalAuthProtocol
 
-        /// Apple's case name, used in logs and on the pipe.
-        public var name: String {
-            switch self {
-            case .authenticationFailed: return "authenticationFailed"
-            case .userCancel: return "userCancel"
-            case .userFallback: return "userFallback"
-            case .systemCancel: return "systemCancel"
-            case .passcodeNotSet: return "passcodeNotSet"
-            case .biometryNotAvailable: return "biometryNotAvailable"
-            case .biometryNotEnrolled: return "biometryNotEnrolled"
-            case .biometryLockout: return "biometryLockout"
-            case .appCancel: return "appCancel"
-            case .invalidContext: return "invalidContext"
-            case .biometryDisconnected: return "biometryDisconnected"
-            case .notInteractive: return "notInteractive"
-            }
-        }
-    }
+/// Why an evaluation on the root side did not succeed: the code (Apple's raw values, so
+/// that a number means the same thing on every platform, DESIGN.md §2; `ResultCode` in
+/// LocalAuthProtocol), the rule that applied, and a line for the log. Applications see
+/// the LocalAuthentication library's `LAError` instead, made from the result frame's code.
+public struct EvaluationError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// Every outcome other than success: the one table of Apple's raw values, which the
+    /// result frame carries to the PAM module and to the LocalAuthentication library.
+    public typealias Code = ResultCode
 
     /// Why, in more detail than the code: picks the message the user sees and the log line.
     public enum Reason: Equatable, Sendable {
@@ -97,6 +59,8 @@ public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
 
     public var errorCode: Int { code.rawValue }
 
+    /// As the log lines have always spelt it (`LAError.biometryNotEnrolled: …`): Apple's
+    /// type name for the code, which is what readers of the log know.
     public var description: String {
         cause.isEmpty ? "LAError.\(code.name)" : "LAError.\(code.name): \(cause)"
     }
@@ -106,12 +70,12 @@ public struct LAError: Error, Equatable, CustomStringConvertible, Sendable {
         Messages.describe(code, in: language)
     }
 
-    public static func == (a: LAError, b: LAError) -> Bool {
+    public static func == (a: EvaluationError, b: EvaluationError) -> Bool {
         a.code == b.code && a.reason == b.reason
     }
 }
 
-extension LAError.Reason {
+extension EvaluationError.Reason {
     /// The reason's name for scripts and log lines (`reason=` in the module's line, the
     /// `password_required` key of `localauthctl status --json`): which rule applied.
     /// Empty for `.none`.
