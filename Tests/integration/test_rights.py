@@ -102,6 +102,13 @@ def test_the_secret_comes_back_after_a_restart_only_with_the_enrolled_finger(wor
     assert any("right authorize notes: success" in m and "program " + str(world.app) in m for m in logs), logs
 
 
+def test_the_completion_handler_forms_do_the_same(world):
+    saved(world)
+    run = world.run("open-handlers", "notes", fingers=[ENROLLED])
+    assert run.status == 0 and line(run, "SECRET") == SECRET and len(run.scans) == 1, run.output
+    assert "OK can authorize" in world.run("check", "notes").output
+
+
 def test_without_authorizing_or_in_another_process_there_are_no_bytes(world):
     saved(world)
     peek = world.run("peek", "notes")

@@ -68,7 +68,14 @@ open class LARightStore: NSObject, @unchecked Sendable {
 
     // MARK: - Internals
 
+    /// What one request frame carries (docs/PROTOCOL.md, "Rights").
+    static let maxSecretBytes = 1024
+    static let maxIdentifierBytes = 256
+
     private func save(_ right: LARight, _ identifier: String, secret: Data) async throws -> LAPersistedRight {
+        guard secret.count <= Self.maxSecretBytes else {
+            throw LAError.make(.invalidContext, debug: "a secret of \(secret.count) bytes: at most \(Self.maxSecretBytes) are kept")
+        }
         let values = try await RightsClient.call("save", identifier: identifier, keys: [
             ("requirement", right.requirement.word), ("secret", RightsClient.hex(secret)),
         ])

@@ -11,7 +11,12 @@ enum RightsClient {
     static func call(_ op: String, identifier: String?, keys: [(String, String)] = [],
                      prompt: LAPrompt? = nil) async throws -> [String: String] {
         var all: [(String, String)] = []
-        if let identifier { all.append(("identifier", hex(Data(identifier.utf8)))) }
+        if let identifier {
+            guard (1...LARightStore.maxIdentifierBytes).contains(identifier.utf8.count) else {
+                throw LAError.make(.invalidContext, debug: "an identifier must have 1 to \(LARightStore.maxIdentifierBytes) bytes")
+            }
+            all.append(("identifier", hex(Data(identifier.utf8))))
+        }
         all += keys
         let ui: LAUserInterface? = prompt == nil ? nil : LATerminalInterface()
         var request = AppRequest(operation: .evaluate, policy: "", fallbackTitle: prompt.map { $0.fallbackTitle ?? "" },

@@ -5,6 +5,7 @@
 //   secret-vault open NAME           asks for the finger, then prints the secret
 //   secret-vault sign NAME MESSAGE   asks for the finger, then signs MESSAGE with the
 //                                    right's key; prints the public key and the signature
+//   secret-vault open-handlers NAME  the same as open, with the completion-handler forms
 //   secret-vault peek NAME           loads the secret without authorizing (refused)
 //   secret-vault check NAME          whether the right can be authorized now
 //   secret-vault remove NAME | remove-all
@@ -51,6 +52,8 @@ func run(_ args: [String]) async throws {
         try await right.key.publicKey.verify(Data(args[2].utf8), signature: signature,
                                              algorithm: .ecdsaSignatureMessageX962SHA256)
         print("OK verified here too")
+    case ("open-handlers", 2):
+        print("SECRET \(String(decoding: try await openWithHandlers(args[1]), as: UTF8.self))")
     case ("peek", 2):
         let right = try await store.right(forIdentifier: args[1])
         print("SECRET \(String(decoding: try await right.secret.loadData(), as: UTF8.self))")
@@ -70,6 +73,23 @@ func run(_ args: [String]) async throws {
 
 struct Usage: Error {}
 
+/// `open` as code from before `async` writes it: one completion handler inside another.
+func openWithHandlers(_ name: String) async throws -> Data {
+    try await withCheckedThrowingContinuation { (done: CheckedContinuation<Data, Error>) in
+        LARightStore.shared.right(forIdentifier: name) { right, error in
+            guard let right else { return done.resume(throwing: error!) }
+            right.authorize(localizedReason: "Open the vault \(name)") { error in
+                if let error { return done.resume(throwing: error) }
+                right.secret.loadData { data, error in
+                    right.deauthorize {
+                        if let data { done.resume(returning: data) } else { done.resume(throwing: error!) }
+                    }
+                }
+            }
+        }
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 let done = DispatchSemaphore(value: 0)
 Task.detached {
@@ -77,7 +97,7 @@ Task.detached {
         try await run(arguments)
         exit(0)
     } catch is Usage {
-        print("usage: secret-vault save NAME SECRET [biometry|current|default|passcode] | open NAME"
+        print("usage: secret-vault save NAME SECRET [biometry|current|default|passcode] | open[-handlers] NAME"
               + " | sign NAME MESSAGE | peek NAME | check NAME | remove NAME | remove-all")
         exit(64)
     } catch {
