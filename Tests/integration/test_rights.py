@@ -188,6 +188,17 @@ def test_a_remote_caller_gets_not_interactive_and_no_bytes(world, bed):
     assert not [e for e in world.bed.events(mark) if e.name == "VerifyFingerSelected"]
 
 
+def test_a_program_without_a_terminal_gets_not_interactive_and_no_bytes(world):
+    saved(world)
+    mark = world.bed.mark()
+    env = system.default_env(LOCALAUTH_PREFIX=str(world.inst.prefix))
+    # Its own session (no controlling terminal), stdin from /dev/null, no display named.
+    run = subprocess.run(["setsid", "--wait", *system.as_user(world.user, [str(world.app), "open", "notes"])],
+                         env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1 and "ERROR code=-1004" in run.stdout and SECRET not in run.stdout, run.stdout
+    assert not [e for e in world.bed.events(mark) if e.name == "VerifyFingerSelected"]
+
+
 # --- the key ------------------------------------------------------------------------------
 
 def test_a_signature_verifies_with_the_exported_public_key(world):
