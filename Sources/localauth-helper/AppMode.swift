@@ -137,7 +137,7 @@ enum AppMode {
         }
     }
 
-    static func environment(_ request: HelperRequest, policy: Policy, unprivileged: Bool,
+    private static func environment(_ request: HelperRequest, policy: Policy, unprivileged: Bool,
                                     options: Options, ui: AuthenticationUI?, wake: [WakeSource],
                                     log: LogSink) -> EvaluationEnvironment {
         var o = options
