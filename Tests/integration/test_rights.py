@@ -261,6 +261,16 @@ def test_a_damaged_record_is_a_clear_error_and_is_kept(world):
     assert line(world.run("open", "notes", fingers=[ENROLLED]), "SECRET") == SECRET
 
 
+def test_the_log_names_the_right_as_one_word_and_never_shows_the_secret(world):
+    run = saved(world, name="my notes=x y")
+    opened = world.run("open", "my notes=x y", fingers=[ENROLLED])
+    assert line(opened, "SECRET") == SECRET
+    logs = run.messages("localauth-helper") + opened.messages("localauth-helper")
+    assert any("right save my?notes?x?y: success" in m for m in logs), logs
+    assert any("right secret my?notes?x?y: success (secret given)" in m for m in logs), logs
+    assert not any(SECRET in m or SECRET.encode().hex() in m for m in logs), logs
+
+
 def test_removing_rights(world):
     saved(world, name="a")
     saved(world, name="b")
