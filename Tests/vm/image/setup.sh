@@ -72,8 +72,10 @@ if [ "${DESKTOP:-0}" = 1 ]; then
   # each failure can end the password's conversation too ("conversation failed").
   printf '[org/gnome/login-screen]\nenable-fingerprint-authentication=false\n' \
     > /usr/share/gdm/dconf/95-localauth-settings
+  # (Debian-gdm's home is made at its first start; the compiled defaults go there now.)
+  install -d -o Debian-gdm -g Debian-gdm -m 0755 /var/lib/gdm3
   dconf compile /var/lib/gdm3/greeter-dconf-defaults /usr/share/gdm/dconf
-  chown Debian-gdm: /var/lib/gdm3/greeter-dconf-defaults 2>/dev/null || true
+  chown Debian-gdm:Debian-gdm /var/lib/gdm3/greeter-dconf-defaults
   mkdir -p /etc/dconf/db/local.d /etc/dconf/profile
   printf '[org/gnome/login-screen]\nenable-fingerprint-authentication=false\n' \
     > /etc/dconf/db/local.d/90-localauth
