@@ -328,6 +328,7 @@ def test_own_host_name_is_local(e2e):
     only(r.logs, result="notInteractive", cause=f"remote host {re.escape(host)}\\.example")
 
 
+@pytest.mark.alone("a time bound: the password prompt within 1 s")
 def test_fprintd_absent_password_without_delay(bed_factory, inst):
     bed = bed_factory(fprintd=False)
     with PamWorld() as world:
@@ -392,6 +393,7 @@ def test_chinese_messages(e2e, where):
     assert r.hints and all(re.search("[\u4e00-\u9fff]", h) for h in r.hints), r.hints
 
 
+@pytest.mark.alone("the machine has one audit daemon")
 def test_the_lockout_and_the_password_that_clears_it_are_audited(e2e):
     """Through the module and the helper: the failed match that locks fingerprints out
     writes ANOM_LOGIN_FAILURES and RESP_ACCT_LOCK, the password that lifts it USER_MGMT, as

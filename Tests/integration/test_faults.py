@@ -257,6 +257,7 @@ def password_prompt_at(r):
     raise AssertionError(f"no password prompt: {r.messages}")
 
 
+@pytest.mark.alone("a time bound: the password within bus_timeout + 0.5 s")
 @needs_helper
 @pytest.mark.parametrize("bus_timeout", [0.5, 1.5])
 def test_fprintd_frozen_costs_the_bus_timeout_once(real, bus_timeout):
@@ -269,6 +270,7 @@ def test_fprintd_frozen_costs_the_bus_timeout_once(real, bus_timeout):
     assert password_prompt_at(r) - r.times["start"] <= bus_timeout + 0.5
 
 
+@pytest.mark.alone("a time bound: the password within 1.9 s")
 @needs_helper
 def test_a_slow_fprintd_costs_the_bus_timeout_once_for_the_whole_start_up(world, bed_factory):
     """Each of the start-up's calls (GetDevices, ListEnrolledFingers, name, scan-type,
@@ -287,6 +289,7 @@ def test_a_slow_fprintd_costs_the_bus_timeout_once_for_the_whole_start_up(world,
     assert password_prompt_at(r) - r.times["start"] <= 1.9
 
 
+@pytest.mark.alone("a time bound: the password within 1.5 s of Ctrl-C")
 @needs_helper
 def test_fprintd_frozen_mid_scan_costs_the_bus_timeout_once_after_ctrl_c(real):
     """The reader waits; fprintd freezes; Ctrl-C: VerifyStop and Release are pending and

@@ -528,6 +528,7 @@ def test_a_prefix_installation_reads_its_own_config(tmp_path):
 
 # ---- audit records and the journal -------------------------------------------------------
 
+@pytest.mark.alone("the machine has one audit daemon")
 def test_a_lockout_and_a_reset_are_audited_like_pam_faillock(ctl, account):
     from recorders import AuditDaemon
     password_entered(ctl.state_dir, account.name, failures=3)
