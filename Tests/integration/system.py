@@ -397,6 +397,17 @@ def swift_executables(source: Path = REPO, build: bool = True) -> dict:
     return {rel: source / "build" / rel for rel in (HELPER_REL, CTL_REL)}
 
 
+def source_copy(source: Path, dest: Path) -> Path:
+    """The whole source tree (it is small) at ``dest``, without history and build products,
+    so its scripts find whatever else they use (man pages, config, packaging) and what they
+    build lands there, never in the build/ other tests run from."""
+    skip = {".git", ".build", ".swiftpm", "build", "build-asan"}
+    shutil.copytree(source, dest, symlinks=True,
+                    ignore=lambda d, names: [n for n in names if n == "__pycache__"
+                                             or (Path(d) == source and n in skip)])
+    return dest
+
+
 class Installation(_Created):
     """The product installed under a temporary prefix with ``scripts/install --prefix``:
     ``prefix``, ``module``, ``helper``, ``ctl``, ``config`` (the shipped configuration
@@ -444,13 +455,7 @@ class Installation(_Created):
         self._record(f"installation {work}", lambda: shutil.rmtree(work, ignore_errors=True))
         work.chmod(0o755)
         self.prefix = self.requested or work / "prefix"
-        src = work / "src"
-        # The whole source tree (it is small) without history and build products, so the
-        # scripts find whatever else they use (man pages, config, packaging).
-        skip = {".git", ".build", ".swiftpm", "build", "build-asan"}
-        shutil.copytree(self.source, src, symlinks=True,
-                        ignore=lambda d, names: [n for n in names if n == "__pycache__"
-                                                 or (Path(d) == self.source and n in skip)])
+        src = source_copy(self.source, work / "src")
         for rel, built in swift_executables(self.source, build=not self.prebuilt).items():
             if not built.is_file():
                 raise RuntimeError(f"{built} is missing (run scripts/build)")
