@@ -29,17 +29,12 @@ import system  # noqa: E402
 from appbed import ENROLLED, OTHER, AppWorld, app_binary  # noqa: E402
 from launcherbed import LauncherInstallation, namespace_prefix  # noqa: E402
 from pamenv import LogLine, outcomes  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
 
 DOMAIN = "com.apple.LocalAuthentication"
 SUDO_PROMPT = re.compile(r"[Pp]assword( for [^:\r\n]*)?: ")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
-
-
-@pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
 
 
 @pytest.fixture(scope="module")

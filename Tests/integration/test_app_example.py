@@ -15,15 +15,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from appbed import ENROLLED, OTHER, REPO, AppWorld, app_binary  # noqa: E402
-from launcherbed import LauncherInstallation, Syslog  # noqa: E402
+from launcherbed import Syslog  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
-
-
-@pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from pamenv import PamWorld, outcomes  # noqa: E402
+from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 
 USER = "la-e2e-user"          # made up: pam_matrix knows its password, fprintd any name
 PASSWORD = "correct-horse-1"
@@ -51,11 +52,6 @@ DENIED = "pamtester: Authentication failure"
 ACCT_DONE = "pamtester: account management done"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
-
-
-@pytest.fixture(scope="module")
-def inst():
-    return system.shared_installation()
 
 
 def is_hint(line):

@@ -33,6 +33,7 @@ import system  # noqa: E402
 from test_e2e_pam import is_hint, present  # noqa: E402
 from testbed import Bed  # noqa: E402
 from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
+from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 
 # "Fingerprint recognized" comments, it tells the user nothing to do: under PAM_SILENT (which
 # sudo always passes) the helper may leave it out, so the screens below do not count on it.
@@ -167,11 +168,6 @@ class Machine(contextlib.ExitStack):
         r = self.sudo(answers=[self.user.password])
         assert r.status == 0 and r.screen[0] == FIRST_USE and r.screen[-1] == "root", r
         return r
-
-
-@pytest.fixture(scope="module")
-def inst():
-    return system.shared_installation()
 
 
 @pytest.fixture

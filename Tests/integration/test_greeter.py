@@ -39,6 +39,7 @@ import system  # noqa: E402
 from launcherbed import Syslog, namespace_prefix  # noqa: E402
 from pamenv import PamWorld  # noqa: E402
 from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
+from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 
 KEYRING_GOT = "gkr-pam: stashed password to try later in open session"
 KEYRING_NONE = "gkr-pam: no password is available for user"
@@ -119,11 +120,6 @@ ONE_CONVERSATION = [
     "@include common-account"]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
-
-
-@pytest.fixture(scope="module")
-def inst():
-    return system.shared_installation()
 
 
 class Greeter:

@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from desktop import Desktop, LoginSession  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
-from launcherbed import LauncherInstallation  # noqa: E402
 from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_HELPER = "/usr/lib/polkit-1/polkit-agent-helper-1"
@@ -68,12 +68,6 @@ pytestmark = [
                             and Path("/usr/bin/pkttyagent").is_file()),
                        reason="pkexec, pkttyagent or polkit-agent-helper-1 missing"),
 ]
-
-
-@pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
 
 
 @dataclass

@@ -35,9 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from desktop import PROFILES, Desktop, LoginSession  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
-from launcherbed import LauncherInstallation, Syslog  # noqa: E402
+from launcherbed import Syslog  # noqa: E402
 from test_polkit import AUTH_SELF, PKEXEC, dialog  # noqa: E402
 from messages import FINGER, ENROLLED, OTHER, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
 
 ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
 SKIP_PROMPT = re.compile(r"[(（][^\r\n]*[)）] ?")
@@ -89,12 +90,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 def present(name):
     return shutil.which(PROGRAMS[name]) is not None or Path(PROGRAMS[name]).is_file()
-
-
-@pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
 
 
 @dataclass

@@ -33,8 +33,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from launcherbed import LauncherInstallation, namespace_prefix  # noqa: E402
+from launcherbed import namespace_prefix  # noqa: E402
 from pamenv import outcomes, LogLine  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
 
 ENROLLED, OTHER = "f1", "f9"          # the user's virtual print, and a stranger's
 FINGER = "right-index-finger"
@@ -47,11 +48,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 
 # --- fixtures ------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
 
 
 @pytest.fixture
