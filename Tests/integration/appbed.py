@@ -29,6 +29,7 @@ from typing import Optional
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from launcherbed import namespace_prefix  # noqa: E402
+from scan_events import ScanEvents  # noqa: E402
 
 REPO = system.REPO
 ENROLLED, OTHER = "f1", "f9"          # the user's virtual print, and a stranger's
@@ -64,7 +65,7 @@ def parse_result(line: str) -> dict:
     return values
 
 
-class Run:
+class Run(ScanEvents):
     def __init__(self, status, output, results, events, logs):
         self.status, self.output, self.events, self.logs = status, output, events, logs
         self.results = results
@@ -73,10 +74,6 @@ class Run:
     def result(self) -> dict:
         assert len(self.results) == 1, self.output
         return self.results[0]
-
-    @property
-    def scans(self):
-        return [e for e in self.events if e.name == "VerifyFingerSelected"]
 
     def messages(self, ident):
         return [m for i, m in self.logs if i == ident]

@@ -61,7 +61,7 @@ def test_the_switch_needs_a_finger_and_notices_a_changed_set(world):
     assert "enrolled fingers: changed since it was turned on" in changed.output, changed.output
     refused = step(world, "login")
     assert refused.status == 1 and "fingerprint login is off until you turn it on again" in refused.output
-    assert refused.scans == []
+    assert refused.verify_starts == []
     assert "fingerprint login: off" in step(world, "status").output
 
 

@@ -43,6 +43,7 @@ from desktop import Desktop, LoginSession  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
 from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED  # noqa: E402
 from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from scan_events import ScanEvents  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_HELPER = "/usr/lib/polkit-1/polkit-agent-helper-1"
@@ -71,21 +72,13 @@ pytestmark = [
 
 
 @dataclass
-class Run:
+class Run(ScanEvents):
     status: int
     screen: list                    # what the agent showed, one line each, colours removed
     results: list                   # what each presented finger gave
     events: list                    # bed events during the run
     prompts: int                    # password prompts answered or interrupted
     output: str = field(default="", repr=False)
-
-    @property
-    def verify_starts(self):
-        return [e for e in self.events if e.name == "VerifyFingerSelected"]
-
-    @property
-    def matched(self):
-        return any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in self.events)
 
     @property
     def authorized(self):

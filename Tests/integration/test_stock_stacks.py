@@ -39,6 +39,7 @@ from launcherbed import Syslog  # noqa: E402
 from test_polkit import AUTH_SELF, PKEXEC, dialog  # noqa: E402
 from messages import FINGER, ENROLLED, OTHER, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
 from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from scan_events import ScanEvents  # noqa: E402
 
 ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
 SKIP_PROMPT = re.compile(r"[(（][^\r\n]*[)）] ?")
@@ -93,21 +94,13 @@ def present(name):
 
 
 @dataclass
-class Run:
+class Run(ScanEvents):
     ok: bool
     screen: list
     results: list
     events: list
     prompts: int
     output: str = field(default="", repr=False)
-
-    @property
-    def scans(self):
-        return [e for e in self.events if e.name == "VerifyFingerSelected"]
-
-    @property
-    def matched(self):
-        return any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in self.events)
 
     def shown(self, text):
         return any(text in line for line in self.screen)
@@ -222,7 +215,7 @@ def test_stock_stack_finger_fallback_lockout_and_clearing(stock, name):
         pytest.skip(f"{PROGRAMS[name]} is not installed")
     caller, pw = CALLERS[name], stock.user.password
     r = stock.drive(caller, answers=[pw])                       # first use: the password
-    assert r.ok and r.shown(caller.first_use) and r.scans == [], r
+    assert r.ok and r.shown(caller.first_use) and r.verify_starts == [], r
     matches(stock, caller)                                      # match
     r = stock.drive(caller, [OTHER] * 3, answers=[pw])          # three wrong, then password
     assert r.ok and r.results == ["verify-no-match"] * 3 and r.prompts == 1, r
@@ -233,11 +226,11 @@ def test_stock_stack_finger_fallback_lockout_and_clearing(stock, name):
     assert not r.ok and r.shown(caller.locked), r
     assert stock.failures() == "5"
     r = stock.drive(caller, answers=["wrong"])                  # locked: no scan at all
-    assert not r.ok and r.scans == [] and r.shown(caller.locked), r
+    assert not r.ok and r.verify_starts == [] and r.shown(caller.locked), r
     assert caller.owner or not r.shown(LOCKED), r              # nothing about the account
     assert stock.failures() == "5"                              # a wrong password clears nothing
     r = stock.drive(caller, answers=[pw])                       # the password clears it
-    assert r.ok and r.scans == [], r
+    assert r.ok and r.verify_starts == [], r
     assert stock.failures() == "0"
     matches(stock, caller)                                      # and the finger is back
 
@@ -253,10 +246,10 @@ def test_vlock_lockout_and_clearing_without_a_touch(stock):
     stock.drive(sudo, [OTHER] * 2, answers=["wrong"])
     assert stock.failures() == "5"
     r = stock.drive(vlock, answers=["wrong"])
-    assert not r.ok and r.scans == [] and r.shown(LOCKED), r
+    assert not r.ok and r.verify_starts == [] and r.shown(LOCKED), r
     assert stock.failures() == "5"
     r = stock.drive(vlock, answers=[pw])
-    assert r.ok and r.scans == [], r
+    assert r.ok and r.verify_starts == [], r
     assert stock.failures() == "0"
 
 
@@ -265,7 +258,7 @@ def test_vlock_lockout_and_clearing_without_a_touch(stock):
 def no_scan(stock, caller, argv, answers=(), piped=False):
     stock.drive(caller, answers=[stock.user.password])           # past the first use
     r = stock.drive(caller, answers=answers, argv=argv, piped=piped)
-    assert r.scans == [], r
+    assert r.verify_starts == [], r
     return r
 
 
@@ -313,7 +306,7 @@ def test_in_a_remote_login_session_there_is_no_scan(stock, name):
         r = stock.drive(caller, answers=[stock.user.password], session=remote, logind=True)
     finally:
         remote.close()
-    assert r.ok and r.scans == [] and r.prompts == 1, r
+    assert r.ok and r.verify_starts == [] and r.prompts == 1, r
 
 
 def test_pkexec_agent_without_terminal_or_display_gets_no_scan(stock):
