@@ -12,7 +12,6 @@ Run as root: /usr/bin/python3 -m pytest Tests/integration/test_prompt_modes.py
 * sudo's password retries (the same PAM handle): no second scan;
 * the reader busy with another client: one line, then the password at once.
 """
-import contextlib
 import os
 import sys
 import tempfile
@@ -23,9 +22,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from testbed import Bed  # noqa: E402
+from messages import ENROLLED, OTHER  # noqa: E402
+from sudo_machine import SudoSetup, requisite_stack  # noqa: E402
 
-FINGER, ENROLLED, OTHER = "right-index-finger", "f1", "f9"
 SKIP_PROMPT = r"\(or press Enter to use your password\) "
 BOTH_PROMPT = "Password or fingerprint: "
 SUDO_PROMPT = r"\[sudo\] password for \S+: "
@@ -34,41 +33,18 @@ BUSY = "The fingerprint reader is in use by another session - use your password"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 
-class Stack(contextlib.ExitStack):
-    """A bed with a throwaway user's finger enrolled, the product installed in a temporary
-    prefix, a root-only state directory where the user already entered the password once,
-    and a sudo service + drop-in with `extra` module arguments."""
+class Stack(SudoSetup):
+    """A sudo_machine.SudoSetup with `extra` module arguments and a 15 s scan timeout, where
+    the user already entered the password once."""
+
+    service_prefix = "la-prompt-"
 
     def __init__(self, extra=(), password_module="pam_unix.so nodelay try_first_pass"):
-        super().__init__()
-        self.extra, self.password_module = list(extra), password_module
-
-    def __enter__(self):
-        super().__enter__()
-        try:
-            self._setup()
-        except BaseException:
-            self.close()
-            raise
-        return self
+        super().__init__(scan_timeout=15, extra=extra,
+                         stack=lambda module, args: requisite_stack(module, args, password_module))
 
     def _setup(self):
-        self.inst = system.shared_installation()
-        self.bed = self.enter_context(Bed())
-        self.user = self.enter_context(system.ThrowawayUser())
-        self.bed.enroll(self.user.name, FINGER, ENROLLED)
-        self.state = Path(self.enter_context(tempfile.TemporaryDirectory(prefix="localauth-state-")))
-        self.state.chmod(0o700)
-        args = " ".join([f"dbus_address={self.bed.address}", f"state_dir={self.state}",
-                         f"fprint_dir={self.bed.state_dir}", f"config={self.inst.config}",
-                         "scan_timeout=15", *self.extra])
-        self.lines = [f"auth sufficient {self.inst.module} {args}",
-                      f"auth requisite {self.password_module}",
-                      f"auth optional {self.inst.module} authsucc {args}",
-                      "account required pam_unix.so",
-                      "session required pam_unix.so"]
-        self.service = self.enter_context(system.PamService("la-prompt-", self.lines))
-        self.enter_context(system.SudoersDropIn(self.user, self.service.name))
+        super()._setup()
         self.password_once()
 
     def sudo(self, argv=("id", "-un"), shell=None):
