@@ -94,13 +94,8 @@ class AppWorld:
         self.app.chmod(0o755)
 
     def configure(self, **extra):
-        """Root's configuration: this bed, this state directory, no password-age rules
-        (each test starts from a user the product has never seen), plus ``extra``."""
-        options = dict(dbus_address=self.bed.address, state_dir=str(self.state),
-                       fprint_dir=str(self.bed.state_dir), password_after_reboot="no",
-                       password_after_idle="0", password_stale="0", scan_timeout="10")
-        options.update(extra)
-        self.inst.write_config("".join(f"{k} = {v}\n" for k, v in options.items()))
+        """Root's configuration for this bed and state directory (launcherbed), plus ``extra``."""
+        self.inst.write_bed_config(self.bed, self.state, **extra)
 
     @property
     def state_file(self) -> Path:
