@@ -440,6 +440,7 @@ STARVED = ["chrt", "--idle", "0", "nice", "-n", "19", "taskset", "-c", "0", "ion
            "--"]
 
 
+@pytest.mark.alone("its caller runs at idle priority on one CPU: beside other tests it waits for them")
 def test_helper_does_not_inherit_the_callers_scheduling_or_limits(bed):
     import resource
     r = bed.drive(bed.stack("match"), prefix=STARVED)

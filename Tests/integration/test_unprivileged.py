@@ -827,6 +827,7 @@ def proc_stat(pid):
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
+@pytest.mark.alone("its caller runs at idle priority on one CPU: beside other tests it waits for them")
 def test_helper_does_not_inherit_the_callers_scheduling(locker):
     """nice 19, SCHED_IDLE, one CPU, idle I/O from the caller: the launcher resets them."""
     no_terminal_needed(locker)
