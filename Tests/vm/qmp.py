@@ -2,7 +2,7 @@
 """The guest's keyboard and screen through QEMU's QMP socket (machine.py opens it).
 
 As a library: ``QMP(path)`` with ``.cmd(obj)``, ``.type(text)``, ``.key(combo)``,
-``.release_modifiers()``, ``.shot(png_path)``.
+``.release_modifiers()``, ``.screen()`` (RGB pixels), ``.shot(png_path)``.
 As a tool (a person looking at a running guest)::
 
     qmp.py SOCK cmd JSON        one QMP command, prints the answer
@@ -109,21 +109,25 @@ class QMP:
         for q in MODIFIERS:
             self._event(q, False)
 
-    def shot(self, png: str) -> str:
-        """A screenshot of the guest's display, written as PNG to png."""
+    def screen(self) -> tuple[int, int, bytes]:
+        """The guest's display now: width, height and RGB bytes, row by row."""
         fd, ppm = tempfile.mkstemp(suffix='.ppm')
         os.close(fd)
         try:
             r = self.cmd({'execute': 'screendump', 'arguments': {'filename': ppm}})
             if 'error' in r:
                 raise QMPError(json.dumps(r))
-            ppm_to_png(ppm, png)
+            return read_ppm(ppm)
         finally:
             os.unlink(ppm)
+
+    def shot(self, png: str) -> str:
+        """A screenshot of the guest's display, written as PNG to png."""
+        write_png(png, *self.screen())
         return png
 
 
-def ppm_to_png(ppm: str, png: str) -> None:
+def read_ppm(ppm: str) -> tuple[int, int, bytes]:
     data = open(ppm, 'rb').read()
     fields, pos = [], 0
     while len(fields) < 4:
@@ -141,7 +145,10 @@ def ppm_to_png(ppm: str, png: str) -> None:
     if fields[0] != b'P6':
         raise QMPError(f'screendump is not a P6 PPM: {fields[0]!r}')
     w, h = int(fields[1]), int(fields[2])
-    pix = data[pos:pos + w * h * 3]
+    return w, h, data[pos:pos + w * h * 3]
+
+
+def write_png(png: str, w: int, h: int, pix: bytes) -> None:
     raw = b''.join(b'\x00' + pix[y * w * 3:(y + 1) * w * 3] for y in range(h))
 
     def chunk(kind: bytes, body: bytes) -> bytes:

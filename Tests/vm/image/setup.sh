@@ -61,12 +61,15 @@ EOF
 if [ "${DESKTOP:-0}" = 1 ]; then
   # gdm3 takes tty1 when it runs; it runs only when booted into graphical.target.
   systemctl set-default multi-user.target
-  mkdir -p /etc/dconf/db/gdm.d
-  cat > /etc/dconf/db/gdm.d/90-fingerprint <<'EOF'
-[org/gnome/login-screen]
-enable-fingerprint-authentication=true
-EOF
-  dconf update || true
+  # GDM's own fingerprint conversation off, at the greeter and at the lock screen (the
+  # user's settings): with the pam-auth-update profiles, gdm-password is finger-first
+  # itself, and two conversations would both want the reader (README, "Callers on a
+  # desktop").
+  mkdir -p /etc/dconf/db/gdm.d /etc/dconf/db/local.d /etc/dconf/profile
+  printf '[org/gnome/login-screen]\nenable-fingerprint-authentication=false\n' \
+    | tee /etc/dconf/db/gdm.d/90-localauth > /etc/dconf/db/local.d/90-localauth
+  printf 'user-db:user\nsystem-db:local\n' > /etc/dconf/profile/user
+  dconf update
 fi
 
 apt-get clean
