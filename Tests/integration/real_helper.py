@@ -10,7 +10,9 @@ the driver of the fault matrix (test_faults.py) and of the logind cases
   wrongful successes, host crashes); ``check(r, result, pam, cause)``: the first line's
   outcome, its log line and the password after it; ``prompts(r)``,
   ``password_prompt_at(r)``;
-* ``helper_pids_below(pid)``: the real helpers started below a process.
+* ``bed_args(world, bed, state, *extra)``: the module arguments that point the real helper
+  at a bed, a state directory and no configuration file, without password-age rules;
+* ``helper_pids_below(pid)``: the real helpers started below a process; ``parent_of(pid)``.
 """
 import concurrent.futures
 import dataclasses
@@ -92,6 +94,15 @@ def password_prompt_at(r):
     raise AssertionError(f"no password prompt: {r.messages}")
 
 
+def bed_args(world, bed, state, *extra, helper=REAL_HELPER):
+    """The real helper with ``bed``'s bus and prints and the state directory ``state``; a
+    configuration file that does not exist; no password-age rules (a user the product has
+    never seen reaches the reader); ``extra`` arguments last."""
+    return [f"helper={helper}", f"state_dir={state}", f"config={world.root}/absent.conf",
+            f"dbus_address={bed.address}", f"fprint_dir={bed.state_dir}",
+            "password_after_reboot=no", "password_after_idle=0", "password_stale=0", *extra]
+
+
 class Real:
     """The real helper in a pam_wrapper world, pointed at a bed. The password is not
     required first (that rule has its own tests): every run reaches the reader. Its
@@ -106,10 +117,7 @@ class Real:
         world.add_user(USER, PASSWORD)
 
     def args(self, *extra, helper=REAL_HELPER, state=None):
-        return [f"helper={helper}", f"state_dir={state or self.state}",
-                f"config={self.world.root}/absent.conf", f"dbus_address={self.bed.address}",
-                f"fprint_dir={self.bed.state_dir}", "password_after_reboot=no",
-                "password_after_idle=0", "password_stale=0", *extra]
+        return bed_args(self.world, self.bed, state or self.state, *extra, helper=helper)
 
     def stack(self, *extra, authsucc=False, name="la-fault", **kw):
         args = " ".join(self.args(*extra, **kw))
@@ -150,14 +158,13 @@ def helper_pids_below(ancestor):
         try:
             if os.readlink(f"/proc/{d}/exe") != target:
                 continue
-            parent = _ppid(int(d))
-            if _ppid(parent) == ancestor:
+            if parent_of(parent_of(int(d))) == ancestor:
                 found.append(int(d))
         except OSError:
             continue
     return found
 
 
-def _ppid(pid):
+def parent_of(pid):
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[1])

@@ -57,9 +57,7 @@ class LoginBed:
         self.dir.chmod(0o755)
         self.state = self.dir / "state"
         self.state.mkdir(mode=0o700)
-        inst.write_config(f"dbus_address = {bed.address}\nstate_dir = {self.state}\n"
-                          f"fprint_dir = {bed.state_dir}\npassword_after_reboot = no\n"
-                          "password_after_idle = 0\npassword_stale = 0\nscan_timeout = 10\n")
+        inst.write_bed_config(bed, self.state)
         bed.enroll(user.name, FINGER, ENROLLED)
         self.stack = self.dir / "login"
         self.stack.write_text(self.login_stack())

@@ -22,6 +22,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pamenv  # noqa: E402
 from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
+from real_helper import REAL_HELPER  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SRC = pamenv.REPO / "Sources" / "pam_localauth"
@@ -886,9 +887,6 @@ def test_result_table_uses_header_values(pure):
 
 
 # --- with the real helper, when it is built (scripts/build without --c-only) ------------
-
-REAL_HELPER = pamenv.REPO / "build" / "libexec" / "localauth" / "localauth-helper"
-
 
 @pytest.mark.skipif(not REAL_HELPER.is_file(), reason="localauth-helper not built")
 def test_real_helper_without_reader_then_the_account_phase_records_password(bed):
