@@ -21,6 +21,8 @@ Run with /usr/bin/python3, as root. Nothing on the machine is edited:
   /etc/pam.d, /var/lib/pam and debconf database, with our profiles added to
   /usr/share/pam-configs. Empty throwaway copies of wtmp, btmp, lastlog and faillog are put
   over the machine's for ``login``.
+* ``UserDesktop``: a Desktop for one test's throwaway user, whose right index finger is
+  enrolled, with what the test's callers need added to it (test_polkit, test_stock_stacks).
 * ``LoginSession``: logind's record of a session (a cgroup named like its scope, its file
   in /run/systemd/sessions) for machines where logind cannot run; ``prefix(session=...)``
   runs a command in it, ``prefix(logind=True)`` makes sd_booted() say logind runs.
@@ -41,6 +43,7 @@ from typing import Optional
 
 import system
 from launcherbed import LauncherInstallation, Syslog
+from messages import ENROLLED, FINGER
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = REPO / "pam.d" / "pam-configs"
@@ -317,3 +320,26 @@ class Desktop(contextlib.ExitStack):
         """``namespace``: ``session=``, ``logind=`` as for ``Namespace.prefix``."""
         return system.run_on_pty(argv, env=env, user=user, prefix=self.ns.prefix(**namespace),
                                  timeout=timeout)
+
+
+class UserDesktop:
+    """A Desktop for ``user``: ``prepare(desktop)`` adds what the test's callers need
+    (service files, profiles, sudoers), then the user's right index finger is enrolled as
+    print ``ENROLLED``. The desktop is closed when that fails, and by ``close()``.
+    ``state()``: the fields of the user's state file."""
+
+    def __init__(self, inst, bed, syslog, user, prepare):
+        self.bed, self.user, self.syslog = bed, user, syslog
+        self.desktop = Desktop(inst, bed, syslog)
+        try:
+            prepare(self.desktop)
+            bed.enroll(user.name, FINGER, ENROLLED)
+        except BaseException:
+            self.desktop.close()
+            raise
+
+    def close(self):
+        self.desktop.close()
+
+    def state(self) -> dict:
+        return system.state_fields(self.desktop.state / f"{self.user.name}.state")

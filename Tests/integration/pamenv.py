@@ -289,11 +289,11 @@ class PamWorld:
         cgroup: a cgroup directory the driver moves itself into first (where logind would
         put a login session's processes).
         """
-        spec = dict(service=service, user=user, answers=list(answers), items=items or {},
-                    pam_env=pam_env or {}, flags=list(flags), interrupt_on=interrupt_on,
-                    interrupt_delay=interrupt_delay, answer_delay=answer_delay,
-                    ignore_signals=list(ignore_signals), inheritable_fd=inheritable_fd,
-                    real_uid=real_uid, account=account, cgroup=cgroup)
+        spec = drive_spec(service, user, answers=answers, items=items, pam_env=pam_env,
+                          flags=flags, interrupt_on=interrupt_on,
+                          interrupt_delay=interrupt_delay, answer_delay=answer_delay,
+                          ignore_signals=ignore_signals, inheritable_fd=inheritable_fd,
+                          real_uid=real_uid, account=account, cgroup=cgroup)
         argv = self.command([PYTHON, str(self._driver_script()), "--drive"], prefix, env)
         proc = subprocess.run(argv, input=json.dumps(spec), capture_output=True, text=True,
                               env=self._base_env(), timeout=timeout)
@@ -303,6 +303,18 @@ class PamWorld:
         return DriveResult(out["rv"], out["acct_rv"], out["messages"], out["times"],
                            out["dispositions"], out["children"],
                            parse_logs(proc.stderr), proc.stderr)
+
+
+def drive_spec(service, user, *, answers=(), items=None, pam_env=None, flags=(),
+               interrupt_on=None, interrupt_delay=0.3, answer_delay=0.0, ignore_signals=(),
+               inheritable_fd=False, real_uid=None, account=False, cgroup=None) -> dict:
+    """What the driver (``pamenv.py --drive``, JSON on its stdin) is to do: the options of
+    ``PamWorld.drive``, for a driver that a test runs itself (in a namespace of its own)."""
+    return dict(service=service, user=user, answers=list(answers), items=items or {},
+                pam_env=pam_env or {}, flags=list(flags), interrupt_on=interrupt_on,
+                interrupt_delay=interrupt_delay, answer_delay=answer_delay,
+                ignore_signals=list(ignore_signals), inheritable_fd=inheritable_fd,
+                real_uid=real_uid, account=account, cgroup=cgroup)
 
 
 # ---------------------------------------------------------------------------------------

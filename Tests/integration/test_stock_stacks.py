@@ -33,11 +33,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from desktop import PROFILES, Desktop, LoginSession  # noqa: E402
+from pamenv import drive_spec  # noqa: E402
+from desktop import PROFILES, LoginSession, UserDesktop  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
-from launcherbed import Syslog  # noqa: E402
-from test_polkit import AUTH_SELF, PKEXEC, dialog  # noqa: E402
-from messages import FINGER, ENROLLED, OTHER, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
+from polkit_agents import AUTH_SELF, PKEXEC, dialog  # noqa: E402
+from messages import ENROLLED, OTHER, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
 from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
 from scan_events import ScanEvents  # noqa: E402
 
@@ -106,28 +106,21 @@ class Run(ScanEvents):
         return any(text in line for line in self.screen)
 
 
-class Stock:
+class Stock(UserDesktop):
     """A desktop where pam-auth-update enabled the product's profiles; a throwaway user
     (the one who authenticates, right index finger enrolled) and another (su's runner)."""
 
     def __init__(self, inst, bed, syslog, user, runner):
-        self.bed, self.user, self.runner, self.syslog = bed, user, runner, syslog
-        self.desktop = Desktop(inst, bed, syslog)
-        try:
-            profiles = sorted(p.name for p in PROFILES.iterdir())
-            self.desktop.pam_auth_update("--enable", *profiles)
-            self.desktop.sudoers(user)
-            self.desktop.doas(user)
-            bed.enroll(user.name, FINGER, ENROLLED)
-        except BaseException:
-            self.desktop.close()
-            raise
+        self.runner = runner
+        super().__init__(inst, bed, syslog, user, self._prepare)
 
-    def close(self):
-        self.desktop.close()
+    def _prepare(self, desktop):
+        desktop.pam_auth_update("--enable", *sorted(p.name for p in PROFILES.iterdir()))
+        desktop.sudoers(self.user)
+        desktop.doas(self.user)
 
     def failures(self) -> str:
-        return system.state_fields(self.desktop.state / f"{self.user.name}.state")["failures"]
+        return self.state()["failures"]
 
     def drive(self, caller: Caller, fingers=(), answers=(), argv=None, piped=False,
               **namespace) -> Run:
@@ -181,8 +174,7 @@ class Stock:
 
 
 @pytest.fixture
-def stock(inst, bed_factory):
-    syslog = Syslog()
+def stock(inst, bed_factory, syslog):
     bed = bed_factory(polkit_rules=AUTH_SELF)
     with system.ThrowawayUser(prefix="la-st-") as user, \
             system.ThrowawayUser(prefix="la-st-run-") as runner:
@@ -191,7 +183,6 @@ def stock(inst, bed_factory):
             yield s
         finally:
             s.close()
-            syslog.close()
 
 
 def matches(stock, caller):
@@ -311,16 +302,8 @@ def test_in_a_remote_login_session_there_is_no_scan(stock, name):
 
 def test_pkexec_agent_without_terminal_or_display_gets_no_scan(stock):
     stock.drive(CALLERS["pkexec"], answers=[stock.user.password])
-    polkit = _PolkitView(stock)
-    r = dialog(polkit, display=False, answers=[stock.user.password])
+    r = dialog(stock, display=False, answers=[stock.user.password])
     assert r.authorized and r.verify_starts == [], r.events
-
-
-class _PolkitView:
-    """What test_polkit.dialog needs from a desktop."""
-
-    def __init__(self, stock):
-        self.desktop, self.bed, self.user = stock.desktop, stock.bed, stock.user
 
 
 # --- GDM's password conversation through common-auth -------------------------------------------
@@ -334,11 +317,8 @@ def greeter(stock, service, answers=(), fingers=(), items=None, **namespace):
     driver = stock.desktop.ns.root / "pamenv_driver.py"
     if not driver.exists():
         shutil.copy(Path(__file__).parent / "pamenv.py", driver)
-    spec = dict(service=service, user=stock.user.name, answers=list(answers),
-                items=items or {"xdisplay": ":0", "tty": ":0"}, pam_env={}, flags=[],
-                interrupt_on=None,
-                interrupt_delay=0.3, answer_delay=0.0, ignore_signals=[], inheritable_fd=False,
-                real_uid=None, account=True, cgroup=None)
+    spec = drive_spec(service, stock.user.name, answers=answers,
+                      items=items or {"xdisplay": ":0", "tty": ":0"}, account=True)
     mark, log_mark = stock.bed.mark(), stock.syslog.mark()
     injection = stock.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
     proc = subprocess.run([*stock.desktop.ns.prefix(**namespace), "setsid", "/usr/bin/python3", str(driver),
