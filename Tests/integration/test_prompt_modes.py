@@ -51,6 +51,13 @@ class Stack(SudoSetup):
         cmd = ["sh", "-c", shell] if shell else ["sudo", "-k", *argv]
         return system.run_on_pty(cmd, user=self.user)
 
+    def sudo_at_the_reader(self, prompt=SKIP_PROMPT):
+        """sudo, once it shows ``prompt`` and the reader waits for a finger."""
+        run = self.sudo()
+        run.expect(prompt)
+        assert self.bed.wait_finger_needed(), "the reader never waited for a finger"
+        return run
+
     def password_once(self):
         """A user never seen enters the password first; after it the finger is accepted."""
         run = self.sudo()
@@ -100,9 +107,7 @@ def test_a_finger_ends_the_enter_to_skip_prompt_by_itself():
 def test_enter_skips_to_the_password_at_once_and_stops_the_scan():
     with Stack() as s:
         mark = s.bed.mark()
-        run = s.sudo()
-        run.expect(SKIP_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader()
         run.sendline("")
         run.expect(SUDO_PROMPT)
         assert s.reader_free()  # the scan was stopped and the reader released
@@ -119,9 +124,7 @@ def test_a_password_typed_at_the_enter_prompt_is_not_shown_and_is_taken_once():
     show on the screen (scrollback, screen shares), and it is the password: no second
     prompt."""
     with Stack() as s:
-        run = s.sudo()
-        run.expect(SKIP_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader()
         run.sendline(s.user.password)
         result = run.finish()
         assert result.status == 0, result.output
@@ -133,9 +136,7 @@ def test_a_password_typed_at_the_enter_prompt_is_not_shown_and_is_taken_once():
 
 def test_a_wrong_password_typed_at_the_enter_prompt_gets_sudos_own_retry():
     with Stack() as s:
-        run = s.sudo()
-        run.expect(SKIP_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader()
         run.sendline("not-the-password")
         run.expect(SUDO_PROMPT)
         run.sendline(s.user.password)
@@ -162,9 +163,7 @@ def test_a_wrong_finger_is_said_and_the_prompt_comes_back():
 
 def test_a_password_typed_during_the_scan_is_taken_without_a_second_prompt():
     with Stack(extra=["prompt=concurrent"]) as s:
-        run = s.sudo()
-        run.expect(BOTH_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader(BOTH_PROMPT)
         run.sendline(s.user.password)
         result = run.finish()
         assert result.status == 0, result.output
@@ -200,9 +199,7 @@ def test_wrong_fingers_at_the_concurrent_prompt_count_and_the_password_still_wor
 
 def test_a_wrong_password_at_the_concurrent_prompt_is_refused():
     with Stack(extra=["prompt=concurrent"]) as s:
-        run = s.sudo()
-        run.expect(BOTH_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader(BOTH_PROMPT)
         run.sendline("not-the-password")
         # sudo tries again with a fresh stack run: the finger is not asked for again.
         run.expect(SUDO_PROMPT)
@@ -254,9 +251,7 @@ def test_a_closed_lid_skips_the_scan_and_an_open_one_does_not():
 def test_sudos_password_retries_do_not_scan_again():
     with Stack() as s:
         mark = s.bed.mark()
-        run = s.sudo()
-        run.expect(SKIP_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader()
         run.sendline("")
         run.expect(SUDO_PROMPT)
         run.sendline("wrong")
@@ -294,7 +289,7 @@ def test_su_takes_a_password_typed_at_the_concurrent_prompt():
         run = system.run_on_pty(["su", "-", s.user.name, "-c", "id -un"], user=caller,
                                 prefix=overlay.prefix)
         run.expect(BOTH_PROMPT)
-        s.bed.wait_finger_needed()
+        assert s.bed.wait_finger_needed()
         run.sendline(s.user.password)
         result = run.finish()
         assert result.status == 0, result.output
@@ -400,7 +395,7 @@ def test_a_suspended_sudo_gets_no_enter_in_the_shell():
         shell = Shell(s)
         shell.pt.sendline("sudo -k id -un")
         shell.pt.expect(SKIP_PROMPT)
-        s.bed.wait_finger_needed()
+        assert s.bed.wait_finger_needed()
         shell.pt.child.sendcontrol("z")  # Ctrl-Z: sudo stops, the shell reads the terminal
         shell.pt.expect(SHELL_PROMPT)
         enter_never_reached_the_shell(s, shell)
@@ -410,6 +405,6 @@ def test_a_background_sudo_gets_no_enter_in_the_shell():
     with Stack() as s:
         shell = Shell(s)
         shell.pt.sendline("sudo -k id -un &")
-        s.bed.wait_finger_needed()
+        assert s.bed.wait_finger_needed()
         shell.pt.expect(SHELL_PROMPT)
         enter_never_reached_the_shell(s, shell)
