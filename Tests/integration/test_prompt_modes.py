@@ -13,6 +13,7 @@ Run as root: /usr/bin/python3 -m pytest Tests/integration/test_prompt_modes.py
 * the reader busy with another client: one line, then the password at once.
 """
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -315,30 +316,34 @@ def test_su_authenticates_with_a_finger_at_the_skip_prompt():
 def test_a_finger_is_reused_only_in_the_same_terminal_session():
     """reuse_duration: a second sudo in the same login session on the same terminal needs no
     new scan; a new session needs one, even on a terminal with the same name (a later
-    window or login gets the same pts number or tty)."""
+    window or login gets the same pts number or tty). The new session here takes over the
+    very terminal of the first (setsid --ctty, as root), so the name is the same whatever
+    terminals other processes open meanwhile."""
     with Stack(extra=["reuse_duration=120"]) as s:
+        def as_user(commands):
+            return shlex.join(system.as_user(s.user, ["sh", "-c", commands]))
         mark = s.bed.mark()
-        run = s.sudo(shell="tty && sudo -k id -un && echo second && sudo -k id -un")
+        run = system.run_on_pty(["sh", "-c", (
+            as_user("tty && sudo -k id -un && echo second && sudo -k id -un")
+            + " && echo first-session-ended && read go && setsid --ctty "
+            + as_user("tty && sudo -k id -un"))])
         run.expect(SKIP_PROMPT)
         s.bed.scan(ENROLLED)
-        run.expect("second")
+        run.expect("first-session-ended")      # the new session waits for our line
+        first = lines(run.output)
+        assert first.count("root") == 2, first
+        assert len(s.scans_started(mark)) == 1  # the second sudo reused the first finger
+        assert run.output.count("(or press Enter") == 1
+        first_tty = first[0]
+
+        mark = s.bed.mark()
+        run.sendline("go")
+        run.expect(SKIP_PROMPT)
+        s.bed.scan(ENROLLED)
         result = run.finish()
         assert result.status == 0, result.output
-        assert lines(result.output).count("root") == 2
-        assert len(s.scans_started(mark)) == 1  # the second sudo reused the first finger
-        assert result.output.count("(or press Enter") == 1
-
-        first_tty = lines(result.output)[0]
-
-        # A new session: devpts hands out the lowest free number, so it gets the same
-        # terminal name as the first one; the finger is asked for again all the same.
-        mark = s.bed.mark()
-        run = s.sudo(shell="tty && sudo -k id -un")
-        run.expect(SKIP_PROMPT)
-        s.bed.scan(ENROLLED)
-        again = run.finish()
-        assert again.status == 0, again.output
-        assert lines(again.output)[0] == first_tty
+        again = lines(result.output.partition("first-session-ended")[2])
+        assert [l for l in again if l.startswith("/dev/")] == [first_tty], again
         assert len(s.scans_started(mark)) == 1
 
 
