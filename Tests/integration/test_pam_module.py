@@ -283,6 +283,7 @@ def test_ctrl_c_ends_the_wait_for_a_silent_helper_at_once(bed):
     while not bed.events("start"):
         assert time.monotonic() < deadline, "the helper never started"
         time.sleep(0.02)
+    run.wait_module_takes_ctrl_c()   # and it waits on the helper, where Ctrl-C is its own
     asked = time.monotonic()
     run.interrupt()
     run.expect("Password: ", timeout=5)
@@ -710,7 +711,7 @@ def test_ctrl_c_on_terminal_cancels_scan_and_password_follows(bed):
     svc = bed.stack("cancel")
     run = bed.world.pamtester(svc, USER, items={"tty": "/dev/pts/0"})
     run.expect("Touch the reader")
-    time.sleep(0.5)  # the module is back to waiting on the helper
+    run.wait_module_takes_ctrl_c()   # the module is back to waiting on the helper
     run.interrupt()
     run.expect("Password: ")
     run.sendline(PASSWORD)
