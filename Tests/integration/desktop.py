@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Optional
 
 import system
-from launcherbed import LauncherInstallation, Syslog
+from launcherbed import DEV_LOG_FUNCTION, LauncherInstallation, Syslog
 from messages import ENROLLED, FINGER
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def module_dir() -> Path:
     return Path(os.path.realpath(found[0])).parent
 
 
-_SCRIPT = r'''
+_SCRIPT = DEV_LOG_FUNCTION + r'''
 set -e
 t=$1; shift
 mount -t tmpfs -o mode=0755 localauth-test "$t"
@@ -91,14 +91,8 @@ while [ "$1" != "--" ]; do
         printf 'ACTIVE=%s\nACTIVE_UID=0\n' "$2" > /run/systemd/seats/seat0
         shift 3 ;;
     log)
-        mkdir "$t/dev" "$t/dev-up" "$t/dev-work"
-        mount --rbind /dev "$t/dev"
-        mount -t overlay localauth-test -o "lowerdir=$t/dev,upperdir=$t/dev-up,workdir=$t/dev-work" /dev
-        for sub in pts shm mqueue; do
-            if [ -d "$t/dev/$sub" ]; then mount --rbind "$t/dev/$sub" "/dev/$sub"; fi
-        done
-        rm -f /dev/log
-        ln -s "$2" /dev/log
+        mkdir "$t/dev"
+        dev_log "$t/dev" "$2"
         shift 2 ;;
     *) echo "namespace: unknown action $1" >&2; exit 125 ;;
     esac

@@ -160,18 +160,28 @@ def parse_syslog(datagram: str) -> tuple:
     return ident, msg
 
 
-_NAMESPACE_SCRIPT = r'''
+# A shell function of the namespace scripts (this one, desktop.py's): ``dev_log DIR SOCKET``
+# overlays /dev (the real one below, with pts, shm and mqueue bound through, so terminals
+# and shared memory are the machine's) and links /dev/log to SOCKET; DIR is an empty
+# directory of the namespace's tmpfs.
+DEV_LOG_FUNCTION = r'''
+dev_log() {
+    mkdir "$1/orig" "$1/up" "$1/work"
+    mount --rbind /dev "$1/orig"
+    mount -t overlay localauth-test -o "lowerdir=$1/orig,upperdir=$1/up,workdir=$1/work" /dev
+    for sub in pts shm mqueue; do
+        if [ -d "$1/orig/$sub" ]; then mount --rbind "$1/orig/$sub" "/dev/$sub"; fi
+    done
+    rm -f /dev/log
+    ln -s "$2" /dev/log
+}
+'''
+
+_NAMESPACE_SCRIPT = DEV_LOG_FUNCTION + r'''
 set -e
 t=$1; log=$2; shift 2
 mount -t tmpfs -o mode=0755 localauth-test "$t"
-mkdir "$t/orig" "$t/up" "$t/work"
-mount --rbind /dev "$t/orig"
-mount -t overlay localauth-test -o "lowerdir=$t/orig,upperdir=$t/up,workdir=$t/work" /dev
-for sub in pts shm mqueue; do
-    if [ -d "$t/orig/$sub" ]; then mount --rbind "$t/orig/$sub" "/dev/$sub"; fi
-done
-rm -f /dev/log
-ln -s "$log" /dev/log
+dev_log "$t" "$log"
 while [ "$1" != "--" ]; do
     mount --bind "$2" "$1"
     shift 2
