@@ -57,7 +57,8 @@ let package = Package(
 
         // Apple's API for applications (Foundation is fine here: not on the helper's start-up
         // path). A thin client of the root side over the frame protocol; no policy of its own.
-        .target(name: "LocalAuthentication", dependencies: ["LocalAuthProtocol"]),
+        // libgcrypt for the SHA-256 a right's key signs and for verifying its signatures.
+        .target(name: "LocalAuthentication", dependencies: ["LocalAuthProtocol", "CCrypto"]),
 
         .executableTarget(name: "localauth-helper",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "LogindClient", "CSystemd",

@@ -1,6 +1,7 @@
 /* Hashes from libgcrypt (Debian: libgcrypt20-dev), the crypto library libsystemd already
  * loads into the helper, and random bytes from the kernel (getrandom). */
 #include <gcrypt.h>
+#include <string.h>
 #include <sys/random.h>
 
 /* libgcrypt wants its version checked and its set-up finished before first use, and
@@ -17,4 +18,94 @@ static inline int la_gcrypt_setup(void)
     gcry_control(GCRYCTL_DISABLE_SECMEM, 0);
     gcry_control(GCRYCTL_INITIALIZATION_FINISHED, 0);
     return 1;
+}
+
+/* ECDSA over NIST P-256 (the rights store's keys, docs/API.md "Rights"). gcry_sexp_build
+ * is variadic (Swift cannot call it), so the key and signature handling is here, in three
+ * calls. A private key is its scalar d (32 bytes, big-endian), a public key its point q in
+ * the X9.63 uncompressed form (0x04 || x || y, 65 bytes), a signature its (r, s) pair
+ * (32 bytes each). Every function returns 0 on success. */
+
+/* The unsigned big-endian value of `name` in `sexp`, right-aligned in `out` (len bytes). */
+static inline int la_p256_take(gcry_sexp_t sexp, const char *name, unsigned char *out, size_t len)
+{
+    gcry_sexp_t token = gcry_sexp_find_token(sexp, name, 0);
+    if (token == NULL)
+        return -1;
+    gcry_mpi_t mpi = gcry_sexp_nth_mpi(token, 1, GCRYMPI_FMT_USG);
+    gcry_sexp_release(token);
+    if (mpi == NULL)
+        return -1;
+    unsigned char buffer[80];
+    size_t written = 0;
+    int rc = gcry_mpi_print(GCRYMPI_FMT_USG, buffer, sizeof buffer, &written, mpi) == 0 && written <= len ? 0 : -1;
+    gcry_mpi_release(mpi);
+    if (rc == 0) {
+        memset(out, 0, len - written);
+        memcpy(out + (len - written), buffer, written);
+    }
+    memset(buffer, 0, sizeof buffer);
+    return rc;
+}
+
+/* An unsigned big-endian integer as an MPI (%b would be read as a signed one). */
+static inline gcry_mpi_t la_p256_mpi(const unsigned char *bytes, size_t len)
+{
+    gcry_mpi_t mpi = NULL;
+    return gcry_mpi_scan(&mpi, GCRYMPI_FMT_USG, bytes, len, NULL) == 0 ? mpi : NULL;
+}
+
+static inline int la_p256_generate(unsigned char d[32], unsigned char q[65])
+{
+    gcry_sexp_t params = NULL, key = NULL;
+    int rc = -1;
+    if (gcry_sexp_new(&params, "(genkey (ecc (curve \"NIST P-256\")))", 0, 1) == 0 &&
+        gcry_pk_genkey(&key, params) == 0 &&
+        la_p256_take(key, "q", q, 65) == 0 && q[0] == 0x04 &&
+        la_p256_take(key, "d", d, 32) == 0)
+        rc = 0;
+    gcry_sexp_release(params);
+    gcry_sexp_release(key);
+    return rc;
+}
+
+/* Signs a SHA-256 digest; k is derived from the key and the digest (RFC 6979). */
+static inline int la_p256_sign(const unsigned char d[32], const unsigned char q[65],
+                               const unsigned char digest[32], unsigned char r[32], unsigned char s[32])
+{
+    gcry_sexp_t key = NULL, data = NULL, sig = NULL;
+    gcry_mpi_t scalar = la_p256_mpi(d, 32);
+    int rc = -1;
+    if (scalar != NULL &&
+        gcry_sexp_build(&key, NULL, "(private-key (ecc (curve \"NIST P-256\") (q %b) (d %m)))",
+                        65, q, scalar) == 0 &&
+        gcry_sexp_build(&data, NULL, "(data (flags rfc6979) (hash sha256 %b))", 32, digest) == 0 &&
+        gcry_pk_sign(&sig, data, key) == 0 &&
+        la_p256_take(sig, "r", r, 32) == 0 && la_p256_take(sig, "s", s, 32) == 0)
+        rc = 0;
+    gcry_mpi_release(scalar);
+    gcry_sexp_release(key);
+    gcry_sexp_release(data);
+    gcry_sexp_release(sig);
+    return rc;
+}
+
+static inline int la_p256_verify(const unsigned char q[65], const unsigned char digest[32],
+                                 const unsigned char r[32], const unsigned char s[32])
+{
+    gcry_sexp_t key = NULL, data = NULL, sig = NULL;
+    gcry_mpi_t mr = la_p256_mpi(r, 32), ms = la_p256_mpi(s, 32);
+    int rc = -1;
+    if (mr != NULL && ms != NULL &&
+        gcry_sexp_build(&key, NULL, "(public-key (ecc (curve \"NIST P-256\") (q %b)))", 65, q) == 0 &&
+        gcry_sexp_build(&data, NULL, "(data (flags rfc6979) (hash sha256 %b))", 32, digest) == 0 &&
+        gcry_sexp_build(&sig, NULL, "(sig-val (ecdsa (r %m) (s %m)))", mr, ms) == 0 &&
+        gcry_pk_verify(sig, data, key) == 0)
+        rc = 0;
+    gcry_mpi_release(mr);
+    gcry_mpi_release(ms);
+    gcry_sexp_release(key);
+    gcry_sexp_release(data);
+    gcry_sexp_release(sig);
+    return rc;
 }

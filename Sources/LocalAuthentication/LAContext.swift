@@ -19,19 +19,16 @@ import Glibc
 /// Where Apple draws a system dialog, the prompts appear in `userInterface` (by default the
 /// controlling terminal). docs/API.md lists, symbol by symbol, what differs.
 ///
-/// `@unchecked Sendable` (as Apple's is): what changes while evaluations run on their
-/// queues (the invalidation, the evaluations in flight, the last domain state and biometry
-/// type, the reuse duration, the credentials) is behind `lock`. The settable titles,
+/// Not `Sendable`, as Apple's is not: code that hands a context to another thread or task
+/// must say so itself (a box, an actor), or it would compile here and fail on Apple's
+/// platforms. What the context's own queues change while evaluations run (the
+/// invalidation, the evaluations in flight, the last domain state and biometry type, the
+/// reuse duration, the credentials) is in `shared`, behind its lock; `invalidate()` may
+/// still be called from any thread, as on Apple's. The settable titles,
 /// `localizedReason`, `interactionNotAllowed` and `userInterface` are plain properties the
-/// calls read on the caller's thread when they start, as with Apple's: a program sets them
-/// before it calls, not while another thread does.
-open class LAContext: NSObject, @unchecked Sendable {
-    private let lock = NSLock()
-    private var invalidated = false
-    private var running: [ObjectIdentifier: Evaluation] = [:]
-    private var lastDomainState: Data?
-    private var lastBiometryType: LABiometryType = .none
-    private var reuseDuration: TimeInterval = 0
+/// calls read on the caller's thread when they start.
+open class LAContext: NSObject {
+    private let shared = ContextState()
 
     public override init() {
         super.init()
@@ -53,10 +50,10 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// Kept and bounded as Apple bounds it (0…300 s). No success is reused for an
     /// application here: the root side cannot tell which session it runs in.
     open var touchIDAuthenticationAllowableReuseDuration: TimeInterval {
-        get { lock.withLock { reuseDuration } }
+        get { shared.withLock { $0.reuseDuration } }
         set {
             let bounded = newValue.isFinite ? min(max(newValue, 0), LATouchIDAuthenticationMaximumAllowableReuseDuration) : 0
-            lock.withLock { reuseDuration = bounded }
+            shared.withLock { $0.reuseDuration = bounded }
         }
     }
 
@@ -65,17 +62,17 @@ open class LAContext: NSObject, @unchecked Sendable {
     open var interactionNotAllowed = false
 
     /// `.touchID` after a `canEvaluatePolicy` that found a reader, else `.none`.
-    open var biometryType: LABiometryType { lock.withLock { lastBiometryType } }
+    open var biometryType: LABiometryType { shared.withLock { $0.lastBiometryType } }
 
     /// The enrolled set's opaque hash, after a `canEvaluatePolicy` with a biometric policy or
     /// an evaluation that matched a finger succeeded; nil before that and when no finger is
     /// enrolled. Compare it with a stored value to notice an added or removed finger.
-    open var evaluatedPolicyDomainState: Data? { lock.withLock { lastDomainState } }
+    open var evaluatedPolicyDomainState: Data? { shared.withLock { $0.lastDomainState } }
 
     /// Apple's newer form of the same (iOS 18, macOS 15).
     open var domainState: LADomainState {
-        lock.withLock {
-            LADomainState(biometry: LADomainStateBiometry(biometryType: lastBiometryType, stateHash: lastDomainState))
+        shared.withLock {
+            LADomainState(biometry: LADomainStateBiometry(biometryType: $0.lastBiometryType, stateHash: $0.lastDomainState))
         }
     }
 
@@ -90,7 +87,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// process: at most 5 s old, and new after an evaluation of this process ended
     /// (docs/API.md, "How fresh a preflight is").
     @discardableResult
-    open func canEvaluatePolicy(_ policy: LAPolicy, error: UnsafeMutablePointer<NSError?>?) -> Bool {
+    open func canEvaluatePolicy(_ policy: LAPolicy, error: NSErrorPointer) -> Bool {
         let failure: LAError?
         if let refused = refusal(policy, reason: nil) {
             failure = refused
@@ -99,7 +96,7 @@ open class LAContext: NSObject, @unchecked Sendable {
             // seconds (PreflightAnswers): the first call starts the root side, later ones
             // take it from memory.
             let result = PreflightCache.shared.answer(preflightKey(policy))
-            record(result, biometry: true)
+            shared.record(result, biometry: true)
             failure = result.error
         }
         error?.pointee = failure.map { $0 as NSError }
@@ -132,26 +129,24 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// Ends every evaluation in flight with `appCancel`; later calls fail with `invalidContext`.
     open func invalidate() {
-        let inFlight: [Evaluation] = lock.withLock {
-            invalidated = true
-            return Array(running.values)
+        let inFlight: [Evaluation] = shared.withLock {
+            $0.invalidated = true
+            return Array($0.running.values)
         }
         for evaluation in inFlight { evaluation.cancel() }
     }
 
     // MARK: - Credentials
 
-    private var credentials: [LACredentialType: Data] = [:]
-
     /// Kept for `isCredentialSet`; no policy here uses an application credential.
     @discardableResult
     open func setCredential(_ credential: Data?, type: LACredentialType) -> Bool {
-        lock.withLock { credentials[type] = credential }
+        shared.withLock { $0.credentials[type] = credential }
         return true
     }
 
     open func isCredentialSet(_ type: LACredentialType) -> Bool {
-        lock.withLock { credentials[type] != nil }
+        shared.withLock { $0.credentials[type] != nil }
     }
 
     // MARK: - Internals
@@ -177,16 +172,16 @@ open class LAContext: NSObject, @unchecked Sendable {
         request.canInteract = ui.canInteract
         let evaluation = Evaluation(request: request, prompt: prompt, ui: ui)
         let id = ObjectIdentifier(evaluation)
-        lock.withLock { running[id] = evaluation }
+        shared.withLock { $0.running[id] = evaluation }
         handle?.set(evaluation)
-        queue.async { [self] in
+        queue.async { [shared] in
             let result = evaluation.run()
             // Before the reply: the program's next preflight must see what this evaluation
             // changed (a failure counted, a lockout, a lockout lifted by the password), and
             // should find it in memory (the new answer waited for, a quarter second at most).
             PreflightCache.shared.evaluationEnded(waitingUpTo: 0.25)
-            lock.withLock { running[id] = nil }
-            record(result, biometry: false)
+            shared.withLock { $0.running[id] = nil }
+            shared.record(result, biometry: false)
             reply(result.error == nil, result.error)
         }
     }
@@ -194,7 +189,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// What fails before the root side is asked: an invalidated context, an empty reason,
     /// a policy that needs a companion device.
     private func refusal(_ policy: LAPolicy, reason: String?) -> LAError? {
-        if lock.withLock({ invalidated }) {
+        if shared.withLock({ $0.invalidated }) {
             return .make(.invalidContext, debug: "the context was invalidated")
         }
         if let reason, reason.isEmpty {
@@ -227,11 +222,35 @@ open class LAContext: NSObject, @unchecked Sendable {
         case nil: return policy == .deviceOwnerAuthentication ? "Enter Password" : "Use Password…"
         }
     }
+}
 
-    private func record(_ result: AppResult, biometry: Bool) {
-        lock.withLock {
-            if result.error == nil, let state = result.domainState { lastDomainState = state }
-            if biometry, let type = result.biometry { lastBiometryType = type }
+/// What an `LAContext` shares with its evaluations' queues. `@unchecked Sendable`: every
+/// field is read and written under `lock` (`withLock`).
+private final class ContextState: @unchecked Sendable {
+    struct Fields {
+        var invalidated = false
+        var running: [ObjectIdentifier: Evaluation] = [:]
+        var lastDomainState: Data?
+        var lastBiometryType: LABiometryType = .none
+        var reuseDuration: TimeInterval = 0
+        var credentials: [LACredentialType: Data] = [:]
+    }
+
+    private let lock = NSLock()
+    private var fields = Fields()
+
+    func withLock<T>(_ body: (inout Fields) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&fields)
+    }
+
+    /// A preflight's or evaluation's answer: the domain state of a success, and the
+    /// biometry type a preflight reports.
+    func record(_ result: AppResult, biometry: Bool) {
+        withLock {
+            if result.error == nil, let state = result.domainState { $0.lastDomainState = state }
+            if biometry, let type = result.biometry { $0.lastBiometryType = type }
         }
     }
 }

@@ -166,13 +166,21 @@ struct AppRequest {
     var policy: String
     var fallbackTitle: String?
     var canInteract: Bool
+    /// `mode=right` (RightsClient): its `op` and keys instead of `op` and `policy`.
+    var right: (op: String, keys: [(String, String)])? = nil
 
     func frame() -> Frame {
         var kv = KeyValues()
         kv.add("version", "1")
-        kv.add("mode", "app")
-        kv.add("op", operation.rawValue)
-        kv.add("policy", policy)
+        if let right {
+            kv.add("mode", "right")
+            kv.add("op", right.op)
+            for (key, value) in right.keys { kv.add(key, value) }
+        } else {
+            kv.add("mode", "app")
+            kv.add("op", operation.rawValue)
+            kv.add("policy", policy)
+        }
         kv.add("user", Self.userName)
         kv.add("service", Self.programName)
         kv.add("tty", "")
@@ -238,6 +246,8 @@ struct AppResult: Equatable, Sendable {
     var error: LAError?
     var domainState: Data?
     var biometry: LABiometryType?
+    /// Every key of the result (`mode=right`: `public_key`, `secret`, `signature`).
+    var values: [String: String] = [:]
 
     init(_ frame: Frame) {
         guard let kv = try? KeyValues.parse(frame.payload), let code = kv.value("code").flatMap(Int.init) else {
@@ -254,6 +264,7 @@ struct AppResult: Equatable, Sendable {
             error = LAError.make(.biometryNotAvailable, debug: "unknown result code \(code): \(cause)")
         }
         domainState = kv.value("domain_state").flatMap(Self.bytes(hex:))
+        for (key, value) in kv.pairs where values[key] == nil { values[key] = value }
         biometry = kv.value("biometry").map { $0 == "touchID" ? .touchID : .none }
     }
 
@@ -264,7 +275,7 @@ struct AppResult: Equatable, Sendable {
         self.biometry = biometry
     }
 
-    private static func bytes(hex: String) -> Data? {
+    static func bytes(hex: String) -> Data? {
         let digits = Array(hex.utf8)
         guard !digits.isEmpty, digits.count % 2 == 0 else { return nil }
         var out = Data(capacity: digits.count / 2)

@@ -59,8 +59,9 @@ enum AppMode {
 
     // MARK: - canEvaluatePolicy
 
-    private static func preflight(_ request: HelperRequest, policy: Policy, unprivileged: Bool,
-                                  options: Options, log: LogSink) -> Frame {
+    /// Also a right's `checkCanAuthorize` (RightsMode).
+    static func preflight(_ request: HelperRequest, policy: Policy, unprivileged: Bool,
+                          options: Options, log: LogSink) -> Frame {
         let env = environment(request, policy: policy, unprivileged: unprivileged, options: options, ui: nil,
                               wake: [], log: log)
         let evaluation = PolicyEvaluation(environment: env)
@@ -90,8 +91,31 @@ enum AppMode {
 
     private static func evaluate(_ request: HelperRequest, policy: Policy, unprivileged: Bool,
                                  options: Options, channel: FrameChannel, log: LogSink) -> Frame {
+        switch authenticate(request, policy: policy, unprivileged: unprivileged, options: options,
+                            channel: channel, log: log) {
+        case .refused(let frame):
+            return frame
+        case .matched(let method, let domainState):
+            let extra = domainState.map { [("domain_state", $0)] } ?? []
+            return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: "matched (\(method.rawValue))", extra: extra)
+        }
+    }
+
+    /// What an evaluation ended with: who was authenticated, and how, or the result frame
+    /// that says why not.
+    enum Authentication {
+        /// `domainState`: the enrolled set's hash after a fingerprint match (nil after the password).
+        case matched(EvaluationMachine.Outcome.Method, domainState: String?)
+        case refused(Frame)
+    }
+
+    /// The evaluation an application's `evaluatePolicy` runs, and a right's authorization
+    /// (RightsMode): the presence rules, then the policy with the application as the user
+    /// interface (its terminal, through the library's frames).
+    static func authenticate(_ request: HelperRequest, policy: Policy, unprivileged: Bool, options: Options,
+                             channel: FrameChannel, log: LogSink) -> Authentication {
         let presence = Presence.judge(request, options: options, log: log)
-        if let refusal = presence.refusal { return HelperResult.frame(.failure(refusal)) }
+        if let refusal = presence.refusal { return .refused(HelperResult.frame(.failure(refusal))) }
         let ui = AppFrameUI(channel: channel, language: request.language, log: log)
         let wake = AppWakeSource(channel: channel, fallbackOffered: options.fallbackTitle != "")
         let env = environment(request, policy: policy, unprivileged: unprivileged, options: options, ui: ui,
@@ -99,17 +123,17 @@ enum AppMode {
         let evaluation = PolicyEvaluation(environment: env)
         switch evaluation.run(policy.evaluationPolicy) {
         case .success(let method):
-            let extra = method == .password ? [] : domainKey(evaluation)
-            return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: "matched (\(method.rawValue))", extra: extra)
+            return .matched(method, domainState: method == .password ? nil : domainKey(evaluation).first?.1)
         case .notOptedIn:
-            return HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
-                                      cause: "fingerprint login is turned off for this user")
+            return .refused(HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue,
+                                               name: "biometryNotAvailable",
+                                               cause: "fingerprint login is turned off for this user"))
         case .failure(let e) where e.code == .appCancel && ui.userCancelled:
             // The application's own Cancel at the password prompt, not the application going away.
-            return HelperResult.frame(code: EvaluationError.Code.userCancel.rawValue, name: "userCancel",
-                                      cause: "the user cancelled the password prompt")
+            return .refused(HelperResult.frame(code: EvaluationError.Code.userCancel.rawValue, name: "userCancel",
+                                               cause: "the user cancelled the password prompt"))
         case .failure(let e):
-            return HelperResult.frame(.failure(e))
+            return .refused(HelperResult.frame(.failure(e)))
         }
     }
 
@@ -133,7 +157,7 @@ enum AppMode {
         return [("domain_state", String(decoding: bytes, as: UTF8.self))]
     }
 
-    private static func summary(_ frame: Frame) -> String {
+    static func summary(_ frame: Frame) -> String {
         guard let kv = try? KeyValues.parse(frame.payload) else { return "?" }
         return "\(kv.value("name") ?? "?") (\(kv.value("cause") ?? ""))"
     }

@@ -8,7 +8,8 @@ import LocalAuthProtocol
 struct HelperRequest {
     /// `status`: the user's own summary, for localauthctl without root (StatusSummary).
     /// `app`: an application's LAContext (AppMode.swift), never sent by the module.
-    enum Mode: String { case authenticate, authsucc, status, app }
+    /// `right`: an application's LARightStore and LARight (RightsMode.swift), never sent by the module.
+    enum Mode: String { case authenticate, authsucc, status, app, right }
 
     var mode: Mode
     var user: UserName
@@ -50,7 +51,8 @@ struct HelperRequest {
         let kv: KeyValues
         do { kv = try KeyValues.parse(frame.payload) } catch { throw Invalid("request is not key=value text: \(error)") }
         for key in ["version", "mode", "user", "service", "tty", "rhost", "ruser", "silent", "locale", "language",
-                    "pid", "first_line", "stdin_tty", "display", "proof", "caller_uid", "op", "policy", "reader"]
+                    "pid", "first_line", "stdin_tty", "display", "proof", "caller_uid", "op", "policy", "reader",
+                    "identifier", "requirement", "secret", "digest"]
         where kv.count(key) > 1 {
             throw Invalid("request repeats `\(key)`")
         }

@@ -77,4 +77,6 @@ case .status:
 case .app:
     finish(AppMode.run(request, unprivileged: launch.isUnprivileged, options: options, channel: channel, log: log),
            log: log)
+case .right:
+    finish(RightsMode.run(request, launch: launch, options: options, channel: channel, log: log), log: log)
 }

@@ -55,6 +55,28 @@ import Testing
         #expect(try h.evaluate(events: [.match]).get() == .fingerprint)
     }
 
+    /// Apple's preflight after a finger is added: it still succeeds, and the domain state is
+    /// the new set's, so the "did the fingers change?" comparison an application makes sees
+    /// the change; the evaluation keeps this system's rule (no finger until the password).
+    @Test func aChangedSetPassesThePreflightWithTheNewDomainStateButNotTheEvaluation() throws {
+        let h = Harness()
+        h.passwordEntered()
+        let before = h.evaluation()
+        var error: EvaluationError?
+        #expect(before.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        let old = try #require(before.evaluatedPolicyDomainState)
+        h.sensor.enrolled = .success(EnrolledSet(deviceIdentity: "virtual_device/0", deviceName: "",
+                                                 fingers: ["left-thumb", "right-index-finger"]))
+        let after = h.evaluation()
+        #expect(after.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        #expect(error == nil)
+        let new = try #require(after.evaluatedPolicyDomainState)
+        #expect(new != old)
+        #expect(new == Array(try #require(try DomainState.compute(h.sensor.enrolled.get(), store: h.store)).utf8))
+        #expect(h.sensor.scansStarted == 0)   // a preflight never scans
+        #expect(h.evaluate(events: [.match]).error?.reason == .enrollmentChanged)
+    }
+
     @Test func withTheSwitchRequiredTheUserMustTurnItOnWithAMatch() throws {
         let h = Harness()
         h.options.optIn = .required

@@ -53,9 +53,11 @@ import LocalAuthentication
 
     @Test func aCancelledTaskEndsWithAppCancel() async {
         let context = LAContext()
+        // LAContext is not Sendable (as on Apple's): the task reaches it through a box.
+        let shared = SharedContext(context)
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
+            return try await shared.context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "x")
         }
         do {
             _ = try await task.value
@@ -101,14 +103,20 @@ import LocalAuthentication
 
     /// Seed 001 subclasses LAContext.
     @Test func aSubclassIsAnLAContext() {
-        // @unchecked as its base is (LAContext says why); its own one property is a constant.
-        final class Wrapper: LAContext, @unchecked Sendable { let label = "wrapper" }
+        final class Wrapper: LAContext { let label = "wrapper" }
         let w = Wrapper()
         w.localizedFallbackTitle = ""
         let asContext: LAContext = w
         #expect(asContext.localizedFallbackTitle == "")
         #expect(!w.canEvaluatePolicy(.deviceOwnerAuthenticationWithCompanion, error: nil))
     }
+}
+
+/// A context handed to a task the test then keeps using. `@unchecked Sendable`: the task
+/// runs one evaluation and ends before the test touches the context again.
+private final class SharedContext: @unchecked Sendable {
+    let context: LAContext
+    init(_ context: LAContext) { self.context = context }
 }
 
 /// A reply's arguments. `@unchecked Sendable`: written under `lock`, read after the test

@@ -135,3 +135,59 @@ def test_seed_001_delegate_hears_each_outcome(seeds):
 def test_seed_003_notices_a_changed_set_of_fingers(seeds):
     same = seeds.run("003", "1")
     assert "stored: true" in same.output and "changed: false" in same.output, same.output
+
+
+# --- the second port (Tests/SecondPort): an iOS app's test seam, kLAError codes and the
+# "did the fingers change?" check, as written for Apple's platforms ---------------------------
+
+@pytest.fixture(scope="module")
+def second_port():
+    return app_binary("second-port", REPO / "Tests" / "SecondPort")
+
+
+@pytest.fixture
+def second(inst, bed, second_port):
+    tmp = Path(tempfile.mkdtemp(prefix="localauth-second-"))
+    tmp.chmod(0o755)
+    syslog = Syslog()
+    try:
+        with system.ThrowawayUser(prefix="la-2nd-") as user:
+            home = tmp / "home"      # UserDefaults needs a home to write to
+            home.mkdir()
+            os.chown(home, user.uid, user.gid)
+            w = AppWorld(inst, bed, syslog, user, tmp, second_port)
+            w.env = {"HOME": str(home)}
+            yield w
+    finally:
+        syslog.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_second_port_runs_its_own_tests_through_the_seam(second):
+    run = second.run("selftest", env=second.env)
+    assert run.status == 0 and "FAILED" not in run.output, run.output
+    assert run.output.count("ok: ") == 6, run.output
+
+
+def test_second_port_notices_an_added_finger_as_on_apple(second):
+    # A first match: the system now trusts this set of fingers.
+    assert "unlocked" in second.run("unlock", "20", fingers=[ENROLLED], env=second.env).output
+    assert "remembered: true" in second.run("remember", env=second.env).output
+    assert "changed: false" in second.run("changed", env=second.env).output
+    second.bed.enroll(second.user.name, "left-thumb", "f2")
+    # Apple's preflight still succeeds after a finger is added and gives the new set's
+    # domain state: the comparison sees the change (before, it failed and said "not changed").
+    changed = second.run("changed", env=second.env)
+    assert "changed: true" in changed.output, changed.output
+    assert changed.scans == []
+    # The finger itself is refused until the password (the system's rule for a set that
+    # changed after it was trusted).
+    refused = second.run("unlock", "10", env=second.env)
+    assert "not unlocked: notAvailable" in refused.output and refused.scans == [], refused.output
+
+
+def test_second_port_unlocks_with_the_finger_and_maps_three_wrong_ones(second):
+    ok = second.run("unlock", "20", fingers=[ENROLLED], env=second.env)
+    assert "unlocked" in ok.output and "not unlocked" not in ok.output, ok.output
+    failed = second.run("unlock", "20", fingers=[OTHER] * 3, env=second.env)
+    assert "not unlocked: failed" in failed.output, failed.output

@@ -166,6 +166,10 @@ class Desktop:
                          shots=sum((o.shots for o in outcomes), []),
                          journal="\n".join(o.journal for o in outcomes))
         out.extra["keyring_unlocked"] = self.keyring_unlocked(mark)
+        # GDM's own fingerprint conversation must stay off (Tests/vm/image/setup.sh): when it
+        # runs beside gdm-password, its failures can end the password's conversation.
+        out.extra["fingerprint_conversations"] = sum(
+            e.get("SYSLOG_IDENTIFIER") == "gdm-fingerprint]" for e in self.g.journal(mark))
         return out
 
     # --- GNOME Terminal ---------------------------------------------------------------

@@ -1,6 +1,6 @@
 """GNOME 43 on Wayland under GDM 43, with the pam-auth-update profiles enabled (issue 19's
 desktop cases). The desktop image (images.py, desktop flavour) boots into graphical.target;
-GDM's own fingerprint conversation is off (README: with the profiles, gdm-password is
+GDM's own fingerprint conversation is off (image/setup.sh; README: with the profiles, gdm-password is
 finger-first itself). One boot for the file, in order: the first login (by password), GNOME
 Terminal's sudo, GNOME Shell's polkit dialog, the lock screen, then a reboot and the first
 login after it. Screens are saved in the run's directory (``LOCALAUTH_VM_SHOTS``, default a
@@ -23,7 +23,7 @@ from machine import Machine
 # whose keys came before its field, and the login begins again (desktop.Desktop.login).
 FIRST_LOGIN = {"finger_offered": False, "scans": [], "done": True, "rc": None,
                "result": "biometryLockout", "pam": "PAM_AUTHINFO_UNAVAIL",
-               "keyring_unlocked": True}
+               "keyring_unlocked": True, "fingerprint_conversations": 0}
 
 
 def by_password(out) -> dict:

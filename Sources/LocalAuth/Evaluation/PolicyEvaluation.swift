@@ -99,7 +99,12 @@ public final class PolicyEvaluation: @unchecked Sendable {
             let set = try env.sensor.enrolledSet(for: env.user.value)
             biometryType = .touchID
             let domain = try DomainState.compute(set, store: env.store)
-            if let e = rules.enrollmentRefusal(stored.userState, current: domain) { return .failure(e) }
+            // A changed enrolled set does not fail the preflight, as on Apple's platforms:
+            // the reader and a finger are there, and the domain state is the new set's, so
+            // that an application comparing it with the one it stored sees the change
+            // ("did the fingers change?"). The evaluation still refuses fingerprints until
+            // the password (Rules.enrollmentRefusal): that is this system's rule, and a
+            // preflight never decides a login.
             evaluatedPolicyDomainState = domain.map { Array($0.utf8) }
             return .success(())
         } catch let e as EvaluationError {

@@ -117,13 +117,14 @@ func eval(_ chosen: LAPolicy, _ o: Options) {
         let context = LAContext()
         context.localizedFallbackTitle = o.fallback
         let done = DispatchSemaphore(value: 0)
+        let shared = SharedContext(context)
         if o.useAsync {
             let task = Task {
                 do {
-                    let ok = try await context.evaluatePolicy(chosen, localizedReason: o.reason)
-                    report("eval", ok, nil, context)
+                    let ok = try await shared.context.evaluatePolicy(chosen, localizedReason: o.reason)
+                    report("eval", ok, nil, shared.context)
                 } catch {
-                    report("eval", false, error, context)
+                    report("eval", false, error, shared.context)
                 }
                 done.signal()
             }
@@ -132,15 +133,24 @@ func eval(_ chosen: LAPolicy, _ o: Options) {
             }
         } else {
             context.evaluatePolicy(chosen, localizedReason: o.reason) { ok, error in
-                report("eval", ok, error, context)
+                report("eval", ok, error, shared.context)
                 done.signal()
             }
         }
         if let after = o.invalidateAfter {
-            DispatchQueue.global().asyncAfter(deadline: .now() + after) { context.invalidate() }
+            DispatchQueue.global().asyncAfter(deadline: .now() + after) { shared.context.invalidate() }
         }
         done.wait()
     }
+}
+
+/// LAContext is not Sendable (nor is Apple's): the reply and the timer reach it through this
+/// box, as an application on Apple's platforms must too. Sound here: the reply only reads
+/// what the evaluation left (its domain state, biometry type), and `invalidate()` may come
+/// from any thread.
+final class SharedContext: @unchecked Sendable {
+    let context: LAContext
+    init(_ context: LAContext) { self.context = context }
 }
 
 func run(_ step: [String]) {

@@ -65,9 +65,18 @@ if [ "${DESKTOP:-0}" = 1 ]; then
   # user's settings): with the pam-auth-update profiles, gdm-password is finger-first
   # itself, and two conversations would both want the reader (README, "Callers on a
   # desktop").
-  mkdir -p /etc/dconf/db/gdm.d /etc/dconf/db/local.d /etc/dconf/profile
+  # Debian's greeter reads no system db: its profile (/usr/share/dconf/profile/gdm) names
+  # only /var/lib/gdm3/greeter-dconf-defaults, which gdm3's generate-config compiles from
+  # /usr/share/gdm/dconf. With the setting unseen, the greeter runs gdm-fingerprint beside
+  # gdm-password; its pam_fprintd.so is not installed, that conversation fails at once, and
+  # each failure can end the password's conversation too ("conversation failed").
   printf '[org/gnome/login-screen]\nenable-fingerprint-authentication=false\n' \
-    | tee /etc/dconf/db/gdm.d/90-localauth > /etc/dconf/db/local.d/90-localauth
+    > /usr/share/gdm/dconf/95-localauth-settings
+  dconf compile /var/lib/gdm3/greeter-dconf-defaults /usr/share/gdm/dconf
+  chown Debian-gdm: /var/lib/gdm3/greeter-dconf-defaults 2>/dev/null || true
+  mkdir -p /etc/dconf/db/local.d /etc/dconf/profile
+  printf '[org/gnome/login-screen]\nenable-fingerprint-authentication=false\n' \
+    > /etc/dconf/db/local.d/90-localauth
   printf 'user-db:user\nsystem-db:local\n' > /etc/dconf/profile/user
   dconf update
 fi

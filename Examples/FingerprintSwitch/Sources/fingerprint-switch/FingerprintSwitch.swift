@@ -48,8 +48,9 @@ struct FingerprintSwitch {
 
     // MARK: - Seed 003: did the fingers change?
 
-    /// The enrolled set's domain state now: nil when fingerprints cannot be used (no finger,
-    /// refused until the password) — and, with it, whether they are only locked out.
+    /// The enrolled set's domain state now (after a finger was added, the new set's, as on
+    /// Apple's platforms): nil when fingerprints cannot be used (no finger, no reader) — and,
+    /// with it, whether they are only locked out.
     func currentDomainState() -> (state: Data?, lockedOut: Bool) {
         let context = LAContext()
         var error: NSError?

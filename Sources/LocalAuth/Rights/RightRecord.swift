@@ -1,0 +1,166 @@
+/// What a right needs before it is authorized: Apple's `LAAuthenticationRequirement`s.
+public enum RightRequirement: String, Sendable, CaseIterable {
+    /// `.default`: the user, by a finger or the account password (`deviceOwnerAuthentication`).
+    case `default`
+    /// `.biometry`: a finger (`deviceOwnerAuthenticationWithBiometrics`).
+    case biometry
+    /// `.biometryCurrentSet`: a finger of the set enrolled when the right was saved; a
+    /// changed set invalidates the right for good.
+    case biometryCurrentSet = "biometry-current-set"
+    /// `.biometry(fallback: .devicePasscode)`: a finger, or the account password.
+    case biometryOrPassword = "biometry-or-password"
+
+    /// The password may stand in for the finger.
+    public var allowsPassword: Bool { self == .default || self == .biometryOrPassword }
+}
+
+/// One saved right, as the root side keeps it (RightsStore): whose it is, which program
+/// saved it, what authorizes it, and what it protects. Text, one `key=value` a line:
+///
+///     version=1
+///     identifier=<hex of the identifier's UTF-8>
+///     uid=1000
+///     program=/usr/bin/notes
+///     requirement=biometry-current-set
+///     domain_state=<64 hex digits, or empty>
+///     secret=<hex, may be empty>
+///     private_key=<64 hex digits>
+///     public_key=<130 hex digits>
+public struct RightRecord: Equatable, Sendable {
+    public var identifier: String
+    public var uid: UInt32
+    /// The saving program's executable, as the kernel named it (/proc/PID/exe).
+    public var program: String
+    public var requirement: RightRequirement
+    /// The enrolled set's domain state when saved (`biometryCurrentSet` only).
+    public var domainState: String?
+    public var secret: [UInt8]
+    public var privateKey: [UInt8]
+    public var publicKey: [UInt8]
+
+    public init(identifier: String, uid: UInt32, program: String, requirement: RightRequirement,
+                domainState: String?, secret: [UInt8], privateKey: [UInt8], publicKey: [UInt8]) {
+        self.identifier = identifier
+        self.uid = uid
+        self.program = program
+        self.requirement = requirement
+        self.domainState = domainState
+        self.secret = secret
+        self.privateKey = privateKey
+        self.publicKey = publicKey
+    }
+
+    /// Longest identifier and secret accepted (both travel in one frame, hex-encoded).
+    public static let maxIdentifierBytes = 256
+    public static let maxSecretBytes = 1024
+
+    public func encoded() -> [UInt8] {
+        let lines = [
+            "version=1",
+            "identifier=" + Crypto.hex(Array(identifier.utf8)),
+            "uid=\(uid)",
+            "program=" + Crypto.hex(Array(program.utf8)),
+            "requirement=" + requirement.rawValue,
+            "domain_state=" + (domainState ?? ""),
+            "secret=" + Crypto.hex(secret),
+            "private_key=" + Crypto.hex(privateKey),
+            "public_key=" + Crypto.hex(publicKey),
+        ]
+        return Array((lines.joined(separator: "\n") + "\n").utf8)
+    }
+
+    public struct Damage: Error, CustomStringConvertible {
+        public let why: String
+        public var description: String { why }
+    }
+
+    public static func decode(_ data: [UInt8]) throws(Damage) -> RightRecord {
+        var fields: [String: String] = [:]
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            guard let eq = line.firstIndex(of: "=") else { throw Damage(why: "a line without `=`") }
+            let key = String(line[..<eq])
+            guard fields[key] == nil else { throw Damage(why: "`\(key)` twice") }
+            fields[key] = String(line[line.index(after: eq)...])
+        }
+        guard fields["version"] == "1" else { throw Damage(why: "not version 1") }
+        func field(_ key: String) throws(Damage) -> String {
+            guard let v = fields[key] else { throw Damage(why: "no `\(key)`") }
+            return v
+        }
+        func bytes(_ key: String, count: Int? = nil) throws(Damage) -> [UInt8] {
+            guard let b = Hex.decode(try field(key)), count == nil || b.count == count else {
+                throw Damage(why: "`\(key)` is not \(count.map { "\($0) bytes of " } ?? "")hex")
+            }
+            return b
+        }
+        guard let uid = UInt32(try field("uid")) else { throw Damage(why: "`uid` is not a number") }
+        guard let requirement = RightRequirement(rawValue: try field("requirement")) else {
+            throw Damage(why: "unknown `requirement`")
+        }
+        let domain = try field("domain_state")
+        guard domain.isEmpty || (domain.utf8.count == 64 && Hex.decode(domain) != nil) else {
+            throw Damage(why: "`domain_state` is not 64 hex digits")
+        }
+        return RightRecord(
+            identifier: String(decoding: try bytes("identifier"), as: UTF8.self), uid: uid,
+            program: String(decoding: try bytes("program"), as: UTF8.self), requirement: requirement,
+            domainState: domain.isEmpty ? nil : domain, secret: try bytes("secret"),
+            privateKey: try bytes("private_key", count: 32), publicKey: try bytes("public_key", count: 65))
+    }
+}
+
+/// An authorization the root side granted one process for one right: that process (its
+/// pid and start time, on this boot) may load the secret and sign until it deauthorizes or
+/// ends. Text as the record: `pid=`, `start=`, `boot=`.
+public struct RightGrant: Equatable, Sendable {
+    public var pid: Int32
+    public var startTime: UInt64
+    public var bootID: String
+
+    public init(pid: Int32, startTime: UInt64, bootID: String) {
+        self.pid = pid
+        self.startTime = startTime
+        self.bootID = bootID
+    }
+
+    public func encoded() -> [UInt8] {
+        Array("pid=\(pid)\nstart=\(startTime)\nboot=\(bootID)\n".utf8)
+    }
+
+    public static func decode(_ bytes: [UInt8]) -> RightGrant? {
+        var fields: [String: String] = [:]
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            guard let eq = line.firstIndex(of: "=") else { return nil }
+            fields[String(line[..<eq])] = String(line[line.index(after: eq)...])
+        }
+        guard let pid = fields["pid"].flatMap({ Int32($0) }), let start = fields["start"].flatMap({ UInt64($0) }),
+              let boot = fields["boot"], !boot.isEmpty else { return nil }
+        return RightGrant(pid: pid, startTime: start, bootID: boot)
+    }
+}
+
+public enum Hex {
+    /// Lower- or upper-case hex digits, an even number of them; nil otherwise.
+    public static func decode(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        var i = 0
+        while i < digits.count {
+            guard let hi = nibble(digits[i]), let lo = nibble(digits[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c - 0x30
+        case 0x61...0x66: return c - 0x61 + 10
+        case 0x41...0x46: return c - 0x41 + 10
+        default: return nil
+        }
+    }
+}

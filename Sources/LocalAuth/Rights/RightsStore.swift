@@ -1,0 +1,251 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The rights of one user (docs/API.md, "Rights"), where only root reads them:
+///
+///     <state_dir>/rights/                0700 root
+///     <state_dir>/rights/<uid>/          0700 root, one directory per user
+///         <key>.right                    0600: a RightRecord (the secret and the private key)
+///         <key>.grant                    0600: the process it is authorized for (RightGrant)
+///         <key>.right.damaged            a damaged record moved aside, never lost
+///         .lock                          flock(LOCK_EX) around every change
+///
+/// `<key>` is the hex SHA-256 of the program's path, a NUL and the identifier: each program
+/// has its own namespace (as each app has on Apple's platforms), so another program asking
+/// for the same identifier finds nothing. The record repeats the uid, program and
+/// identifier, and a record that disagrees with where it lies is damaged.
+///
+/// Files are opened with O_NOFOLLOW and must be regular, the store's and closed to others.
+/// A write goes to a temporary file, fsynced, renamed over the old one, and the directory
+/// fsynced: a crash leaves the old record or the new one, never half of one.
+public struct RightsStore {
+    public let directory: String
+    public let uid: UInt32
+    private let owner: uid_t
+
+    public init(stateDirectory: String, uid: UInt32, owner: uid_t = geteuid()) {
+        let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
+        directory = base + "/rights/\(uid)"
+        self.uid = uid
+        self.owner = owner
+    }
+
+    public enum Failure: Error, Equatable, CustomStringConvertible {
+        /// A directory or file that cannot be trusted (owner, mode, type).
+        case unsafe(path: String, why: String)
+        case io(path: String, operation: String, errno: Int32)
+        /// A record that cannot be read; it is left where it is (or moved aside on a save).
+        case damaged(path: String, why: String)
+
+        public var description: String {
+            switch self {
+            case .unsafe(let path, let why): return "rights store \(path): \(why)"
+            case .io(let path, let operation, let e): return "\(operation) \(path): \(errnoText(e))"
+            case .damaged(let path, let why): return "rights store: \(path) is damaged (\(why)); it was left untouched"
+            }
+        }
+    }
+
+    // MARK: - Records
+
+    public func load(program: String, identifier: String) throws(Failure) -> RightRecord? {
+        try prepare()
+        let path = file(program, identifier, ".right")
+        guard let bytes = try read(path, limit: 16 * 1024) else { return nil }
+        let record: RightRecord
+        do { record = try RightRecord.decode(bytes) } catch {
+            throw .damaged(path: path, why: error.why)
+        }
+        guard record.uid == uid, record.program == program, record.identifier == identifier else {
+            throw .damaged(path: path, why: "it names another user, program or identifier")
+        }
+        return record
+    }
+
+    /// Saves (or replaces) a record; a damaged one in its place is moved aside first.
+    public func save(_ record: RightRecord) throws(Failure) {
+        try prepare()
+        try locked { () throws(Failure) in
+            let path = file(record.program, record.identifier, ".right")
+            if exists(path), !readable(path) { rename(path, path + ".damaged") }
+            try writeAtomically(path, record.encoded())
+            unlink(file(record.program, record.identifier, ".grant"))  // a new right starts unauthorized
+            try syncDirectory()
+        }
+    }
+
+    /// True when there was a record.
+    @discardableResult
+    public func remove(program: String, identifier: String) throws(Failure) -> Bool {
+        try prepare()
+        return try locked { () throws(Failure) -> Bool in
+            unlink(file(program, identifier, ".grant"))
+            let path = file(program, identifier, ".right")
+            guard unlink(path) == 0 else {
+                if errno == ENOENT { return false }
+                throw .io(path: path, operation: "unlink", errno: errno)
+            }
+            try syncDirectory()
+            return true
+        }
+    }
+
+    /// Removes every right `program` saved for this user; returns how many.
+    @discardableResult
+    public func removeAll(program: String) throws(Failure) -> Int {
+        try prepare()
+        return try locked { () throws(Failure) -> Int in
+            var removed = 0
+            for name in try names() where name.hasSuffix(".right") {
+                let path = directory + "/" + name
+                guard let bytes = try? read(path, limit: 16 * 1024),
+                      let record = try? RightRecord.decode(bytes), record.program == program else { continue }
+                unlink(String(path.dropLast(".right".count)) + ".grant")
+                if unlink(path) == 0 { removed += 1 }
+            }
+            try syncDirectory()
+            return removed
+        }
+    }
+
+    // MARK: - Grants
+
+    public func grant(_ grant: RightGrant, program: String, identifier: String) throws(Failure) {
+        try prepare()
+        try locked { () throws(Failure) in
+            try writeAtomically(file(program, identifier, ".grant"), grant.encoded())
+            try syncDirectory()
+        }
+    }
+
+    public func grant(program: String, identifier: String) throws(Failure) -> RightGrant? {
+        try prepare()
+        let path = file(program, identifier, ".grant")
+        guard let bytes = try read(path, limit: 1024) else { return nil }
+        return RightGrant.decode(bytes)
+    }
+
+    public func revoke(program: String, identifier: String) throws(Failure) {
+        try prepare()
+        try locked { () throws(Failure) in
+            if unlink(file(program, identifier, ".grant")) == 0 { try syncDirectory() }
+        }
+    }
+
+    // MARK: - Files
+
+    func file(_ program: String, _ identifier: String, _ suffix: String) -> String {
+        directory + "/" + Crypto.hex(Crypto.sha256(Array(program.utf8) + [0] + Array(identifier.utf8))) + suffix
+    }
+
+    /// `rights/` and `rights/<uid>/`: created 0700 when missing, else they must be the
+    /// store's, directories (not symlinks) and closed to others.
+    private func prepare() throws(Failure) {
+        let parent = String(directory[..<directory.lastIndex(of: "/")!])
+        try checkDirectory(parent)
+        try checkDirectory(directory)
+    }
+
+    private func checkDirectory(_ path: String) throws(Failure) {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            guard errno == ENOENT else { throw .io(path: path, operation: "stat", errno: errno) }
+            guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+                throw .unsafe(path: path, why: "missing and cannot be created: \(errnoText(errno))")
+            }
+            guard lstat(path, &st) == 0 else { throw .io(path: path, operation: "stat", errno: errno) }
+        }
+        guard Posix.isDirectory(st) else { throw .unsafe(path: path, why: "not a directory (or a symlink)") }
+        guard st.st_uid == owner else { throw .unsafe(path: path, why: "owned by uid \(st.st_uid), expected \(owner)") }
+        guard st.st_mode & 0o077 == 0 else { throw .unsafe(path: path, why: "mode \(Posix.modeText(st)), expected 0700") }
+    }
+
+    /// A record that decodes (a damaged one is kept aside before it is replaced).
+    private func readable(_ path: String) -> Bool {
+        guard let bytes = try? read(path, limit: 16 * 1024) else { return false }
+        return (try? RightRecord.decode(bytes)) != nil
+    }
+
+    private func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    /// The file's bytes; nil when there is none. Anything but the store's own regular file
+    /// closed to others is refused.
+    private func read(_ path: String, limit: Int) throws(Failure) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            if errno == ELOOP { throw .damaged(path: path, why: "a symlink") }
+            throw .io(path: path, operation: "open", errno: errno)
+        }
+        defer { close(fd) }
+        guard let st = Posix.fileStat(fd) else { throw .io(path: path, operation: "fstat", errno: errno) }
+        guard Posix.isRegular(st), st.st_uid == owner, st.st_mode & 0o077 == 0 else {
+            throw .damaged(path: path, why: "not a regular file of uid \(owner) with mode 0600")
+        }
+        switch Posix.readAll(fd, limit: limit) {
+        case .success(let bytes): return bytes
+        case .failure(let e): throw .io(path: path, operation: "read", errno: e.code)
+        }
+    }
+
+    private func names() throws(Failure) -> [String] {
+        guard let dir = opendir(directory) else { throw .io(path: directory, operation: "opendir", errno: errno) }
+        defer { closedir(dir) }
+        var out: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if !name.hasPrefix(".") { out.append(name) }
+        }
+        return out
+    }
+
+    private func locked<T>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
+        let path = directory + "/.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .io(path: path, operation: "open", errno: errno) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw .io(path: path, operation: "lock", errno: errno) }
+        }
+        return try body()
+    }
+
+    /// temp file → fsync → rename (the caller fsyncs the directory).
+    private func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(Failure) {
+        let tmp = path + ".tmp"
+        unlink(tmp)  // a leftover from a crash; the lock is held, so it is not in use
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .io(path: tmp, operation: "create", errno: errno) }
+        var failure: Failure?
+        if fchmod(fd, 0o600) != 0 {
+            failure = .io(path: tmp, operation: "chmod", errno: errno)
+        } else if let e = Posix.writeAll(fd, bytes) {
+            failure = .io(path: tmp, operation: "write", errno: e)
+        } else if fsync(fd) != 0 {
+            failure = .io(path: tmp, operation: "fsync", errno: errno)
+        }
+        close(fd)
+        if let failure {
+            unlink(tmp)
+            throw failure
+        }
+        guard rename(tmp, path) == 0 else {
+            let e = errno
+            unlink(tmp)
+            throw .io(path: path, operation: "rename", errno: e)
+        }
+    }
+
+    private func syncDirectory() throws(Failure) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw .io(path: directory, operation: "open", errno: errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw .io(path: directory, operation: "fsync", errno: errno) }
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+
+/// Apple's `LAPersistedRight`: a right saved in `LARightStore`, with a secret and a private
+/// key that stay on the root side. After `authorize`, this process (and no other) may load
+/// the secret and sign; `deauthorize` ends that.
+///
+/// `@unchecked Sendable`: its own properties are constants.
+open class LAPersistedRight: LARight, @unchecked Sendable {
+    let identifier: String
+    /// The right's private key (P-256), kept by the root side.
+    public let key: LAPrivateKey
+    /// The data saved with the right.
+    public let secret: LASecret
+
+    init(identifier: String, requirement: LAAuthenticationRequirement, publicKey: Data) {
+        self.identifier = identifier
+        key = LAPrivateKey(identifier: identifier, publicKey: LAPublicKey(bytes: publicKey))
+        secret = LASecret(identifier: identifier)
+        super.init(requirement: requirement)
+    }
+
+    override func performAuthorization(_ reason: String) async throws {
+        _ = try await RightsClient.call("authorize", identifier: identifier, prompt: prompt(reason))
+    }
+
+    override func performCheck() async throws {
+        _ = try await RightsClient.call("check", identifier: identifier)
+    }
+
+    override func performDeauthorization() async {
+        _ = try? await RightsClient.call("deauthorize", identifier: identifier)
+    }
+}
+
+/// Apple's `LASecret`: the data saved with a right, given by the root side only to the
+/// process the right was authorized for.
+///
+/// `@unchecked Sendable`: its one property is a constant.
+open class LASecret: NSObject, @unchecked Sendable {
+    let identifier: String
+
+    init(identifier: String) {
+        self.identifier = identifier
+    }
+
+    open func loadData() async throws -> Data {
+        let values = try await RightsClient.call("secret", identifier: identifier)
+        guard let data = RightsClient.bytes(values["secret"]) else {
+            throw LAError.make(.biometryNotAvailable, debug: "the root side sent no readable secret")
+        }
+        return data
+    }
+
+    open func loadData(completion: @escaping @Sendable (Data?, Error?) -> Void) {
+        RightsClient.complete({ try await self.loadData() }, completion)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+
+/// Apple's `LARightStore` (macOS 13, iOS 16): rights saved across restarts, with a secret
+/// and a private key each, kept by the root side where only root reads them, bound to the
+/// user and to this program's executable (docs/API.md, "Rights": what that binding stops
+/// and what it does not).
+///
+/// `@unchecked Sendable`: it has no state; every call is one request to the root side.
+open class LARightStore: NSObject, @unchecked Sendable {
+    public static let shared = LARightStore()
+
+    override init() {}
+
+    open func right(forIdentifier identifier: String) async throws -> LAPersistedRight {
+        persisted(identifier, try await RightsClient.call("get", identifier: identifier))
+    }
+
+    open func saveRight(_ right: LARight, identifier: String) async throws -> LAPersistedRight {
+        try await save(right, identifier, secret: Data())
+    }
+
+    open func saveRight(_ right: LARight, identifier: String, secret: Data) async throws -> LAPersistedRight {
+        try await save(right, identifier, secret: secret)
+    }
+
+    open func removeRight(_ right: LAPersistedRight) async throws {
+        _ = try await RightsClient.call("remove", identifier: right.identifier)
+    }
+
+    open func removeRight(forIdentifier identifier: String) async throws {
+        _ = try await RightsClient.call("remove", identifier: identifier)
+    }
+
+    open func removeAllRights() async throws {
+        _ = try await RightsClient.call("remove_all", identifier: nil)
+    }
+
+    // MARK: - Completion-handler forms
+
+    open func right(forIdentifier identifier: String,
+                    completion: @escaping @Sendable (LAPersistedRight?, Error?) -> Void) {
+        RightsClient.complete({ try await self.right(forIdentifier: identifier) }, completion)
+    }
+
+    open func saveRight(_ right: LARight, identifier: String,
+                        completion: @escaping @Sendable (LAPersistedRight?, Error?) -> Void) {
+        let r = UncheckedRight(right)
+        RightsClient.complete({ try await self.saveRight(r.right, identifier: identifier) }, completion)
+    }
+
+    open func saveRight(_ right: LARight, identifier: String, secret: Data,
+                        completion: @escaping @Sendable (LAPersistedRight?, Error?) -> Void) {
+        let r = UncheckedRight(right)
+        RightsClient.complete({ try await self.saveRight(r.right, identifier: identifier, secret: secret) }, completion)
+    }
+
+    open func removeRight(_ right: LAPersistedRight, completion: @escaping @Sendable (Error?) -> Void) {
+        RightsClient.complete({ try await self.removeRight(right) }) { _, e in completion(e) }
+    }
+
+    open func removeRight(forIdentifier identifier: String, completion: @escaping @Sendable (Error?) -> Void) {
+        RightsClient.complete({ try await self.removeRight(forIdentifier: identifier) }) { _, e in completion(e) }
+    }
+
+    open func removeAllRights(completion: @escaping @Sendable (Error?) -> Void) {
+        RightsClient.complete({ try await self.removeAllRights() }) { _, e in completion(e) }
+    }
+
+    // MARK: - Internals
+
+    /// What one request frame carries (docs/PROTOCOL.md, "Rights").
+    static let maxSecretBytes = 1024
+    static let maxIdentifierBytes = 256
+
+    private func save(_ right: LARight, _ identifier: String, secret: Data) async throws -> LAPersistedRight {
+        guard secret.count <= Self.maxSecretBytes else {
+            throw LAError.make(.invalidContext, debug: "a secret of \(secret.count) bytes: at most \(Self.maxSecretBytes) are kept")
+        }
+        let values = try await RightsClient.call("save", identifier: identifier, keys: [
+            ("requirement", right.requirement.word), ("secret", RightsClient.hex(secret)),
+        ])
+        return persisted(identifier, values)
+    }
+
+    private func persisted(_ identifier: String, _ values: [String: String]) -> LAPersistedRight {
+        let requirement = LAAuthenticationRequirement(word: values["requirement"] ?? "default")
+        return LAPersistedRight(identifier: identifier, requirement: requirement,
+                                publicKey: RightsClient.bytes(values["public_key"]) ?? Data())
+    }
+}
+
+/// LARight is Sendable already; this only keeps the completion forms' closures simple.
+private struct UncheckedRight: @unchecked Sendable {
+    let right: LARight
+    init(_ right: LARight) { self.right = right }
+}

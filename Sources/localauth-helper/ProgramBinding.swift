@@ -1,0 +1,88 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+
+/// The program a right is bound to: the caller's executable as the kernel names it
+/// (`/proc/PID/exe`), read while the caller is pinned by a pidfd (CallerPin), so that the
+/// answer is about the caller and not a process that took its pid.
+///
+/// The executable must be a regular file owned by root and writable by nobody else, in
+/// directories that are root's and writable by nobody else (sticky ones such as /tmp
+/// allowed, as for the launcher): otherwise the user could swap what runs under that path
+/// and get the secret with a program of their own. The file the path names now must be
+/// the one the process runs (device and inode), or the path says nothing.
+///
+/// What this does not stop (docs/API.md, "Rights"): root; a debugger of the same user
+/// attached to the program (ptrace reads its memory, where the secret arrives); and any
+/// process that runs the saver's executable, since the binding is the path, not the intent.
+struct ProgramBinding {
+    let path: String
+    /// The process's start time (clock ticks after boot, /proc/PID/stat): with the pid, one
+    /// process instance, for its grant.
+    let startTime: UInt64
+
+    enum Refusal: Error {
+        case notPinned(String)
+        case untrusted(String)
+    }
+
+    static func of(pid: Int32) throws(Refusal) -> ProgramBinding {
+        guard let pin = CallerPin(caller: pid, viaLauncher: true) else {
+            throw .notPinned("the calling process could not be pinned (it ended, or is not the caller)")
+        }
+        defer { pin.close() }
+        guard let path = executable(pid) else { throw .untrusted("its executable cannot be read from /proc") }
+        guard !path.hasSuffix(" (deleted)") else { throw .untrusted("its executable was deleted or replaced") }
+        try checkFile(path, pid: pid)
+        try checkDirectories(above: path)
+        guard let stat = ProcStat(pid: pid), pin.stillRunning else {
+            throw .notPinned("the calling process ended while it was examined")
+        }
+        return ProgramBinding(path: path, startTime: stat.startTime)
+    }
+
+    /// The start time of `pid` now, for comparing with a grant (nil when it is gone).
+    static func startTime(of pid: Int32) -> UInt64? { ProcStat(pid: pid)?.startTime }
+
+    private static func executable(_ pid: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return path.hasPrefix("/") ? path : nil
+    }
+
+    private static func checkFile(_ path: String, pid: Int32) throws(Refusal) {
+        var running = stat()
+        var named = stat()
+        guard stat("/proc/\(pid)/exe", &running) == 0, lstat(path, &named) == 0 else {
+            throw .untrusted("\(quoted(path)) cannot be examined")
+        }
+        guard (named.st_mode & S_IFMT) == S_IFREG, named.st_dev == running.st_dev, named.st_ino == running.st_ino else {
+            throw .untrusted("\(quoted(path)) is not the file the program runs")
+        }
+        guard named.st_uid == 0, named.st_mode & 0o022 == 0 else {
+            throw .untrusted("\(quoted(path)) must be owned by root and writable by nobody else")
+        }
+    }
+
+    private static func checkDirectories(above path: String) throws(Refusal) {
+        var dir = path
+        while let slash = dir.lastIndex(of: "/") {
+            dir = slash == dir.startIndex ? "/" : String(dir[..<slash])
+            var st = stat()
+            guard lstat(dir, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+                throw .untrusted("\(quoted(dir)) is not a directory")
+            }
+            let sticky = st.st_mode & S_ISVTX != 0
+            guard st.st_uid == 0, st.st_mode & 0o022 == 0 || sticky else {
+                throw .untrusted("\(quoted(dir)) (above the program) must be root's and writable by nobody else")
+            }
+            if dir == "/" { break }
+        }
+    }
+
+    /// A path in a log line or a cause: one word, as the helper writes what a caller chose.
+    static func quoted(_ path: String) -> String { LogWords.word(path) }
+}

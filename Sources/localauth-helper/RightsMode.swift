@@ -1,0 +1,240 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FprintdClient
+import LocalAuth
+import LocalAuthProtocol
+
+/// `mode=right`: an application's `LARightStore` and `LAPersistedRight` (the
+/// LocalAuthentication library), through `localauth-launcher` only (docs/PROTOCOL.md,
+/// "Rights"). The rights live in root's RightsStore, bound to the launcher's user and to the
+/// calling program's executable (ProgramBinding); a secret or a signature leaves only for
+/// the process a right was authorized for, by the evaluation `evaluatePolicy` runs
+/// (AppMode.authenticate: presence, lockout, enrolled-set change, tries, the password only
+/// where the right's requirement allows it), prompting on the program's terminal.
+enum RightsMode {
+    enum Operation: String {
+        case save, get, check, authorize, deauthorize, secret, sign, remove
+        case removeAll = "remove_all"
+    }
+
+    /// A refusal as a result frame: Apple's code, a reason word, a cause for the log.
+    struct Refusal: Error {
+        let code: EvaluationError.Code
+        let reason: String
+        let cause: String
+
+        static func notFound() -> Refusal {
+            Refusal(code: .invalidContext, reason: "not-found",
+                    cause: "no right is saved under this identifier for this program")
+        }
+
+        static func unavailable(_ cause: String) -> Refusal {
+            Refusal(code: .biometryNotAvailable, reason: "store-unavailable", cause: cause)
+        }
+
+        var frame: Frame { HelperResult.frame(code: code.rawValue, name: code.name, cause: cause, reason: reason) }
+    }
+
+    static func run(_ request: HelperRequest, launch: Launch, options: Options, channel: FrameChannel,
+                    log: LogSink) -> Frame {
+        let op = request.keys.value("op").flatMap(Operation.init(rawValue:))
+        let frame: Frame
+        var program = "?"
+        do {
+            guard case .unprivileged(let caller) = launch else {
+                throw Refusal.unavailable("rights are kept for programs of ordinary users (through localauth-launcher)")
+            }
+            guard let op else { throw Refusal.unavailable("mode=right needs a known op") }
+            let binding: ProgramBinding
+            do { binding = try ProgramBinding.of(pid: caller.callerPID) } catch {
+                switch error {
+                case .notPinned(let why): throw Refusal(code: .notInteractive, reason: "no-session", cause: why)
+                case .untrusted(let why):
+                    throw Refusal(code: .biometryNotAvailable, reason: "program-untrusted",
+                                  cause: "the program cannot hold rights: \(why)")
+                }
+            }
+            program = binding.path
+            let context = Context(request: request, caller: caller, binding: binding, options: options,
+                                  channel: channel, log: log)
+            frame = try context.perform(op)
+        } catch let refusal as Refusal {
+            frame = refusal.frame
+        } catch {
+            frame = Refusal.unavailable("\(error)").frame
+        }
+        log.log(.info, "user \(LogWords.word(request.user.value)) program \(LogWords.word(program))"
+            + " (pid \(request.callerPID.map(String.init) ?? "?")) right \(op?.rawValue ?? "?")"
+            + " \(LogWords.word(identifierText(request))): \(AppMode.summary(frame))")
+        return frame
+    }
+
+    /// The identifier as it came (hex of its UTF-8), shown decoded when it is plain.
+    private static func identifierText(_ request: HelperRequest) -> String {
+        guard let hex = request.keys.value("identifier"), let bytes = Hex.decode(hex) else { return "-" }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// One request's facts and the operations on them.
+    struct Context {
+        let request: HelperRequest
+        let caller: UnprivilegedCaller
+        let binding: ProgramBinding
+        let options: Options
+        let channel: FrameChannel
+        let log: LogSink
+
+        var store: RightsStore { RightsStore(stateDirectory: options.stateDir, uid: caller.uid) }
+
+        func perform(_ op: Operation) throws -> Frame {
+            switch op {
+            case .save: return try save()
+            case .get: return success(try existing(), cause: "found")
+            case .check: return try check()
+            case .authorize: return try authorize()
+            case .deauthorize:
+                try store.revoke(program: binding.path, identifier: try identifier())
+                return success(nil, cause: "deauthorized")
+            case .secret:
+                let record = try authorized()
+                return success(nil, cause: "secret given", extra: [("secret", Crypto.hex(record.secret))])
+            case .sign: return try sign()
+            case .remove:
+                guard try store.remove(program: binding.path, identifier: try identifier()) else { throw Refusal.notFound() }
+                return success(nil, cause: "removed")
+            case .removeAll:
+                let n = try store.removeAll(program: binding.path)
+                return success(nil, cause: "removed \(n)")
+            }
+        }
+
+        // MARK: - Operations
+
+        private func save() throws -> Frame {
+            let id = try identifier()
+            guard let requirement = request.keys.value("requirement").flatMap(RightRequirement.init(rawValue:)) else {
+                throw Refusal.unavailable("unknown requirement")
+            }
+            guard let secret = Hex.decode(request.keys.value("secret") ?? ""),
+                  secret.count <= RightRecord.maxSecretBytes else {
+                throw Refusal.unavailable("the secret is not hex of at most \(RightRecord.maxSecretBytes) bytes")
+            }
+            let domain = requirement == .biometryCurrentSet ? try currentDomainState() : nil
+            var pair = try P256.generate()
+            defer { Crypto.wipe(&pair.privateKey) }
+            let record = RightRecord(identifier: id, uid: caller.uid, program: binding.path, requirement: requirement,
+                                     domainState: domain, secret: secret, privateKey: pair.privateKey,
+                                     publicKey: pair.publicKey)
+            try store.save(record)
+            return success(record, cause: "saved")
+        }
+
+        /// `checkCanAuthorize`: the right exists, is still valid, and the preflight of its policy passes.
+        private func check() throws -> Frame {
+            let record = try existing()
+            try checkStillValid(record)
+            let frame = AppMode.preflight(request, policy: policy(record), unprivileged: true, options: options, log: log)
+            return frame
+        }
+
+        private func authorize() throws -> Frame {
+            let record = try existing()
+            try checkStillValid(record)
+            switch AppMode.authenticate(request, policy: policy(record), unprivileged: true, options: options,
+                                        channel: channel, log: log) {
+            case .refused(let frame):
+                return frame
+            case .matched(let method, let domainState):
+                if record.requirement == .biometryCurrentSet, domainState != record.domainState {
+                    throw invalidated()
+                }
+                guard let boot = LinuxSystem().bootID() else { throw Refusal.unavailable("no boot id") }
+                let grant = RightGrant(pid: caller.callerPID, startTime: binding.startTime, bootID: boot)
+                try store.grant(grant, program: binding.path, identifier: record.identifier)
+                return success(record, cause: "authorized (\(method.rawValue))")
+            }
+        }
+
+        private func sign() throws -> Frame {
+            let record = try authorized()
+            guard let digest = Hex.decode(request.keys.value("digest") ?? ""), digest.count == 32 else {
+                throw Refusal.unavailable("sign needs digest= (a SHA-256, 64 hex digits)")
+            }
+            let signature = try P256.sign(digest: digest, privateKey: record.privateKey, publicKey: record.publicKey)
+            return success(nil, cause: "signed", extra: [("signature", Crypto.hex(signature))])
+        }
+
+        // MARK: - Checks
+
+        private func identifier() throws -> String {
+            guard let hex = request.keys.value("identifier"), let bytes = Hex.decode(hex), !bytes.isEmpty,
+                  bytes.count <= RightRecord.maxIdentifierBytes else {
+                throw Refusal.unavailable("identifier= must be hex of 1 to \(RightRecord.maxIdentifierBytes) bytes")
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+
+        private func existing() throws -> RightRecord {
+            guard let record = try store.load(program: binding.path, identifier: try identifier()) else {
+                throw Refusal.notFound()
+            }
+            return record
+        }
+
+        /// The record, when this very process (pid and start time, this boot) was granted it.
+        private func authorized() throws -> RightRecord {
+            let record = try existing()
+            try checkStillValid(record)
+            guard let grant = try store.grant(program: binding.path, identifier: record.identifier),
+                  grant.pid == caller.callerPID, grant.startTime == binding.startTime,
+                  grant.bootID == LinuxSystem().bootID() else {
+                throw Refusal(code: .notInteractive, reason: "not-authorized",
+                              cause: "the right is not authorized for this process: authorize it first")
+            }
+            return record
+        }
+
+        /// A `biometryCurrentSet` right is void once the enrolled set differs from the one
+        /// it was saved with (as on Apple's platforms); checked before any scan.
+        private func checkStillValid(_ record: RightRecord) throws {
+            guard record.requirement == .biometryCurrentSet else { return }
+            let now: String?
+            do { now = try currentDomainState() } catch let refusal as Refusal where refusal.code == .biometryNotEnrolled {
+                now = nil
+            }
+            if now != record.domainState { throw invalidated() }
+        }
+
+        private func invalidated() -> Refusal {
+            Refusal(code: .invalidContext, reason: "right-invalidated",
+                    cause: "the enrolled fingerprints changed since the right was saved: it is invalid")
+        }
+
+        private func currentDomainState() throws -> String {
+            let sensor = FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
+                                       fprintDir: options.fprintDir, log: log)
+            do {
+                let set = try sensor.enrolledSet(for: request.user.value)
+                guard let domain = try DomainState.compute(set, store: FileStateStore(directory: options.stateDir)) else {
+                    throw Refusal(code: .biometryNotEnrolled, reason: "", cause: "no fingerprints are enrolled")
+                }
+                return domain
+            } catch let e as EvaluationError {
+                throw Refusal(code: e.code, reason: e.reason.key, cause: e.cause)
+            }
+        }
+
+        private func policy(_ record: RightRecord) -> AppMode.Policy {
+            record.requirement.allowsPassword ? .owner : .biometrics
+        }
+
+        private func success(_ record: RightRecord?, cause: String, extra: [(String, String)] = []) -> Frame {
+            var keys = extra
+            if let record {
+                keys += [("requirement", record.requirement.rawValue), ("public_key", Crypto.hex(record.publicKey))]
+            }
+            return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: cause, extra: keys)
+        }
+    }
+}

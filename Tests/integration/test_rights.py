@@ -1,0 +1,282 @@
+"""Rights: Apple's LARightStore, LAPersistedRight, LASecret and LAPrivateKey (the
+LocalAuthentication library) used by an ordinary program, as an ordinary user, against the
+real fprintd and the virtual reader, through the setuid launcher to the helper's `mode=right`
+(docs/PROTOCOL.md, "Rights").
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_rights.py
+
+The program is the example Examples/SecretVault (`secret-vault`), copied into a root-owned
+directory where the user can run it (appbed.AppWorld); each `run` is a new process, so a
+secret read back was kept across a restart. The rights live in root's state directory
+(`rights/UID/`), which the user cannot read.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+from appbed import ENROLLED, OTHER, REPO, AppWorld, app_binary  # noqa: E402
+from launcherbed import LauncherInstallation, Syslog, namespace_prefix  # noqa: E402
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+DOMAIN = "com.apple.LocalAuthentication"
+SECRET = "correct horse battery staple"
+
+
+@pytest.fixture(scope="module")
+def inst():
+    with LauncherInstallation() as i:
+        yield i
+
+
+@pytest.fixture(scope="module")
+def vault():
+    return app_binary("secret-vault", REPO / "Examples" / "SecretVault")
+
+
+@pytest.fixture
+def world(inst, bed, vault):
+    tmp = Path(tempfile.mkdtemp(prefix="localauth-rights-"))
+    tmp.chmod(0o755)
+    syslog = Syslog()
+    try:
+        with system.ThrowawayUser(prefix="la-rt-") as user:
+            yield AppWorld(inst, bed, syslog, user, tmp, vault)
+    finally:
+        syslog.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def error_code(run):
+    m = re.search(r"^ERROR code=(-?\d+) domain=(\S+)", run.output.replace("\r", ""), re.M)
+    assert m, run.output
+    assert m.group(2) == DOMAIN, run.output
+    return int(m.group(1))
+
+
+def line(run, key):
+    m = re.search(rf"^{key} (.*?)\r?$", run.output, re.M)
+    return m.group(1) if m else None
+
+
+def saved(world, name="notes", requirement="biometry", secret=SECRET):
+    run = world.run("save", name, secret, requirement)
+    assert run.status == 0 and f"OK saved {name}" in run.output, run.output
+    assert run.scans == []                      # saving asks nobody
+    return run
+
+
+def rights_dir(world) -> Path:
+    return world.state / "rights" / str(world.user.uid)
+
+
+# --- the main path ------------------------------------------------------------------------
+
+def test_the_secret_comes_back_after_a_restart_only_with_the_enrolled_finger(world):
+    saved(world)
+    # Root's directory, root's files: the user cannot list or read them.
+    d = rights_dir(world)
+    st = d.stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (0, 0o700)
+    records = list(d.glob("*.right"))
+    assert len(records) == 1 and (records[0].stat().st_mode & 0o777) == 0o600
+    ls = subprocess.run(system.as_user(world.user, ["ls", str(d)]), capture_output=True, text=True)
+    assert ls.returncode != 0 and "Permission denied" in ls.stderr
+    cat = subprocess.run(system.as_user(world.user, ["cat", str(records[0])]), capture_output=True, text=True)
+    assert cat.returncode != 0 and "Permission denied" in cat.stderr
+    # A new process: the finger, then the bytes.
+    run = world.run("open", "notes", fingers=[ENROLLED])
+    assert run.status == 0 and line(run, "SECRET") == SECRET, run.output
+    assert len(run.scans) == 1
+    assert "Open the vault notes" in run.output                      # the reason, on its terminal
+    assert re.search(r"(Place|Swipe) your right index finger", run.output)
+    logs = run.messages("localauth-helper")
+    assert any("right authorize notes: success" in m and "program " + str(world.app) in m for m in logs), logs
+
+
+def test_the_completion_handler_forms_do_the_same(world):
+    saved(world)
+    run = world.run("open-handlers", "notes", fingers=[ENROLLED])
+    assert run.status == 0 and line(run, "SECRET") == SECRET and len(run.scans) == 1, run.output
+    assert "OK can authorize" in world.run("check", "notes").output
+
+
+def test_without_authorizing_or_in_another_process_there_are_no_bytes(world):
+    saved(world)
+    peek = world.run("peek", "notes")
+    assert error_code(peek) == -1004 and SECRET not in peek.output and peek.scans == []   # notInteractive
+    # Authorized in one process (which deauthorizes on its way out, as the example does)...
+    assert line(world.run("open", "notes", fingers=[ENROLLED]), "SECRET") == SECRET
+    # ...gives another process nothing.
+    again = world.run("peek", "notes")
+    assert error_code(again) == -1004 and SECRET not in again.output
+
+
+def test_a_wrong_finger_gets_authentication_failed_and_no_bytes(world):
+    saved(world)
+    run = world.run("open", "notes", fingers=[OTHER] * 3)
+    assert error_code(run) == -1 and SECRET not in run.output, run.output     # authenticationFailed
+    assert len(run.scans) == 3
+    assert world.state_values()["failures"] == "3"                           # counted as under sudo
+
+
+def test_a_locked_out_user_gets_biometry_lockout_and_no_bytes(world):
+    saved(world)
+    world.configure(lockout_threshold="1")
+    first = world.run("open", "notes", fingers=[OTHER])
+    assert SECRET not in first.output
+    locked = world.run("open", "notes")          # no scan is offered: nothing to present
+    assert error_code(locked) == -8 and SECRET not in locked.output, locked.output   # biometryLockout
+    assert locked.scans == []
+
+
+def test_a_different_program_finds_nothing_and_gets_no_bytes(world):
+    saved(world)
+    other = world.app.parent / "other-vault"
+    shutil.copy2(world.app, other)
+    other.chmod(0o755)
+    world.app, mine = other, world.app
+    try:
+        run = world.run("open", "notes")
+        assert error_code(run) == -10 and SECRET not in run.output, run.output   # invalidContext: not found
+        assert run.scans == []
+    finally:
+        world.app = mine
+    # The saver still has it.
+    assert line(world.run("open", "notes", fingers=[ENROLLED]), "SECRET") == SECRET
+
+
+def test_a_program_the_user_could_replace_cannot_hold_rights(world):
+    mine = world.app.parent / "user-vault"
+    shutil.copy2(world.app, mine)
+    os.chown(mine, world.user.uid, world.user.gid)
+    saved_app, world.app = world.app, mine
+    try:
+        run = world.run("save", "notes", SECRET, "biometry")
+        assert error_code(run) == -6, run.output                                 # biometryNotAvailable
+        assert "must be owned by root" in run.output
+    finally:
+        world.app = saved_app
+    assert not list(rights_dir(world).glob("*.right"))
+
+
+def test_a_remote_caller_gets_not_interactive_and_no_bytes(world, bed):
+    from test_never_remote import FakeLogind
+    saved(world)
+    logind = FakeLogind(bed, world.user)
+    try:
+        logind.session(REMOTE=1, REMOTE_HOST="203.0.113.9", TYPE="tty", ACTIVE=1)
+        logind.user([logind.id])
+        into_scope = ["sh", "-c", f'echo $$ > {logind.scope}/cgroup.procs && exec "$@"', "sh"]
+        mark, log_mark = world.bed.mark(), world.syslog.mark()
+        env = system.default_env(LOCALAUTH_PREFIX=str(world.inst.prefix))
+        pt = system.run_on_pty([str(world.app), "open", "notes"], env=env, user=world.user,
+                               prefix=[*logind.prefix(), *into_scope, *namespace_prefix(world.syslog)],
+                               timeout=60)
+        res = pt.finish(timeout=60)
+    finally:
+        logind.close()
+    assert "ERROR code=-1004" in res.output and SECRET not in res.output, res.output   # notInteractive
+    assert not [e for e in world.bed.events(mark) if e.name == "VerifyFingerSelected"]
+
+
+def test_a_program_without_a_terminal_gets_not_interactive_and_no_bytes(world):
+    saved(world)
+    mark = world.bed.mark()
+    env = system.default_env(LOCALAUTH_PREFIX=str(world.inst.prefix))
+    # Its own session (no controlling terminal), stdin from /dev/null, no display named.
+    run = subprocess.run(["setsid", "--wait", *system.as_user(world.user, [str(world.app), "open", "notes"])],
+                         env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1 and "ERROR code=-1004" in run.stdout and SECRET not in run.stdout, run.stdout
+    assert not [e for e in world.bed.events(mark) if e.name == "VerifyFingerSelected"]
+
+
+# --- the key ------------------------------------------------------------------------------
+
+def test_a_signature_verifies_with_the_exported_public_key(world):
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    public_at_save = line(saved(world), "PUBLIC")
+    message = "transfer 10 coins to the vault"
+    run = world.run("sign", "notes", message, fingers=[ENROLLED])
+    assert run.status == 0, run.output
+    public, signature = line(run, "PUBLIC"), line(run, "SIGNATURE")
+    assert public == public_at_save and len(public) == 130 and public.startswith("04")   # X9.63 uncompressed
+    key = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), bytes.fromhex(public))
+    key.verify(bytes.fromhex(signature), message.encode(), ec.ECDSA(hashes.SHA256()))   # DER, SHA-256
+    with pytest.raises(InvalidSignature):
+        key.verify(bytes.fromhex(signature), b"transfer 99 coins", ec.ECDSA(hashes.SHA256()))
+    # The private key never leaves the root side: only the public point is in the output.
+    record = next(rights_dir(world).glob("*.right")).read_text()
+    private = re.search(r"^private_key=([0-9a-f]{64})$", record, re.M).group(1)
+    assert private not in run.output
+
+
+def test_signing_without_the_finger_gives_no_signature(world):
+    saved(world)
+    run = world.run("sign", "notes", "hello", fingers=[OTHER] * 3)
+    assert error_code(run) == -1 and line(run, "SIGNATURE") is None
+
+
+# --- requirements and the store's state ---------------------------------------------------
+
+def test_a_current_set_right_is_invalidated_when_a_finger_is_added(world):
+    saved(world, requirement="current")
+    assert line(world.run("open", "notes", fingers=[ENROLLED]), "SECRET") == SECRET
+    world.bed.enroll(world.user.name, "left-thumb", "f2")
+    run = world.run("open", "notes")
+    assert error_code(run) == -10 and SECRET not in run.output and run.scans == [], run.output
+    assert "changed since the right was saved" in run.output
+
+
+def test_the_password_opens_only_a_right_that_allows_it(world):
+    saved(world, name="any", requirement="passcode")
+    run = world.run("open", "any", fingers=[OTHER] * 3, password=world.user.password)
+    assert line(run, "SECRET") == SECRET, run.output
+    saved(world, name="finger", requirement="biometry")
+    no = world.run("open", "finger", fingers=[OTHER] * 3)
+    assert error_code(no) == -1 and "Password: " not in no.output
+
+
+def test_a_damaged_record_is_a_clear_error_and_is_kept(world):
+    saved(world)
+    record = next(rights_dir(world).glob("*.right"))
+    record.write_text("version=1\nsecret=zz\n")
+    run = world.run("open", "notes")
+    assert error_code(run) == -6 and "damaged" in run.output and run.scans == [], run.output
+    assert record.read_text() == "version=1\nsecret=zz\n"
+    # Saving again keeps the damaged bytes aside.
+    saved(world)
+    assert Path(str(record) + ".damaged").read_text() == "version=1\nsecret=zz\n"
+    assert line(world.run("open", "notes", fingers=[ENROLLED]), "SECRET") == SECRET
+
+
+def test_the_log_names_the_right_as_one_word_and_never_shows_the_secret(world):
+    run = saved(world, name="my notes=x y")
+    opened = world.run("open", "my notes=x y", fingers=[ENROLLED])
+    assert line(opened, "SECRET") == SECRET
+    logs = run.messages("localauth-helper") + opened.messages("localauth-helper")
+    assert any("right save my?notes?x?y: success" in m for m in logs), logs
+    assert any("right secret my?notes?x?y: success (secret given)" in m for m in logs), logs
+    assert not any(SECRET in m or SECRET.encode().hex() in m for m in logs), logs
+
+
+def test_removing_rights(world):
+    saved(world, name="a")
+    saved(world, name="b")
+    assert "OK removed a" in world.run("remove", "a").output
+    assert error_code(world.run("open", "a")) == -10
+    assert error_code(world.run("remove", "a")) == -10
+    assert "OK removed all" in world.run("remove-all").output
+    assert error_code(world.run("check", "b")) == -10
+    assert not list(rights_dir(world).glob("*.right"))
