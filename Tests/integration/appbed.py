@@ -14,15 +14,20 @@ Run with /usr/bin/python3, as root.
   ``run(args, fingers=..., password=...)`` running it as the user on a pseudo-terminal in
   the syslog namespace (launcherbed), with ``LOCALAUTH_PREFIX`` naming the installation.
   ``RESULT`` lines of la-probe come back parsed (``Run.results``).
+* ``app_world(inst, bed, syslog, binary, user_prefix, home=False)``: one test's AppWorld in
+  a directory of its own (``dir``, removed afterwards) with a throwaway user; ``home``: a
+  home directory of the user's there too, named by the world's ``env``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -84,6 +89,7 @@ class AppWorld:
 
     def __init__(self, inst, bed, syslog, user, tmp: Path, binary: Path):
         self.inst, self.bed, self.syslog, self.user = inst, bed, syslog, user
+        self.dir, self.env = tmp, {}
         self.state = tmp / "state"
         self.state.mkdir(mode=0o700)
         self.configure()
@@ -126,3 +132,21 @@ class AppWorld:
         results = [parse_result(m) for m in RESULT.findall(res.output.replace("\r", ""))]
         return Run(res.status, res.output, results, self.bed.events(mark),
                    self.syslog.lines[log_mark:])
+
+
+@contextlib.contextmanager
+def app_world(inst, bed, syslog, binary: Path, user_prefix: str, home: bool = False):
+    """See the module docstring. The directory is 0755: the user runs the copy of the
+    application in it (the repository's build/ may be out of the user's reach)."""
+    tmp = Path(tempfile.mkdtemp(prefix="localauth-app-"))
+    tmp.chmod(0o755)
+    try:
+        with system.ThrowawayUser(prefix=user_prefix) as user:
+            world = AppWorld(inst, bed, syslog, user, tmp, binary)
+            if home:             # UserDefaults needs a home to write to
+                (tmp / "home").mkdir()
+                os.chown(tmp / "home", user.uid, user.gid)
+                world.env = {"HOME": str(tmp / "home")}
+            yield world
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

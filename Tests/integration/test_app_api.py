@@ -26,7 +26,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from appbed import ENROLLED, OTHER, AppWorld, app_binary  # noqa: E402
+from appbed import ENROLLED, OTHER, app_binary, app_world  # noqa: E402
 from launcherbed import LauncherInstallation, namespace_prefix  # noqa: E402
 from pamenv import LogLine, outcomes  # noqa: E402
 from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
@@ -44,13 +44,8 @@ def probe():
 
 @pytest.fixture
 def world(inst, bed, syslog, probe):
-    tmp = Path(tempfile.mkdtemp(prefix="localauth-app-"))
-    tmp.chmod(0o755)
-    try:
-        with system.ThrowawayUser(prefix="la-app-") as user:
-            yield AppWorld(inst, bed, syslog, user, tmp, probe)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with app_world(inst, bed, syslog, probe, "la-app-") as w:
+        yield w
 
 
 def code(run) -> int:
@@ -100,9 +95,9 @@ def test_preflight_reports_the_reader_and_the_domain_state_without_a_scan(world)
     changed = world.run("can", "biometrics")
     assert changed.result["success"] == "1", changed.output
     assert re.fullmatch(r"[0-9a-f]{64}", changed.result["state"]) and changed.result["state"] != r["state"]
-    assert changed.scans == []
+    assert changed.verify_starts == []
     refused = world.run("eval", "biometrics")
-    assert refused.result["code"] == "-6" and refused.scans == [], refused.output
+    assert refused.result["code"] == "-6" and refused.verify_starts == [], refused.output
     assert "enrolled fingerprints changed" in refused.output, refused.output
     assert world.run("can", "owner").result["success"] == "1"
     owner = world.run("eval", "owner", password=world.user.password)
