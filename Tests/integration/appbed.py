@@ -14,21 +14,27 @@ Run with /usr/bin/python3, as root.
   ``run(args, fingers=..., password=...)`` running it as the user on a pseudo-terminal in
   the syslog namespace (launcherbed), with ``LOCALAUTH_PREFIX`` naming the installation.
   ``RESULT`` lines of la-probe come back parsed (``Run.results``).
+* ``app_world(inst, bed, syslog, binary, user_prefix, home=False)``: one test's AppWorld in
+  a directory of its own (``dir``, removed afterwards) with a throwaway user; ``home``: a
+  home directory of the user's there too, named by the world's ``env``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from launcherbed import namespace_prefix  # noqa: E402
+from scan_events import ScanEvents  # noqa: E402
 
 REPO = system.REPO
 ENROLLED, OTHER = "f1", "f9"          # the user's virtual print, and a stranger's
@@ -64,7 +70,7 @@ def parse_result(line: str) -> dict:
     return values
 
 
-class Run:
+class Run(ScanEvents):
     def __init__(self, status, output, results, events, logs):
         self.status, self.output, self.events, self.logs = status, output, events, logs
         self.results = results
@@ -73,10 +79,6 @@ class Run:
     def result(self) -> dict:
         assert len(self.results) == 1, self.output
         return self.results[0]
-
-    @property
-    def scans(self):
-        return [e for e in self.events if e.name == "VerifyFingerSelected"]
 
     def messages(self, ident):
         return [m for i, m in self.logs if i == ident]
@@ -87,6 +89,7 @@ class AppWorld:
 
     def __init__(self, inst, bed, syslog, user, tmp: Path, binary: Path):
         self.inst, self.bed, self.syslog, self.user = inst, bed, syslog, user
+        self.dir, self.env = tmp, {}
         self.state = tmp / "state"
         self.state.mkdir(mode=0o700)
         self.configure()
@@ -97,13 +100,8 @@ class AppWorld:
         self.app.chmod(0o755)
 
     def configure(self, **extra):
-        """Root's configuration: this bed, this state directory, no password-age rules
-        (each test starts from a user the product has never seen), plus ``extra``."""
-        options = dict(dbus_address=self.bed.address, state_dir=str(self.state),
-                       fprint_dir=str(self.bed.state_dir), password_after_reboot="no",
-                       password_after_idle="0", password_stale="0", scan_timeout="10")
-        options.update(extra)
-        self.inst.write_config("".join(f"{k} = {v}\n" for k, v in options.items()))
+        """Root's configuration for this bed and state directory (launcherbed), plus ``extra``."""
+        self.inst.write_bed_config(self.bed, self.state, **extra)
 
     @property
     def state_file(self) -> Path:
@@ -134,3 +132,21 @@ class AppWorld:
         results = [parse_result(m) for m in RESULT.findall(res.output.replace("\r", ""))]
         return Run(res.status, res.output, results, self.bed.events(mark),
                    self.syslog.lines[log_mark:])
+
+
+@contextlib.contextmanager
+def app_world(inst, bed, syslog, binary: Path, user_prefix: str, home: bool = False):
+    """See the module docstring. The directory is 0755: the user runs the copy of the
+    application in it (the repository's build/ may be out of the user's reach)."""
+    tmp = Path(tempfile.mkdtemp(prefix="localauth-app-"))
+    tmp.chmod(0o755)
+    try:
+        with system.ThrowawayUser(prefix=user_prefix) as user:
+            world = AppWorld(inst, bed, syslog, user, tmp, binary)
+            if home:             # UserDefaults needs a home to write to
+                (tmp / "home").mkdir()
+                os.chown(tmp / "home", user.uid, user.gid)
+                world.env = {"HOME": str(tmp / "home")}
+            yield world
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -9,7 +9,19 @@
 * ``enrolled_bed``: ``bed`` with testbed.DEFAULT_USER's right-index-finger enrolled as
   print ``f1``.
 * ``deb``: the Debian package scripts/package builds (once per session; with
-  LOCALAUTH_SKIP_BUILD=1 it packages build/ as it is).
+  LOCALAUTH_SKIP_BUILD=1 it packages build/ as it is; LOCALAUTH_TEST_DEB names one that
+  scripts/test packaged already).
+
+Files run in parallel (scripts/test: pytest-xdist, ``-n N --dist loadgroup``): each file is
+a group of its own, so one worker runs a whole file in order, with its module fixtures once.
+What a file shares with no other file is its own; what is machine-wide is marked:
+
+* ``@pytest.mark.alone(reason)``: the test runs while no other test of the run does (an
+  exclusive lock that every other test takes shared, around its whole set-up, call and
+  tear-down): a test whose verdict is a time bound, or that uses something of which the
+  machine has one (the kernel's audit daemon).
+* ``@pytest.mark.xdist_group(name)``: tests of several files that must run one after
+  another on the same worker.
 
 When a test fails, the tail of its bed's fprintd log is printed with the failure
 ("Captured stdout teardown"). SIGTERM to pytest raises KeyboardInterrupt, so fixtures and
@@ -17,10 +29,12 @@ the atexit hook still stop the daemons; if pytest is killed outright the daemons
 it (PR_SET_PDEATHSIG), only the temp directory is left.
 """
 
+import fcntl
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,9 +48,59 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+# The lock of ``alone`` tests: made by the controlling process before the workers start
+# (they inherit the variable), removed by it at the end.
+ALONE_LOCK = "LOCALAUTH_TEST_ALONE_LOCK"
+
+
 def pytest_configure(config):
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _raise_interrupt)
+    config.addinivalue_line("markers", "alone(reason): runs while no other test of the run does")
+    if not hasattr(config, "workerinput") and ALONE_LOCK not in os.environ:
+        d = tempfile.mkdtemp(prefix="localauth-test-alone-")
+        os.environ[ALONE_LOCK] = d
+        config._localauth_alone_dir = d
+
+
+def pytest_unconfigure(config):
+    d = getattr(config, "_localauth_alone_dir", None)
+    if d:
+        for name in ("gate", "run"):
+            Path(d, name).unlink(missing_ok=True)
+        os.rmdir(d)
+        os.environ.pop(ALONE_LOCK, None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Each file is a group of its own (loadgroup then schedules whole files, as loadfile
+    does), unless its tests name another group."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """An ``alone`` test holds ``run`` exclusively, every other test holds it shared. The
+    ``gate`` in front of it keeps new tests from starting while an ``alone`` one waits for
+    the running ones to end (flock alone lets shared holders starve an exclusive one)."""
+    d = os.environ.get(ALONE_LOCK)
+    if d is None:
+        yield
+        return
+    alone = item.get_closest_marker("alone") is not None
+    with open(Path(d, "gate"), "a") as gate, open(Path(d, "run"), "a") as run:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(run, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(run, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -104,6 +168,11 @@ def syslog():
 
 @pytest.fixture(scope="session")
 def deb(tmp_path_factory) -> Path:
+    given = os.environ.get("LOCALAUTH_TEST_DEB")
+    if given:
+        path = Path(given)
+        assert path.is_file() and path.name.startswith("localauth_") and path.suffix == ".deb", path
+        return path
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path_factory.mktemp("deb")
     argv = [str(repo / "scripts" / "package"), "--output", str(out)]

@@ -2,8 +2,7 @@
 
 * ``localauthctl_binary()``: the tool under test: ``$LOCALAUTHCTL``, or ``build/bin/localauthctl``
   when ``LOCALAUTH_SKIP_BUILD=1`` (what scripts/test builds), else ``swift build`` (debug).
-* ``ThrowawayAccount``: a real user (``useradd``, a random password with ``chpasswd``), removed
-  with ``userdel`` on exit, whatever happens.
+* ``ThrowawayAccount``: system.ThrowawayUser without a login shell (``la-ctl-`` names).
 * ``encode_state`` / ``read_state`` / ``write_state``: the state file format of
   Sources/LocalAuth/Store/StateFileFormat.swift, to prepare a user's state and to check what
   the tool wrote.
@@ -15,11 +14,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
@@ -42,46 +44,12 @@ def localauthctl_binary() -> str:
     return str(Path(bin_dir) / "localauthctl")
 
 
-def _retry(argv, **kwargs):
-    """useradd/userdel/chpasswd fail at once when another process holds /etc/passwd's lock."""
-    for attempt in range(50):
-        proc = subprocess.run(argv, capture_output=True, text=True, **kwargs)
-        if proc.returncode == 0 or "lock" not in (proc.stderr or "").lower():
-            return proc
-        time.sleep(0.1)
-    return proc
-
-
-class ThrowawayAccount:
-    """A real account with a random password; removed on exit."""
+class ThrowawayAccount(system.ThrowawayUser):
+    """A real account with a random password and no login shell; removed on exit
+    (system.ThrowawayUser)."""
 
     def __init__(self, prefix: str = "la-ctl-"):
-        self.name = prefix + secrets.token_hex(4)
-        self.password = "pw-" + secrets.token_urlsafe(12)
-        self._created = False
-
-    def __enter__(self) -> "ThrowawayAccount":
-        proc = _retry(["useradd", "-M", "-s", "/usr/sbin/nologin", self.name])
-        if proc.returncode != 0:
-            raise RuntimeError(f"useradd {self.name}: {proc.stderr}")
-        self._created = True
-        try:
-            proc = _retry(["chpasswd"], input=f"{self.name}:{self.password}\n")
-            if proc.returncode != 0:
-                raise RuntimeError(f"chpasswd: {proc.stderr}")
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._created:
-            proc = _retry(["userdel", self.name])
-            if proc.returncode == 0:
-                self._created = False
+        super().__init__(prefix, shell="/usr/sbin/nologin")
 
 
 # ---- the state file ----------------------------------------------------------------------

@@ -21,6 +21,8 @@ Run with /usr/bin/python3, as root. Nothing on the machine is edited:
   /etc/pam.d, /var/lib/pam and debconf database, with our profiles added to
   /usr/share/pam-configs. Empty throwaway copies of wtmp, btmp, lastlog and faillog are put
   over the machine's for ``login``.
+* ``UserDesktop``: a Desktop for one test's throwaway user, whose right index finger is
+  enrolled, with what the test's callers need added to it (test_polkit, test_stock_stacks).
 * ``LoginSession``: logind's record of a session (a cgroup named like its scope, its file
   in /run/systemd/sessions) for machines where logind cannot run; ``prefix(session=...)``
   runs a command in it, ``prefix(logind=True)`` makes sd_booted() say logind runs.
@@ -40,7 +42,8 @@ from pathlib import Path
 from typing import Optional
 
 import system
-from launcherbed import LauncherInstallation, Syslog
+from launcherbed import DEV_LOG_FUNCTION, LauncherInstallation, Syslog
+from messages import ENROLLED, FINGER
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = REPO / "pam.d" / "pam-configs"
@@ -55,7 +58,7 @@ def module_dir() -> Path:
     return Path(os.path.realpath(found[0])).parent
 
 
-_SCRIPT = r'''
+_SCRIPT = DEV_LOG_FUNCTION + r'''
 set -e
 t=$1; shift
 mount -t tmpfs -o mode=0755 localauth-test "$t"
@@ -88,14 +91,8 @@ while [ "$1" != "--" ]; do
         printf 'ACTIVE=%s\nACTIVE_UID=0\n' "$2" > /run/systemd/seats/seat0
         shift 3 ;;
     log)
-        mkdir "$t/dev" "$t/dev-up" "$t/dev-work"
-        mount --rbind /dev "$t/dev"
-        mount -t overlay localauth-test -o "lowerdir=$t/dev,upperdir=$t/dev-up,workdir=$t/dev-work" /dev
-        for sub in pts shm mqueue; do
-            if [ -d "$t/dev/$sub" ]; then mount --rbind "$t/dev/$sub" "/dev/$sub"; fi
-        done
-        rm -f /dev/log
-        ln -s "$2" /dev/log
+        mkdir "$t/dev"
+        dev_log "$t/dev" "$2"
         shift 2 ;;
     *) echo "namespace: unknown action $1" >&2; exit 125 ;;
     esac
@@ -317,3 +314,26 @@ class Desktop(contextlib.ExitStack):
         """``namespace``: ``session=``, ``logind=`` as for ``Namespace.prefix``."""
         return system.run_on_pty(argv, env=env, user=user, prefix=self.ns.prefix(**namespace),
                                  timeout=timeout)
+
+
+class UserDesktop:
+    """A Desktop for ``user``: ``prepare(desktop)`` adds what the test's callers need
+    (service files, profiles, sudoers), then the user's right index finger is enrolled as
+    print ``ENROLLED``. The desktop is closed when that fails, and by ``close()``.
+    ``state()``: the fields of the user's state file."""
+
+    def __init__(self, inst, bed, syslog, user, prepare):
+        self.bed, self.user, self.syslog = bed, user, syslog
+        self.desktop = Desktop(inst, bed, syslog)
+        try:
+            prepare(self.desktop)
+            bed.enroll(user.name, FINGER, ENROLLED)
+        except BaseException:
+            self.desktop.close()
+            raise
+
+    def close(self):
+        self.desktop.close()
+
+    def state(self) -> dict:
+        return system.state_fields(self.desktop.state / f"{self.user.name}.state")

@@ -11,7 +11,8 @@ Run with /usr/bin/python3, as root. Nothing on the machine is edited:
   The launcher has the helper ``P/libexec/localauth/localauth-helper`` and that config
   path compiled in, so only what a test writes there (as root) reaches the helper on the
   unprivileged path -- the same path a packaged build takes from /etc/security. ``write_config``
-  replaces that file (root-owned, 0644). The whole prefix goes on ``close()``.
+  replaces that file (root-owned, 0644); ``write_bed_config(bed, state, **extra)`` writes
+  one for a test's bed and state directory. The whole prefix goes on ``close()``.
 * ``Syslog()``: a datagram socket in a temporary directory, read by a thread; ``lines`` are
   ``(ident, message)`` pairs. Programs reach it as ``/dev/log`` inside ``namespace_prefix``.
 * ``namespace_prefix(syslog, files={...})``: an argv prefix that runs a command in a private
@@ -44,7 +45,8 @@ LAUNCHER_REL = Path("libexec/localauth/localauth-launcher")
 
 class LauncherInstallation(system.Installation):
     """See the module docstring: a `system.Installation` whose launcher reads the
-    configuration under the prefix. ``launcher``, ``write_config`` besides the rest."""
+    configuration under the prefix. ``launcher``, ``write_config``, ``write_bed_config``
+    besides the rest."""
 
     work_parent = "/var/lib"
 
@@ -64,6 +66,16 @@ class LauncherInstallation(system.Installation):
                              (self.launcher, self.config)):
             if str(wanted).encode() not in path.read_bytes():
                 raise RuntimeError(f"{path} does not name {wanted}")
+
+    def write_bed_config(self, bed, state: Path, **extra) -> None:
+        """The configuration of one test: ``bed``'s bus and prints, ``state`` as the state
+        directory, no password-age rules (each test starts from a user the product has
+        never seen), a 10 s scan timeout; ``extra`` options added or replacing these."""
+        options = dict(dbus_address=bed.address, state_dir=str(state),
+                       fprint_dir=str(bed.state_dir), password_after_reboot="no",
+                       password_after_idle="0", password_stale="0", scan_timeout="10")
+        options.update(extra)
+        self.write_config("".join(f"{k} = {v}\n" for k, v in options.items()))
 
     def write_config(self, text: str) -> None:
         """Replaces the configuration the launcher's helper reads (root-owned, 0644)."""
@@ -148,18 +160,28 @@ def parse_syslog(datagram: str) -> tuple:
     return ident, msg
 
 
-_NAMESPACE_SCRIPT = r'''
+# A shell function of the namespace scripts (this one, desktop.py's): ``dev_log DIR SOCKET``
+# overlays /dev (the real one below, with pts, shm and mqueue bound through, so terminals
+# and shared memory are the machine's) and links /dev/log to SOCKET; DIR is an empty
+# directory of the namespace's tmpfs.
+DEV_LOG_FUNCTION = r'''
+dev_log() {
+    mkdir "$1/orig" "$1/up" "$1/work"
+    mount --rbind /dev "$1/orig"
+    mount -t overlay localauth-test -o "lowerdir=$1/orig,upperdir=$1/up,workdir=$1/work" /dev
+    for sub in pts shm mqueue; do
+        if [ -d "$1/orig/$sub" ]; then mount --rbind "$1/orig/$sub" "/dev/$sub"; fi
+    done
+    rm -f /dev/log
+    ln -s "$2" /dev/log
+}
+'''
+
+_NAMESPACE_SCRIPT = DEV_LOG_FUNCTION + r'''
 set -e
 t=$1; log=$2; shift 2
 mount -t tmpfs -o mode=0755 localauth-test "$t"
-mkdir "$t/orig" "$t/up" "$t/work"
-mount --rbind /dev "$t/orig"
-mount -t overlay localauth-test -o "lowerdir=$t/orig,upperdir=$t/up,workdir=$t/work" /dev
-for sub in pts shm mqueue; do
-    if [ -d "$t/orig/$sub" ]; then mount --rbind "$t/orig/$sub" "/dev/$sub"; fi
-done
-rm -f /dev/log
-ln -s "$log" /dev/log
+dev_log "$t" "$log"
 while [ "$1" != "--" ]; do
     mount --bind "$2" "$1"
     shift 2

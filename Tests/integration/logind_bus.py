@@ -20,6 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bus_fake import FakeProcess  # noqa: E402
+
 NAME = "org.freedesktop.login1"
 MANAGER_PATH = "/org/freedesktop/login1"
 SESSION_PREFIX = "/org/freedesktop/login1/session"
@@ -86,23 +89,12 @@ def _serve() -> None:
     GLib.MainLoop().run()
 
 
-class LogindBus:
-    """The fake on ``address``: ``start()`` returns once it owns the name; ``stop()`` ends
-    exactly the process it started."""
+class LogindBus(FakeProcess):
+    """The fake on ``address`` (bus_fake.FakeProcess): ``start()`` returns once it owns the
+    name; ``stop()`` ends exactly the process it started."""
 
     def __init__(self, address: str):
-        self.address = address
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> "LogindBus":
-        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address)
-        self.proc = subprocess.Popen(["/usr/bin/python3", str(Path(__file__).resolve())], env=env,
-                                     stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
-        line = self.proc.stdout.readline().decode().strip()
-        if line != "ready":
-            self.stop()
-            raise RuntimeError("the logind fake did not start")
-        return self
+        super().__init__(Path(__file__), address, what="the logind fake")
 
     def _control(self, method: str, *args: str) -> None:
         subprocess.run(["busctl", f"--address={self.address}", "call", NAME, MANAGER_PATH, CONTROL,
@@ -116,23 +108,6 @@ class LogindBus:
 
     def freeze(self, on: bool = True) -> None:
         self._control("Freeze", "b", "true" if on else "false")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc is not None and self.proc.stdout:
-            self.proc.stdout.close()
-
-    def __enter__(self) -> "LogindBus":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 def _label(session: str) -> str:

@@ -145,6 +145,15 @@ class Pamtester:
         """Ctrl-C on the terminal: SIGINT to its foreground process group."""
         self.child.sendintr()
 
+    def wait_module_takes_ctrl_c(self, timeout=15):
+        """Until pamtester catches SIGINT: the module catches it only while it waits on its
+        helper (session.c), and a Ctrl-C before then is pamtester's own, which ends it. A
+        wait on that state, where a fixed sleep would guess how long getting there takes."""
+        deadline = time.monotonic() + timeout
+        while not catches_sigint(self.child.pid):
+            assert time.monotonic() < deadline, "the module never waited on its helper"
+            time.sleep(0.01)
+
     def sendeof(self):
         self.child.sendeof()
 
@@ -271,7 +280,8 @@ class PamWorld:
 
         user None starts PAM without a user. answers are given to prompts in order (then
         the conversation fails). flags are names ("PAM_SILENT"). interrupt_on: send SIGINT
-        to the process interrupt_delay seconds after a message containing this text.
+        to the process interrupt_delay seconds after a message containing this text, and
+        once the module has its handler for it (it waits on its helper then).
         answer_delay: seconds to wait before each answer. ignore_signals: names of signals
         ("SIGCHLD", "SIGINT", ...) set to SIG_IGN before PAM starts. inheritable_fd: open
         /dev/null without close-on-exec first, as a careless application would, so a test
@@ -289,11 +299,11 @@ class PamWorld:
         cgroup: a cgroup directory the driver moves itself into first (where logind would
         put a login session's processes).
         """
-        spec = dict(service=service, user=user, answers=list(answers), items=items or {},
-                    pam_env=pam_env or {}, flags=list(flags), interrupt_on=interrupt_on,
-                    interrupt_delay=interrupt_delay, answer_delay=answer_delay,
-                    ignore_signals=list(ignore_signals), inheritable_fd=inheritable_fd,
-                    real_uid=real_uid, account=account, cgroup=cgroup)
+        spec = drive_spec(service, user, answers=answers, items=items, pam_env=pam_env,
+                          flags=flags, interrupt_on=interrupt_on,
+                          interrupt_delay=interrupt_delay, answer_delay=answer_delay,
+                          ignore_signals=ignore_signals, inheritable_fd=inheritable_fd,
+                          real_uid=real_uid, account=account, cgroup=cgroup)
         argv = self.command([PYTHON, str(self._driver_script()), "--drive"], prefix, env)
         proc = subprocess.run(argv, input=json.dumps(spec), capture_output=True, text=True,
                               env=self._base_env(), timeout=timeout)
@@ -303,6 +313,18 @@ class PamWorld:
         return DriveResult(out["rv"], out["acct_rv"], out["messages"], out["times"],
                            out["dispositions"], out["children"],
                            parse_logs(proc.stderr), proc.stderr)
+
+
+def drive_spec(service, user, *, answers=(), items=None, pam_env=None, flags=(),
+               interrupt_on=None, interrupt_delay=0.3, answer_delay=0.0, ignore_signals=(),
+               inheritable_fd=False, real_uid=None, account=False, cgroup=None) -> dict:
+    """What the driver (``pamenv.py --drive``, JSON on its stdin) is to do: the options of
+    ``PamWorld.drive``, for a driver that a test runs itself (in a namespace of its own)."""
+    return dict(service=service, user=user, answers=list(answers), items=items or {},
+                pam_env=pam_env or {}, flags=list(flags), interrupt_on=interrupt_on,
+                interrupt_delay=interrupt_delay, answer_delay=answer_delay,
+                ignore_signals=list(ignore_signals), inheritable_fd=inheritable_fd,
+                real_uid=real_uid, account=account, cgroup=cgroup)
 
 
 # ---------------------------------------------------------------------------------------
@@ -329,6 +351,20 @@ class _Sigaction(ctypes.Structure):
     # glibc's struct sigaction on Linux: handler, 1024-bit mask, flags, restorer.
     _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ubyte * 128),
                 ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
+
+
+def catches_sigint(pid) -> bool:
+    """Whether process ``pid`` has a handler for SIGINT (/proc/PID/status, SigCgt)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    raise RuntimeError(f"no SigCgt line for pid {pid}")
+
+
+def _sigint_handler(libc):
+    sa = _Sigaction()
+    libc.sigaction(int(signal.SIGINT), None, ctypes.byref(sa))
+    return sa.handler or 0
 
 
 def _dispositions(libc):
@@ -379,6 +415,14 @@ def _drive_main():
     times = {"messages": []}
 
     def interrupt():
+        # The module catches SIGINT only while it waits on its helper (session.c); sent
+        # before then, it would be this process's own (a KeyboardInterrupt in the next
+        # conversation). So the signal waits for the module's handler, however long
+        # getting there takes; an ignored SIGINT stays ignored (the module installs none).
+        if before["SIGINT"][0] != int(signal.SIG_IGN):
+            deadline = time.monotonic() + 30
+            while _sigint_handler(libc) == before["SIGINT"][0] and time.monotonic() < deadline:
+                time.sleep(0.005)
         times["interrupt"] = time.monotonic()
         os.kill(os.getpid(), signal.SIGINT)
 

@@ -4,7 +4,8 @@
   own that writes to a temporary log; its PID is recorded and exactly that PID is stopped,
   and the kernel's audit `enabled` flag is put back as it was. Skips (with the reason) when
   another audit daemon already runs, or auditd is not installed: its records are not ours
-  to read or stop. ``.search(type)`` runs ``ausearch -if LOG -m TYPE``.
+  to read or stop. ``.search(type)`` runs ``ausearch -if LOG -m TYPE`` once a record the
+  test sent after everything before it is in the log.
 * ``journal_capture(argv)``: runs ``argv`` in a private mount namespace whose
   /run/systemd/journal/socket is a datagram socket of the test's, and returns the journal
   entries it sent (sd_journal_sendv's native protocol) as dicts.
@@ -59,6 +60,7 @@ class AuditDaemon:
         if status.get("pid", "0") != "0":
             pytest.skip(f"an audit daemon already runs (pid {status['pid']}): its log is not the test's")
         self.enabled = status.get("enabled", "0")
+        self.marks = 0
         self.dir = Path(tempfile.mkdtemp(prefix="localauth-audit-"))
         (self.dir / "plugins").mkdir()
         self.log = self.dir / "audit.log"
@@ -77,8 +79,18 @@ class AuditDaemon:
         return self
 
     def search(self, record_type: str) -> list:
-        """The raw records of one type in our log (after the daemon flushed them)."""
-        time.sleep(0.3)
+        """The raw records of one type in our log, once every record sent before the call
+        is in it: a record of our own is sent last (``auditctl -m``), and the kernel hands
+        records to the daemon in order, so when ours is in the log the others are too (a
+        fixed wait was a guess at how fast the daemon writes)."""
+        self.marks += 1
+        mark = f"localauth-test-mark-{os.getpid()}-{self.marks}"
+        subprocess.run(["auditctl", "-m", mark], check=True, capture_output=True)
+        deadline = time.monotonic() + 30
+        while not (self.log.exists() and mark.encode() in self.log.read_bytes()):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"auditd did not write the test's record {mark} within 30 s")
+            time.sleep(0.02)
         proc = subprocess.run(["ausearch", "-if", str(self.log), "-m", record_type, "--raw"],
                               capture_output=True, text=True)
         return [l for l in proc.stdout.splitlines() if l.startswith("type=")]

@@ -15,10 +15,12 @@ DBUS_SYSTEM_BUS_ADDRESS set to the bed's bus.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bus_fake import FakeProcess  # noqa: E402
 
 NAME = "net.reactivated.Fprint"
 MANAGER_PATH = "/net/reactivated/Fprint/Manager"
@@ -90,34 +92,13 @@ def _serve(delay: float) -> None:
     GLib.MainLoop().run()
 
 
-class SlowFprintd:
-    """The fake on ``address``; ``stop()`` ends exactly the process it started."""
+class SlowFprintd(FakeProcess):
+    """The fake on ``address`` (bus_fake.FakeProcess); ``stop()`` ends exactly the process
+    it started."""
 
     def __init__(self, address: str, delay: float):
-        self.address, self.delay = address, delay
-        self.proc: subprocess.Popen | None = None
-
-    def __enter__(self) -> "SlowFprintd":
-        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address)
-        self.proc = subprocess.Popen(["/usr/bin/python3", str(Path(__file__).resolve()), str(self.delay)],
-                                     env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        if self.proc.stdout.readline().decode().strip() != "ready":
-            self.__exit__()
-            raise RuntimeError("the slow fprintd did not start")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
+        super().__init__(Path(__file__), address, str(delay), what="the slow fprintd")
+        self.delay = delay
 
 
 if __name__ == "__main__":

@@ -220,6 +220,19 @@ def _run(argv: list, **kw) -> subprocess.CompletedProcess:
     return p
 
 
+def _locked_retry(argv: list, **kw) -> subprocess.CompletedProcess:
+    """useradd, userdel and chpasswd fail at once when another process holds /etc/passwd's
+    lock (test files running in parallel make and remove users): tried again a while."""
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    for _ in range(100):
+        p = subprocess.run(argv, **kw)
+        if p.returncode == 0 or "lock" not in (p.stderr or "").lower():
+            return p
+        time.sleep(0.1)
+    return p
+
+
 def _write_exclusive(path: Path, text: str, mode: int, made: Optional[list] = None) -> None:
     """Creates ``path`` (never replaces an existing file) with ``text`` and ``mode``;
     appends True to ``made`` as soon as the file exists."""
@@ -253,8 +266,7 @@ class ThrowawayUser(_Created):
                                or os.path.lexists(f"/home/{n}"))
             # Recorded first, so an interruption during useradd still removes the user.
             self._record(f"user {name}", lambda n=name: _remove_user(n))
-            p = subprocess.run(["useradd", "-M", "-s", self.shell, name],
-                               capture_output=True, text=True)
+            p = _locked_retry(["useradd", "-M", "-s", self.shell, name])
             if p.returncode == 9:      # taken meanwhile by someone else: not ours
                 _undo.drop(self._token)
                 continue
@@ -263,7 +275,9 @@ class ThrowawayUser(_Created):
                 raise RuntimeError(f"useradd {name} failed ({p.returncode}): {p.stderr}")
             break
         self.name = name
-        _run(["chpasswd"], input=f"{name}:{self.password}\n")
+        p = _locked_retry(["chpasswd"], input=f"{name}:{self.password}\n")
+        if p.returncode != 0:
+            raise RuntimeError(f"chpasswd failed ({p.returncode}): {p.stderr}")
         pw = pwd.getpwnam(name)
         self.uid, self.gid = pw.pw_uid, pw.pw_gid
 
@@ -279,7 +293,7 @@ def _remove_user(name: str) -> None:
     if pw is not None:
         # A process of the user that is still exiting (sudo, su) makes userdel refuse.
         for attempt in range(50):
-            p = subprocess.run(["userdel", name], capture_output=True, text=True)
+            p = _locked_retry(["userdel", name])
             if p.returncode == 0 or not _user_exists(name):
                 break
             if attempt == 49:
@@ -397,6 +411,17 @@ def swift_executables(source: Path = REPO, build: bool = True) -> dict:
     return {rel: source / "build" / rel for rel in (HELPER_REL, CTL_REL)}
 
 
+def source_copy(source: Path, dest: Path) -> Path:
+    """The whole source tree (it is small) at ``dest``, without history and build products,
+    so its scripts find whatever else they use (man pages, config, packaging) and what they
+    build lands there, never in the build/ other tests run from."""
+    skip = {".git", ".build", ".swiftpm", "build", "build-asan"}
+    shutil.copytree(source, dest, symlinks=True,
+                    ignore=lambda d, names: [n for n in names if n == "__pycache__"
+                                             or (Path(d) == source and n in skip)])
+    return dest
+
+
 class Installation(_Created):
     """The product installed under a temporary prefix with ``scripts/install --prefix``:
     ``prefix``, ``module``, ``helper``, ``ctl``, ``config`` (the shipped configuration
@@ -444,13 +469,7 @@ class Installation(_Created):
         self._record(f"installation {work}", lambda: shutil.rmtree(work, ignore_errors=True))
         work.chmod(0o755)
         self.prefix = self.requested or work / "prefix"
-        src = work / "src"
-        # The whole source tree (it is small) without history and build products, so the
-        # scripts find whatever else they use (man pages, config, packaging).
-        skip = {".git", ".build", ".swiftpm", "build", "build-asan"}
-        shutil.copytree(self.source, src, symlinks=True,
-                        ignore=lambda d, names: [n for n in names if n == "__pycache__"
-                                                 or (Path(d) == self.source and n in skip)])
+        src = source_copy(self.source, work / "src")
         for rel, built in swift_executables(self.source, build=not self.prebuilt).items():
             if not built.is_file():
                 raise RuntimeError(f"{built} is missing (run scripts/build)")

@@ -24,17 +24,13 @@ import pamenv  # noqa: E402
 import system  # noqa: E402
 from ctl_support import write_state  # noqa: E402
 from pamenv import PamWorld, outcomes  # noqa: E402
+from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 SET_ITEMS = Path(pamenv.PAM_MATRIX).parent / "pam_set_items.so"
 NETWORKED = [{"rhost": "127.0.0.1"}, {"rhost": "::1"}, {"tty": "ssh"}]
 NETWORKED_IDS = ["ipv4-loopback", "ipv6-loopback", "sshd-tty"]
-
-
-@pytest.fixture(scope="module")
-def inst():
-    return system.shared_installation()
 
 
 class Account:

@@ -26,20 +26,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from appbed import ENROLLED, OTHER, AppWorld, app_binary  # noqa: E402
+from appbed import ENROLLED, OTHER, app_binary, app_world  # noqa: E402
 from launcherbed import LauncherInstallation, namespace_prefix  # noqa: E402
 from pamenv import LogLine, outcomes  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
 
 DOMAIN = "com.apple.LocalAuthentication"
 SUDO_PROMPT = re.compile(r"[Pp]assword( for [^:\r\n]*)?: ")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
-
-
-@pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +44,8 @@ def probe():
 
 @pytest.fixture
 def world(inst, bed, syslog, probe):
-    tmp = Path(tempfile.mkdtemp(prefix="localauth-app-"))
-    tmp.chmod(0o755)
-    try:
-        with system.ThrowawayUser(prefix="la-app-") as user:
-            yield AppWorld(inst, bed, syslog, user, tmp, probe)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with app_world(inst, bed, syslog, probe, "la-app-") as w:
+        yield w
 
 
 def code(run) -> int:
@@ -72,7 +62,7 @@ def test_a_matching_finger_gives_success_to_an_ordinary_program(world):
     run = world.run("eval", "biometrics", fingers=[ENROLLED])
     r = run.result
     assert (r["success"], r["code"]) == ("1", "0"), run.output
-    assert len(run.scans) == 1
+    assert len(run.verify_starts) == 1
     assert re.fullmatch(r"[0-9a-f]{64}", r["state"]), r      # the enrolled set's hash, as Data
     # The prompts came on the program's terminal.
     assert "unlock the test" in run.output
@@ -94,7 +84,7 @@ def test_preflight_reports_the_reader_and_the_domain_state_without_a_scan(world)
     r = run.result
     assert (r["success"], r["biometry"]) == ("1", "1"), run.output   # LABiometryType.touchID
     assert re.fullmatch(r"[0-9a-f]{64}", r["state"]), r
-    assert run.scans == []
+    assert run.verify_starts == []
     # The same value a match reports: the seeds compare the two.
     matched = world.run("eval", "biometrics", fingers=[ENROLLED]).result
     assert matched["state"] == r["state"]
@@ -105,13 +95,13 @@ def test_preflight_reports_the_reader_and_the_domain_state_without_a_scan(world)
     changed = world.run("can", "biometrics")
     assert changed.result["success"] == "1", changed.output
     assert re.fullmatch(r"[0-9a-f]{64}", changed.result["state"]) and changed.result["state"] != r["state"]
-    assert changed.scans == []
+    assert changed.verify_starts == []
     refused = world.run("eval", "biometrics")
-    assert refused.result["code"] == "-6" and refused.scans == [], refused.output
+    assert refused.result["code"] == "-6" and refused.verify_starts == [], refused.output
     assert "enrolled fingerprints changed" in refused.output, refused.output
     assert world.run("can", "owner").result["success"] == "1"
     owner = world.run("eval", "owner", password=world.user.password)
-    assert owner.result["success"] == "1" and owner.scans == []   # straight to the password
+    assert owner.result["success"] == "1" and owner.verify_starts == []   # straight to the password
     after = world.run("can", "biometrics").result
     assert after["success"] == "1" and after["state"] == changed.result["state"]
 
@@ -121,7 +111,7 @@ def test_three_wrong_fingers_give_authentication_failed(world):
     r = run.result
     assert (r["success"], r["code"], r["domain"]) == ("0", "-1", DOMAIN), run.output
     assert r["desc"] == "Application retry limit exceeded."
-    assert len(run.scans) == 3
+    assert len(run.verify_starts) == 3
     assert world.state_values()["failures"] == "3"
 
 
@@ -135,7 +125,7 @@ def test_five_failures_across_contexts_lock_out_in_the_state_the_module_reads(wo
     # Locked out: the preflight says so and an evaluation does not scan.
     assert world.run("can", "biometrics").result["code"] == "-8"
     again = world.run("eval", "biometrics")
-    assert again.result["code"] == "-8" and again.scans == []
+    assert again.result["code"] == "-8" and again.verify_starts == []
     # The PAM module (a lock screen's stack, the same launcher) reads that same file.
     module = pam_run(world, inst)
     assert module.status != 0
@@ -189,7 +179,7 @@ def test_failures_in_a_program_and_under_sudo_add_up(world, inst):
     assert first["result"] == "biometryLockout", first
     assert world.state_values()["failures"] == "5"
     run = world.run("eval", "biometrics")
-    assert run.result["code"] == "-8" and run.scans == []
+    assert run.result["code"] == "-8" and run.verify_starts == []
 
 
 # Every password check through the launcher takes this long, whatever its outcome
@@ -202,14 +192,14 @@ def test_device_owner_authentication_takes_the_password_after_a_lockout(world):
     assert world.run("eval", "biometrics", fingers=[OTHER] * 2).result["code"] == "-8"
     # A wrong password: authenticationFailed, logged and counted, nothing cleared.
     wrong = world.run("eval", "owner", password="not-the-password")
-    assert wrong.result["code"] == "-1" and wrong.scans == [], wrong.output
+    assert wrong.result["code"] == "-1" and wrong.verify_starts == [], wrong.output
     assert any("wrong password for" in m for m in helper_lines(wrong)), helper_lines(wrong)
     values = world.state_values()
     assert (values["failures"], values["password_failures"]) == ("2", "1")
     # The right one: success, checked by the root side, and the lockout is gone.
     right = world.run("eval", "owner", password=world.user.password)
     assert (right.result["success"], right.result["code"]) == ("1", "0"), right.output
-    assert right.scans == []
+    assert right.verify_starts == []
     values = world.state_values()
     assert values["failures"] == "0" and "password_failures" not in values
     assert world.run("eval", "biometrics", fingers=[ENROLLED]).result["success"] == "1"
@@ -239,7 +229,7 @@ def test_a_programs_password_check_is_paced_like_the_launchers(world):
 
 def test_device_owner_authentication_tries_the_finger_first(world):
     run = world.run("eval", "owner", fingers=[ENROLLED])
-    assert run.result["success"] == "1" and len(run.scans) == 1
+    assert run.result["success"] == "1" and len(run.verify_starts) == 1
     assert "Password: " not in run.output
 
 
@@ -282,7 +272,7 @@ def test_repeated_preflights_in_one_program_start_the_root_side_once(world):
     assert len(owner) == 50, run.output
     assert {(r["success"], r["biometry"]) for r in bio + owner} == {("1", "1")}, run.output
     assert len({r["state"] for r in bio}) == 1 and re.fullmatch(r"[0-9a-f]{64}", bio[0]["state"])
-    assert run.scans == []
+    assert run.verify_starts == []
     bio_stats, owner_stats = stats(run)
     for policy, st in (("biometrics", bio_stats), ("owner", owner_stats)):
         started = wait_preflights(world, mark, 1, policy=policy)
@@ -311,7 +301,7 @@ def test_a_lockout_the_programs_own_evaluation_reached_is_seen_by_its_next_prefl
     assert [x["code"] for x in locked] == ["-8"] * 20, run.output
     assert (lifting["op"], lifting["success"]) == ("eval", "1"), run.output
     assert [x["success"] for x in lifted] == ["1"] * 20, run.output
-    assert len(run.scans) == 1           # the owner policy went straight to the password
+    assert len(run.verify_starts) == 1           # the owner policy went straight to the password
     # The first preflight, and one after each evaluation (a refresh more only if the
     # twenty calls took FRESH_S, which they do not).
     spans = sum(float(st["span_s"]) for st in stats(run))

@@ -5,25 +5,16 @@ the virtual reader and the product installed with its setuid launcher (appbed.Ap
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_app_example.py
 """
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import system  # noqa: E402
-from appbed import ENROLLED, OTHER, REPO, AppWorld, app_binary  # noqa: E402
-from launcherbed import LauncherInstallation, Syslog  # noqa: E402
+from appbed import ENROLLED, OTHER, REPO, app_binary, app_world  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
-
-
-@pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
 
 
 @pytest.fixture(scope="module")
@@ -32,21 +23,13 @@ def example():
 
 
 @pytest.fixture
-def world(inst, bed, example):
-    tmp = Path(tempfile.mkdtemp(prefix="localauth-example-"))
-    tmp.chmod(0o755)
-    syslog = Syslog()
-    try:
-        with system.ThrowawayUser(prefix="la-ex-") as user:
-            w = AppWorld(inst, bed, syslog, user, tmp, example)
-            settings = tmp / "settings"
-            settings.mkdir()
-            os.chown(settings, user.uid, user.gid)
-            w.settings = str(settings / "fingerprint-switch.json")
-            yield w
-    finally:
-        syslog.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+def world(inst, bed, syslog, example):
+    with app_world(inst, bed, syslog, example, "la-ex-") as w:
+        settings = w.dir / "settings"
+        settings.mkdir()
+        os.chown(settings, w.user.uid, w.user.gid)
+        w.settings = str(settings / "fingerprint-switch.json")
+        yield w
 
 
 def step(world, command, **kw):
@@ -66,7 +49,7 @@ def test_the_switch_needs_a_finger_and_notices_a_changed_set(world):
     assert "enrolled fingers: changed since it was turned on" in changed.output, changed.output
     refused = step(world, "login")
     assert refused.status == 1 and "fingerprint login is off until you turn it on again" in refused.output
-    assert refused.scans == []
+    assert refused.verify_starts == []
     assert "fingerprint login: off" in step(world, "status").output
 
 
@@ -97,21 +80,9 @@ def seed_port():
 
 
 @pytest.fixture
-def seeds(inst, bed, seed_port):
-    tmp = Path(tempfile.mkdtemp(prefix="localauth-seeds-"))
-    tmp.chmod(0o755)
-    syslog = Syslog()
-    try:
-        with system.ThrowawayUser(prefix="la-seed-") as user:
-            home = tmp / "home"      # UserDefaults (seed 004) needs a home to write to
-            home.mkdir()
-            os.chown(home, user.uid, user.gid)
-            w = AppWorld(inst, bed, syslog, user, tmp, seed_port)
-            w.env = {"HOME": str(home)}
-            yield w
-    finally:
-        syslog.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+def seeds(inst, bed, syslog, seed_port):
+    with app_world(inst, bed, syslog, seed_port, "la-seed-", home=True) as w:   # seed 004's UserDefaults
+        yield w
 
 
 def test_seed_004_switch_turns_on_with_a_finger_and_the_login_screen_signs_in(seeds):
@@ -151,21 +122,9 @@ def second_port():
 
 
 @pytest.fixture
-def second(inst, bed, second_port):
-    tmp = Path(tempfile.mkdtemp(prefix="localauth-second-"))
-    tmp.chmod(0o755)
-    syslog = Syslog()
-    try:
-        with system.ThrowawayUser(prefix="la-2nd-") as user:
-            home = tmp / "home"      # UserDefaults needs a home to write to
-            home.mkdir()
-            os.chown(home, user.uid, user.gid)
-            w = AppWorld(inst, bed, syslog, user, tmp, second_port)
-            w.env = {"HOME": str(home)}
-            yield w
-    finally:
-        syslog.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+def second(inst, bed, syslog, second_port):
+    with app_world(inst, bed, syslog, second_port, "la-2nd-", home=True) as w:
+        yield w
 
 
 def test_second_port_runs_its_own_tests_through_the_seam(second):
@@ -184,11 +143,11 @@ def test_second_port_notices_an_added_finger_as_on_apple(second):
     # domain state: the comparison sees the change (before, it failed and said "not changed").
     changed = second.run("changed", env=second.env)
     assert "changed: true" in changed.output, changed.output
-    assert changed.scans == []
+    assert changed.verify_starts == []
     # The finger itself is refused until the password (the system's rule for a set that
     # changed after it was trusted).
     refused = second.run("unlock", "10", env=second.env)
-    assert "not unlocked: notAvailable" in refused.output and refused.scans == [], refused.output
+    assert "not unlocked: notAvailable" in refused.output and refused.verify_starts == [], refused.output
 
 
 def test_second_port_unlocks_with_the_finger_and_maps_three_wrong_ones(second):

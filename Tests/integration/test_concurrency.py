@@ -27,12 +27,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import pamenv  # noqa: E402
 from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
+from real_helper import PRESENT, bed_args, needs_helper  # noqa: E402
 
 REPO = pamenv.REPO
-REAL_HELPER = REPO / "build" / "libexec" / "localauth" / "localauth-helper"
 USER = "la-conc-user"
 PASSWORD = "conc-pw-3"
-PRESENT = {"DISPLAY": ":0"}   # someone can be at the reader (the driver's stdin is a pipe)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
@@ -130,14 +129,7 @@ def world():
 
 
 def helper_args(world, bed, state_dir, *extra):
-    return " ".join([f"helper={REAL_HELPER}", f"state_dir={state_dir}",
-                     f"config={world.root}/absent.conf", f"dbus_address={bed.address}",
-                     f"fprint_dir={bed.state_dir}", "password_after_reboot=no",
-                     "password_after_idle=0", "password_stale=0", *extra])
-
-
-needs_helper = pytest.mark.skipif(not REAL_HELPER.is_file(),
-                                  reason="localauth-helper not built (scripts/build)")
+    return " ".join(bed_args(world, bed, state_dir, *extra))
 
 
 @needs_helper

@@ -32,6 +32,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from pamenv import PamWorld, outcomes  # noqa: E402
+from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
+from scan_events import ScanEvents  # noqa: E402
+from terminal_finger import ASK_FINGER, SKIP_PROMPT, is_hint, present  # noqa: E402
 
 USER = "la-e2e-user"          # made up: pam_matrix knows its password, fprintd any name
 PASSWORD = "correct-horse-1"
@@ -53,35 +56,8 @@ ACCT_DONE = "pamtester: account management done"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 
-@pytest.fixture(scope="module")
-def inst():
-    return system.shared_installation()
-
-
-def is_hint(line):
-    """The line that tells how to skip to the password while the reader waits (its
-    wording and how often it shows are the helper's business, not these tests')."""
-    return re.fullmatch(r"[(（].*[)）]", line) is not None
-
-
-# On a terminal the helper asks for the finger with a line naming it, then a prompt that
-# says how to skip to the password (the application then reads the terminal).
-ASK_FINGER = re.compile(r"(Swipe|Place) your [a-z ]+ (across|on) the fingerprint reader"
-                        r"|请在指纹读取器上划动|请将\S+放在指纹读取器上")
-SKIP_PROMPT = re.compile(r"[(（][^\r\n]*[)）] ?")
-
-
-def present(pt, bed, print_id, timeout=15):
-    """Puts a finger on the reader the way a person does: once the terminal asks for it
-    (the line naming the finger and the skip prompt after it are shown), not merely once
-    fprintd waits. Returns the result (verify-match, verify-no-match, ...)."""
-    pt.expect(ASK_FINGER, timeout=timeout)
-    pt.expect(SKIP_PROMPT, timeout=timeout)
-    return bed.reader.inject(f"SCAN {print_id}", timeout=timeout)
-
-
 @dataclass
-class Run:
+class Run(ScanEvents):
     status: int
     screen: list            # what the user saw: terminal lines without pam_wrapper's own
                             # and without the skip hints (listed in `hints`)
@@ -92,21 +68,6 @@ class Run:
     prompt_after: float = None   # seconds from start to the password prompt
     answered: str = None    # the password typed, if any
     output: str = field(default="", repr=False)
-
-    @property
-    def scans_started(self):
-        """fprintd's signs of a VerifyStart: VerifyFingerSelected (sent by every one) and
-        the reader waiting for a finger."""
-        return [e for e in self.events if e.name == "VerifyFingerSelected"
-                or (e.name == "finger-needed" and e.args[0])]
-
-    @property
-    def verify_starts(self):
-        return [e for e in self.events if e.name == "VerifyFingerSelected"]
-
-    @property
-    def matched(self):
-        return any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in self.events)
 
 
 class E2E:
@@ -328,6 +289,7 @@ def test_own_host_name_is_local(e2e):
     only(r.logs, result="notInteractive", cause=f"remote host {re.escape(host)}\\.example")
 
 
+@pytest.mark.alone("a time bound: the password prompt within 1 s")
 def test_fprintd_absent_password_without_delay(bed_factory, inst):
     bed = bed_factory(fprintd=False)
     with PamWorld() as world:
@@ -392,6 +354,7 @@ def test_chinese_messages(e2e, where):
     assert r.hints and all(re.search("[\u4e00-\u9fff]", h) for h in r.hints), r.hints
 
 
+@pytest.mark.alone("the machine has one audit daemon")
 def test_the_lockout_and_the_password_that_clears_it_are_audited(e2e):
     """Through the module and the helper: the failed match that locks fingerprints out
     writes ANOM_LOGIN_FAILURES and RESP_ACCT_LOCK, the password that lifts it USER_MGMT, as

@@ -8,7 +8,7 @@ naming it (`pam_service`), all removed afterwards (system.py). su's service name
 so its stack is bind-mounted over /etc/pam.d/su in a private mount namespace that lives as
 long as the su command (system.PamServiceOverlay); the machine's file is never changed.
 sudo and su are setuid, so sd-bus would ignore DBUS_SYSTEM_BUS_ADDRESS there: the test bus
-is named by the module argument `dbus_address=`.
+is named by the module argument `dbus_address=`. The set-up and the driver: sudo_machine.Machine.
 
 The stack (as pam.d/sudo, with the password module `requisite` so the authsucc line is
 reached only after the password succeeded, and `nodelay` so a wrong password costs no
@@ -18,160 +18,24 @@ time):
     auth requisite  pam_unix.so nodelay
     auth optional   pam_localauth.so authsucc ARGS
 """
-import contextlib
 import os
 import re
 import sys
-import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from test_e2e_pam import is_hint, present  # noqa: E402
-from testbed import Bed  # noqa: E402
-from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
+from sudo_machine import Machine  # noqa: E402
+from messages import ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
+from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 
-# "Fingerprint recognized" comments, it tells the user nothing to do: under PAM_SILENT (which
-# sudo always passes) the helper may leave it out, so the screens below do not count on it.
-MATCHED = ("Fingerprint recognized", "指纹已识别")
 NOT_RECOGNIZED = re.compile(r"^Fingerprint not recognized - (\d) tr(y|ies) left$")
 TRIES_USED = "Fingerprint not recognized - use your password"
-SUDO_PROMPT = re.compile(r"\[sudo\] password for \S+: ")
 SU_PROMPT = re.compile(r"(^|\n)Password: ")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
-
-
-@dataclass
-class Run:
-    status: int
-    screen: list             # what the user saw, without the skip hints (see `hints`) and
-                             # "Fingerprint recognized" (shown or not, as the helper decides)
-    hints: list              # the skip hints shown
-    events: list             # bed events during the run
-    results: list            # what each presented finger gave
-    prompts: int             # password prompts seen
-    output: str = field(default="", repr=False)
-
-    @property
-    def scans_started(self):
-        """fprintd's signs of a VerifyStart: VerifyFingerSelected (sent by every one) and
-        the reader waiting for a finger."""
-        return [e for e in self.events if e.name == "VerifyFingerSelected"
-                or (e.name == "finger-needed" and e.args[0])]
-
-    @property
-    def verify_starts(self):
-        return [e for e in self.events if e.name == "VerifyFingerSelected"]
-
-    @property
-    def matched(self):
-        return any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in self.events)
-
-
-class Machine(contextlib.ExitStack):
-    """A bed, a throwaway user with the right index finger enrolled as print f1, the
-    product installed in a temporary prefix, a root-only state directory, and the stack
-    as a PAM service for sudo (with a sudoers drop-in) and as su's overlay. Everything is
-    removed on exit, whatever happened."""
-
-    def __init__(self, inst=None, bed=None, scan_timeout=10, stack=None):
-        super().__init__()
-        self.inst, self.bed, self.scan_timeout = inst, bed, scan_timeout
-        self.stack = stack or Machine.requisite_stack
-        self.made = []          # names and paths of what this machine created
-
-    def __enter__(self):
-        super().__enter__()
-        try:
-            self._setup()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def _setup(self):
-        self.inst = self.inst or system.shared_installation()
-        if self.bed is None:
-            self.bed = self.enter_context(Bed())
-        self.user = self.enter_context(system.ThrowawayUser())
-        self.made.append(self.user.name)
-        self.bed.enroll(self.user.name, FINGER, ENROLLED)
-        self.state = Path(self.enter_context(
-            tempfile.TemporaryDirectory(prefix="localauth-state-")))
-        self.state.chmod(0o700)
-        args = " ".join([f"dbus_address={self.bed.address}", f"state_dir={self.state}",
-                         f"fprint_dir={self.bed.state_dir}", f"config={self.inst.config}",
-                         f"scan_timeout={self.scan_timeout}"])
-        self.lines = self.stack(self.inst.module, args)
-        self.service = self.enter_context(system.PamService("la-e2e-sudo-", self.lines))
-        self.sudoers = self.enter_context(system.SudoersDropIn(self.user, self.service.name))
-        self.made += [self.service.path, self.sudoers.path]
-
-    @staticmethod
-    def requisite_stack(module, args):
-        return [f"auth sufficient {module} {args}",
-                "auth requisite pam_unix.so nodelay",
-                f"auth optional {module} authsucc {args}",
-                "account required pam_unix.so",
-                "session required pam_unix.so"]
-
-    def left_behind(self):
-        """What this machine made (users, groups, files) that still exists."""
-        names = [str(x) for x in self.made]
-        return [x for x in system.leftovers() if any(n in x for n in names)]
-
-    def su_overlay(self):
-        """su's own service, with this stack (pam_rootok first, as in pam.d/su)."""
-        return self.enter_context(system.PamServiceOverlay(
-            "su", ["auth sufficient pam_rootok.so"] + self.lines))
-
-    def state_file(self, user=None):
-        return system.state_fields(self.state / f"{user or self.user.name}.state")
-
-    def drive(self, argv, run_as, prompt, password, fingers=(), answers=(),
-              interrupt=False, env=None, prefix=()):
-        """Runs ``argv`` as ``run_as`` on a terminal: presents ``fingers`` one by one as
-        the terminal asks for them, types ``answers`` at the password prompts in turn,
-        then Ctrl-C at the next one if ``interrupt`` (without it, a further prompt is a
-        failure: Ctrl-C ends it). ``password`` is the right one, for the check that
-        nothing succeeds without a match or it."""
-        mark = self.bed.mark()
-        pt = system.run_on_pty(list(argv), env=env, user=run_as, prefix=prefix)
-        try:
-            results = [present(pt, self.bed, p) for p in fingers]
-            prompts = pt.answer_passwords(prompt, answers, interrupt)
-            res = pt.finish(timeout=15)
-        finally:
-            pt.kill()
-        # su - for a user without a home directory says so; not ours to show.
-        lines = [l for l in system.screen_lines(res.output)
-                 if not l.startswith("su: warning: cannot change directory")]
-        run = Run(res.status, [l for l in lines if not is_hint(l) and l not in MATCHED],
-                  [l for l in lines if is_hint(l)], self.bed.events(mark), results, prompts,
-                  res.output)
-        # No success without a match in this run or the right password.
-        if run.status == 0:
-            assert run.matched or password in answers, run
-        return run
-
-    def sudo(self, fingers=(), answers=(), interrupt=False, env=None, **kw):
-        return self.drive(["sudo", "-k", "id", "-un"], self.user, SUDO_PROMPT,
-                          self.user.password, fingers, answers, interrupt, env, **kw)
-
-    def first_password(self):
-        """A user never seen enters the password once."""
-        r = self.sudo(answers=[self.user.password])
-        assert r.status == 0 and r.screen[0] == FIRST_USE and r.screen[-1] == "root", r
-        return r
-
-
-@pytest.fixture(scope="module")
-def inst():
-    return system.shared_installation()
 
 
 @pytest.fixture

@@ -22,9 +22,7 @@ The real helper asks for a finger only when someone can be at the reader; the dr
 its script from a pipe, so these tests name a graphical display (DISPLAY) instead of a
 terminal, except where the missing terminal is the fault.
 """
-import concurrent.futures
 import contextlib
-import dataclasses
 import os
 import shutil
 import signal
@@ -42,31 +40,26 @@ sys.path.insert(0, str(HERE))
 import pamenv  # noqa: E402
 import test_pam_module as fake  # noqa: E402  (the fake helper's world and failure table)
 from ctl_support import read_state  # noqa: E402
-from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
-
-REAL_HELPER = pamenv.REPO / "build" / "libexec" / "localauth" / "localauth-helper"
-USER = "la-fault-user"          # made up: pam_matrix knows its password, fprintd any name
-PASSWORD = "fault-pw-7"
-ENROLLED, STRANGER = "f1", "f-stranger"   # virtual prints: the user's and someone else's
-PRESENT = {"DISPLAY": ":0"}     # someone can be at the reader (see the module docstring)
-NOBODY = {"DISPLAY": "", "WAYLAND_DISPLAY": ""}
-RECOGNIZED = "Fingerprint recognized"
+import real_helper  # noqa: E402
+from pamenv import PamWorld, outcomes  # noqa: E402
+from real_helper import (ENROLLED, NOBODY, PASSWORD, PRESENT, RECOGNIZED, REAL_HELPER,  # noqa: E402
+                         STRANGER, USER, Tally, check, helper_pids_below, needs_helper,
+                         password_prompt_at, prompts)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root (mounts, helper checks)")
-needs_helper = pytest.mark.skipif(not REAL_HELPER.is_file(),
-                                  reason="localauth-helper not built (scripts/build)")
 
 
 # --- the tally ---------------------------------------------------------------------------
 
-@dataclasses.dataclass
-class Tally:
-    tried: list = dataclasses.field(default_factory=list)
-    wrongful: list = dataclasses.field(default_factory=list)
-    crashed: list = dataclasses.field(default_factory=list)
-
-
 TALLY = Tally()
+
+
+class Real(real_helper.Real):
+    tally = TALLY
+
+
+def attempt(fault, world, service, user=USER, **kw):
+    return real_helper.attempt(fault, world, service, user, tally=TALLY, **kw)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -88,85 +81,7 @@ def fault_summary(request):
     assert TALLY.crashed == [], line
 
 
-def prompts(result):
-    return [text for style, text in result.messages if style.startswith("PAM_PROMPT")]
-
-
-def attempt(fault, world, service, user=USER, *, answers=(PASSWORD,), **kw):
-    """One transaction under a fault, counted in the tally. A host that dies is a failure
-    of this test; a success without a matched finger and without the password is noted."""
-    TALLY.tried.append(fault)
-    try:
-        r = world.drive(service, user, answers=list(answers), **kw)
-    except RuntimeError as exc:  # the driver died: the application would have
-        TALLY.crashed.append(fault)
-        pytest.fail(f"{fault}: the host process did not survive: {exc}")
-    ours = outcomes(r.logs)
-    if (ours and ours[0]["pam"] == "PAM_SUCCESS") or (
-            r.rv == "PAM_SUCCESS" and "Password: " not in prompts(r)):
-        TALLY.wrongful.append(fault)
-    return r
-
-
-def check(r, result, pam, cause, *, password=True):
-    """The first line's outcome, its log line, and the password after it."""
-    ours = outcomes(r.logs)
-    assert ours, f"no outcome line: {[l.message for l in r.logs]}"
-    first = ours[0]
-    assert (first["result"], first["pam"]) == (result, pam), first
-    assert cause in first["cause"], first
-    assert r.children == [], "the helper was not reaped"
-    if password:
-        assert r.rv == "PAM_SUCCESS", r.stderr[-2000:]
-        assert prompts(r)[-1] == "Password: "
-    return first
-
-
 # --- the real helper against the bed -----------------------------------------------------
-
-class Real:
-    """The real helper in a pam_wrapper world, pointed at a bed. The password is not
-    required first (that rule has its own tests): every run reaches the reader."""
-
-    def __init__(self, world, bed):
-        self.world, self.bed = world, bed
-        self.state = world.root / "state"
-        self.state.mkdir(mode=0o700)
-        world.add_user(USER, PASSWORD)
-
-    def args(self, *extra, helper=REAL_HELPER, state=None):
-        return [f"helper={helper}", f"state_dir={state or self.state}",
-                f"config={self.world.root}/absent.conf", f"dbus_address={self.bed.address}",
-                f"fprint_dir={self.bed.state_dir}", "password_after_reboot=no",
-                "password_after_idle=0", "password_stale=0", *extra]
-
-    def stack(self, *extra, authsucc=False, name="la-fault", **kw):
-        args = " ".join(self.args(*extra, **kw))
-        lines = [f"auth sufficient {MODULE} {args}", f"auth required {self.world.matrix}"]
-        if authsucc:
-            lines.append(f"auth optional {MODULE} authsucc {args}")
-            lines.append(f"account required {MODULE} {args}")
-        return self.world.service(name, lines)
-
-    def attempt(self, fault, service, user=USER, **kw):
-        kw.setdefault("env", PRESENT)
-        kw.setdefault("account", True)   # the account phase after success, as sudo runs it
-        return attempt(fault, self.world, service, user, **kw)
-
-    def in_background(self, fault, service, **kw):
-        pool = concurrent.futures.ThreadPoolExecutor(1)
-        future = pool.submit(self.attempt, fault, service, **kw)
-        pool.shutdown(wait=False)
-        return future
-
-    def match_works(self, service):
-        """After the fault is gone, the finger works again (nothing left claimed)."""
-        inj = self.bed.scan_when_ready(ENROLLED)
-        r = self.world.drive(service, USER, answers=[PASSWORD], env=PRESENT)
-        assert inj.wait(15) == ["verify-match"]
-        assert outcomes(r.logs)[0]["result"] == "success", outcomes(r.logs)
-        assert "Password: " not in prompts(r)
-
 
 @pytest.fixture
 def world():
@@ -180,30 +95,6 @@ def real(world, bed):
         pytest.skip("localauth-helper not built (scripts/build)")
     bed.enroll(USER, "right-index-finger", ENROLLED)
     return Real(world, bed)
-
-
-def helper_pids_below(ancestor):
-    """Processes running the real helper whose parent is a child of `ancestor` (the driver
-    is our child; others may run helpers at the same time)."""
-    target = os.path.realpath(REAL_HELPER)
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            if os.readlink(f"/proc/{d}/exe") != target:
-                continue
-            parent = _ppid(int(d))
-            if _ppid(parent) == ancestor:
-                found.append(int(d))
-        except OSError:
-            continue
-    return found
-
-
-def _ppid(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
 
 
 # --- fprintd and the reader --------------------------------------------------------------
@@ -249,14 +140,7 @@ def test_fprintd_frozen_is_not_waited_for_again_after_the_password(real):
     assert state["last_password"] > 0, state   # the account line recorded the password all the same
 
 
-def password_prompt_at(r):
-    """When the password prompt came (the driver's clock)."""
-    for (style, text), at in zip(reversed(r.messages), reversed(r.times["messages"])):
-        if style == "PAM_PROMPT_ECHO_OFF" and text == "Password: ":
-            return at
-    raise AssertionError(f"no password prompt: {r.messages}")
-
-
+@pytest.mark.alone("a time bound: the password within bus_timeout + 0.5 s")
 @needs_helper
 @pytest.mark.parametrize("bus_timeout", [0.5, 1.5])
 def test_fprintd_frozen_costs_the_bus_timeout_once(real, bus_timeout):
@@ -269,6 +153,7 @@ def test_fprintd_frozen_costs_the_bus_timeout_once(real, bus_timeout):
     assert password_prompt_at(r) - r.times["start"] <= bus_timeout + 0.5
 
 
+@pytest.mark.alone("a time bound: the password within 1.9 s")
 @needs_helper
 def test_a_slow_fprintd_costs_the_bus_timeout_once_for_the_whole_start_up(world, bed_factory):
     """Each of the start-up's calls (GetDevices, ListEnrolledFingers, name, scan-type,
@@ -287,6 +172,7 @@ def test_a_slow_fprintd_costs_the_bus_timeout_once_for_the_whole_start_up(world,
     assert password_prompt_at(r) - r.times["start"] <= 1.9
 
 
+@pytest.mark.alone("a time bound: the password within 1.5 s of Ctrl-C")
 @needs_helper
 def test_fprintd_frozen_mid_scan_costs_the_bus_timeout_once_after_ctrl_c(real):
     """The reader waits; fprintd freezes; Ctrl-C: VerifyStop and Release are pending and

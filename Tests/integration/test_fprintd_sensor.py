@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ctl_support import localauthctl_binary  # noqa: E402
 from testbed import Bed  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
 USER = "alice"
 PLACE = "Swipe your right index finger across the fingerprint reader"  # the virtual reader swipes
 RETRY_RESULTS = ["verify-retry-scan", "verify-swipe-too-short",
@@ -32,13 +32,9 @@ RETRY_RESULTS = ["verify-retry-scan", "verify-swipe-too-short",
 
 @pytest.fixture(scope="session")
 def ctl() -> str:
-    if os.environ.get("LOCALAUTHCTL"):
-        return os.environ["LOCALAUTHCTL"]
-    subprocess.run(["swift", "build", "--product", "localauthctl"], cwd=REPO, check=True,
-                   stdout=subprocess.DEVNULL)
-    bin_dir = subprocess.run(["swift", "build", "--show-bin-path"], cwd=REPO, check=True,
-                             capture_output=True, text=True).stdout.strip()
-    return str(Path(bin_dir) / "localauthctl")
+    """The tool as the other localauthctl tests find it: LOCALAUTHCTL, else build/ (with
+    LOCALAUTH_SKIP_BUILD=1: scripts/build made it), else a debug build."""
+    return localauthctl_binary()
 
 
 @pytest.fixture
@@ -136,6 +132,7 @@ def test_unknown_error_is_not_available(ctl, enrolled):
     assert "verify-unknown-error" in run.err, run
 
 
+@pytest.mark.alone("a time bound: the outcome within 1 s of the scan timeout")
 def test_scan_timeout_then_reader_is_free(ctl, enrolled):
     run = verify(ctl, enrolled, "--scan-timeout", "1")
     assert run.outcome == "systemCancel", run
@@ -170,6 +167,7 @@ def test_no_prints_enrolled(ctl, bed):
     assert run.outcome == "biometryNotEnrolled", run
 
 
+@pytest.mark.alone("a time bound: the outcome within 0.5 s")
 def test_fprintd_not_running_fails_fast(ctl):
     with Bed(fprintd=False) as bed:
         run = verify(ctl, bed)
@@ -178,6 +176,7 @@ def test_fprintd_not_running_fails_fast(ctl):
     assert run.elapsed < 0.5, run
 
 
+@pytest.mark.alone("a time bound: the outcome within 0.5 s")
 def test_no_bus_at_the_address(ctl, tmp_path):
     run = Run(*_popen([ctl, "sensor-verify", USER,
                        "--dbus-address", f"unix:path={tmp_path}/none"]), 10)
@@ -207,6 +206,7 @@ def _popen(argv, env=None):
 
 # ---- fprintd misbehaving ---------------------------------------------------------------
 
+@pytest.mark.alone("a time bound: the outcome within 1 s of the bus timeout")
 @pytest.mark.parametrize("bus_timeout", [0.5, 2.0])
 def test_frozen_fprintd_is_bounded_by_the_bus_timeout(ctl, enrolled, bus_timeout):
     enrolled.freeze_fprintd()
@@ -219,6 +219,7 @@ def test_frozen_fprintd_is_bounded_by_the_bus_timeout(ctl, enrolled, bus_timeout
     assert bus_timeout <= run.elapsed < bus_timeout + 1.0, run
 
 
+@pytest.mark.alone("a time bound: the outcome within 1 s of the bus timeout")
 def test_frozen_bus_daemon_is_bounded_too(ctl, enrolled):
     """sd-bus bounds its own handshake at 90 s; the sensor bounds it with the bus timeout."""
     bus_pid = enrolled.pids["dbus"]
@@ -231,6 +232,7 @@ def test_frozen_bus_daemon_is_bounded_too(ctl, enrolled):
     assert run.elapsed < 0.5 + 1.0, run
 
 
+@pytest.mark.alone("a time bound: the outcome within 1 s of both timeouts")
 def test_fprintd_frozen_mid_scan(ctl, enrolled):
     proc, started = start_verify(ctl, enrolled, "--scan-timeout", "1", "--bus-timeout", "0.5")
     assert enrolled.wait_finger_needed(10)
@@ -244,6 +246,7 @@ def test_fprintd_frozen_mid_scan(ctl, enrolled):
     assert run.elapsed < 1.0 + 0.5 + 1.0, run
 
 
+@pytest.mark.alone("a time bound: the outcome within 1 s of the kill")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_fprintd_killed_mid_scan(ctl, enrolled, sig):
     proc, started = start_verify(ctl, enrolled, "--scan-timeout", "20")
@@ -267,6 +270,7 @@ def test_fprintd_restarted_mid_scan(ctl, enrolled):
     assert "fprintd left the bus" in run.err, run
 
 
+@pytest.mark.alone("a time bound: the outcome within 1 s")
 def test_reader_claimed_by_another_client(ctl, enrolled):
     with enrolled.hold_claim("root"):
         run = verify(ctl, enrolled)
@@ -358,6 +362,7 @@ def test_enrolled_set_ignores_symlinked_prints(ctl, enrolled, tmp_path):
 
 # ---- figures ---------------------------------------------------------------------------
 
+@pytest.mark.alone("a time bound: the median verify within 1 s")
 def test_timings(ctl, enrolled, capsys):
     """Whole-process times of a matching `localauthctl verify` and of `fprintd-verify`
     (fprintd's own client) on the same bed, in the same run; printed, loosely bounded."""

@@ -36,9 +36,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from launcherbed import Syslog, namespace_prefix  # noqa: E402
+from launcherbed import namespace_prefix  # noqa: E402
 from pamenv import PamWorld  # noqa: E402
 from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
+from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
+from scan_events import ScanEvents  # noqa: E402
 
 KEYRING_GOT = "gkr-pam: stashed password to try later in open session"
 KEYRING_NONE = "gkr-pam: no password is available for user"
@@ -121,11 +123,6 @@ ONE_CONVERSATION = [
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 
-@pytest.fixture(scope="module")
-def inst():
-    return system.shared_installation()
-
-
 class Greeter:
     """A pam_wrapper world with the machine's common-* files, a throwaway user with the right
     index finger enrolled, a state directory, and the greeter-shaped driver."""
@@ -189,14 +186,14 @@ class Greeter:
         """The first login after boot, in a one-conversation greeter: the password."""
         self.install({"la-greeter": ONE_CONVERSATION})
         o = self.drive("la-greeter", answers=[self.user.password])
-        assert o.rv == "PAM_SUCCESS" and o.scans == [], o
+        assert o.rv == "PAM_SUCCESS" and o.verify_starts == [], o
         return o
 
     def state_values(self) -> dict:
         return system.state_fields(self.state / f"{self.user.name}.state")
 
 
-class Outcome:
+class Outcome(ScanEvents):
     def __init__(self, drive, events, results, logs, elapsed):
         self.drive, self.events, self.results = drive, events, results
         self.logs, self.elapsed = logs, elapsed
@@ -204,14 +201,6 @@ class Outcome:
     @property
     def rv(self):
         return self.drive.rv
-
-    @property
-    def scans(self):
-        return [e for e in self.events if e.name == "VerifyFingerSelected"]
-
-    @property
-    def matched(self):
-        return any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in self.events)
 
     def shown(self):
         return [t for s, t in self.drive.messages if s in ("PAM_TEXT_INFO", "PAM_ERROR_MSG")]
@@ -225,15 +214,13 @@ class Outcome:
 
 
 @pytest.fixture
-def greeter(inst, bed):
-    syslog = Syslog()
+def greeter(inst, bed, syslog):
     with system.ThrowawayUser(prefix="la-gdm-") as user:
         g = Greeter(inst, bed, user, syslog)
         try:
             yield g
         finally:
             g.close()
-            syslog.close()
 
 
 DISTROS = sorted(GDM_FINGERPRINT)
@@ -274,7 +261,7 @@ def test_gdm_fingerprint_lockout_fails_the_service_without_a_scan(greeter, distr
     assert o.rv != "PAM_SUCCESS" and UNAVAILABLE in o.shown(), o
     assert LOCKED not in o.shown(), o
     o = greeter.drive()
-    assert o.rv != "PAM_SUCCESS" and o.scans == [], o
+    assert o.rv != "PAM_SUCCESS" and o.verify_starts == [], o
     assert o.shown() == [UNAVAILABLE], o
     assert greeter.state_values()["failures"] == "5"
 
@@ -284,7 +271,7 @@ def test_gdm_fingerprint_user_not_opted_in_fails_the_service(greeter, distro):
     greeter.first_password()
     greeter.install(GDM_FINGERPRINT[distro], opt_in="required")
     o = greeter.drive()
-    assert o.rv != "PAM_SUCCESS" and o.scans == [], o
+    assert o.rv != "PAM_SUCCESS" and o.verify_starts == [], o
     assert o.prompts() == [], o
 
 
@@ -293,7 +280,7 @@ def test_gdm_fingerprint_nothing_waits_past_scan_timeout(greeter, distro):
     greeter.first_password()
     greeter.install(GDM_FINGERPRINT[distro], scan_timeout=2)
     o = greeter.drive()                          # nobody touches the reader
-    assert o.rv != "PAM_SUCCESS" and len(o.scans) == 1, o
+    assert o.rv != "PAM_SUCCESS" and len(o.verify_starts) == 1, o
     # The driver's own start and the bed's round trips are included: a second is plenty
     # for them on this machine; the bound is scan_timeout plus that, not the helper's 120 s.
     assert 2 <= o.elapsed < 2 + 5, o
@@ -304,7 +291,7 @@ def test_gdm_fingerprint_nothing_waits_past_scan_timeout(greeter, distro):
 def test_gdm_first_login_after_boot_is_the_password_and_the_keyring_gets_it(greeter, distro):
     greeter.install(GDM_FINGERPRINT[distro])
     o = greeter.drive()                          # the fingerprint conversation gives up ...
-    assert o.rv != "PAM_SUCCESS" and o.scans == [], o
+    assert o.rv != "PAM_SUCCESS" and o.verify_starts == [], o
     assert o.shown() == [UNAVAILABLE], o         # ... saying only that
     greeter.install({"gdm-password": GDM_PASSWORD})
     o = greeter.drive("gdm-password", answers=[greeter.user.password])
@@ -329,7 +316,7 @@ def test_one_conversation_returns_to_the_password_when_no_finger_comes(greeter):
     greeter.first_password()
     greeter.install({"la-greeter": ONE_CONVERSATION}, scan_timeout=2)
     o = greeter.drive("la-greeter", answers=[greeter.user.password])
-    assert o.rv == "PAM_SUCCESS" and len(o.scans) == 1 and not o.matched, o
+    assert o.rv == "PAM_SUCCESS" and len(o.verify_starts) == 1 and not o.matched, o
     assert len(o.prompts()) == 1, o              # the module returned; pam_unix asked
     assert KEYRING_GOT in o.logs, o
 

@@ -18,35 +18,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ctl_support import (BOOT_ID, PLACE, WAITING, Ctl, ThrowawayAccount,  # noqa: E402
-                         localauthctl_binary, password_entered, plain_run, read_state,
-                         write_state)
+                         password_entered, plain_run, read_state, write_state)
+from ctl_fixtures import account, ctl_binary, ctl_on  # noqa: E402,F401  (fixtures)
 from testbed import Bed  # noqa: E402
 
 COMMANDS = ["status", "enable", "disable", "reset", "verify", "doctor"]
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
-@pytest.fixture(scope="session")
-def ctl_binary() -> str:
-    return localauthctl_binary()
-
-
-@pytest.fixture
-def account():
-    with ThrowawayAccount() as a:
-        yield a
-
-
 @pytest.fixture
 def ctl(ctl_binary, bed, account, tmp_path) -> Ctl:
     """The tool on the bed, with the account's right index finger enrolled as print f1."""
-    bed.enroll(account.name, "right-index-finger", "f1")
-    state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    config = tmp_path / "localauth.conf"
-    config.write_text("")
-    config.chmod(0o644)
-    return Ctl(ctl_binary, bed, state, config)
+    return ctl_on(ctl_binary, bed, account, tmp_path)
 
 
 def status(ctl: Ctl, user: str) -> dict:
@@ -528,6 +511,7 @@ def test_a_prefix_installation_reads_its_own_config(tmp_path):
 
 # ---- audit records and the journal -------------------------------------------------------
 
+@pytest.mark.alone("the machine has one audit daemon")
 def test_a_lockout_and_a_reset_are_audited_like_pam_faillock(ctl, account):
     from recorders import AuditDaemon
     password_entered(ctl.state_dir, account.name, failures=3)

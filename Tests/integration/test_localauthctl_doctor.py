@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ctl_support import Ctl, ThrowawayAccount, localauthctl_binary  # noqa: E402
+from ctl_fixtures import account, ctl_binary  # noqa: E402,F401  (fixtures)
+from ctl_support import Ctl  # noqa: E402
 from testbed import Bed  # noqa: E402
 
 # Debian 12's common-auth as pam-auth-update writes it (comments left out).
@@ -37,17 +38,6 @@ auth       optional   pam_localauth.so authsucc
 
 @include common-account
 """
-
-
-@pytest.fixture(scope="module")
-def ctl_binary() -> str:
-    return localauthctl_binary()
-
-
-@pytest.fixture
-def account():
-    with ThrowawayAccount() as a:
-        yield a
 
 
 class Doctor:

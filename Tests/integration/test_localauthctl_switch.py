@@ -14,23 +14,12 @@ import pexpect
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ctl_support import (Ctl, ThrowawayAccount, localauthctl_binary,  # noqa: E402
-                         password_entered, read_state)
+from ctl_support import Ctl, password_entered, read_state  # noqa: E402
+from ctl_fixtures import account, ctl_binary, ctl_on  # noqa: E402,F401  (fixtures)
 from pamenv import PamWorld  # noqa: E402
 
 WAITING = "Waiting for your finger"
 REPO_HELPER = Path(__file__).resolve().parents[2] / "build" / "libexec" / "localauth" / "localauth-helper"
-
-
-@pytest.fixture(scope="module")
-def ctl_binary() -> str:
-    return localauthctl_binary()
-
-
-@pytest.fixture
-def account():
-    with ThrowawayAccount() as a:
-        yield a
 
 
 @pytest.fixture
@@ -42,13 +31,7 @@ def world():
 
 @pytest.fixture
 def ctl(ctl_binary, bed, account, tmp_path) -> Ctl:
-    bed.enroll(account.name, "right-index-finger", "f1")
-    state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    config = tmp_path / "localauth.conf"
-    config.write_text("opt_in = required\n")
-    config.chmod(0o644)
-    return Ctl(ctl_binary, bed, state, config)
+    return ctl_on(ctl_binary, bed, account, tmp_path, "opt_in = required\n")
 
 
 class Session:

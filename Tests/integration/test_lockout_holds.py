@@ -25,18 +25,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from test_e2e_pam import ASK_FINGER, SKIP_PROMPT  # noqa: E402
-from test_e2e_sudo_su import Machine  # noqa: E402
+from terminal_finger import ASK_FINGER, SKIP_PROMPT  # noqa: E402
+from sudo_machine import Machine  # noqa: E402
 from messages import ENROLLED, LOCKED, OTHER  # noqa: E402
+from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 WRONG = ["wrong-1", "wrong-2", "wrong-3"]     # sudo asks three times
-
-
-@pytest.fixture(scope="module")
-def inst():
-    return system.shared_installation()
 
 
 def natural_stack(module, args):

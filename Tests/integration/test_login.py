@@ -25,8 +25,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from launcherbed import LauncherInstallation, Syslog, namespace_prefix  # noqa: E402
+from launcherbed import Syslog, namespace_prefix  # noqa: E402
 from pamenv import LogLine, outcomes  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 ENROLLED, OTHER = "f1", "f9"
@@ -39,12 +40,6 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="runs as root"),
     pytest.mark.skipif(not Path(LOGIN).is_file(), reason="no /bin/login"),
 ]
-
-
-@pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
 
 
 @pytest.fixture
@@ -62,9 +57,7 @@ class LoginBed:
         self.dir.chmod(0o755)
         self.state = self.dir / "state"
         self.state.mkdir(mode=0o700)
-        inst.write_config(f"dbus_address = {bed.address}\nstate_dir = {self.state}\n"
-                          f"fprint_dir = {bed.state_dir}\npassword_after_reboot = no\n"
-                          "password_after_idle = 0\npassword_stale = 0\nscan_timeout = 10\n")
+        inst.write_bed_config(bed, self.state)
         bed.enroll(user.name, FINGER, ENROLLED)
         self.stack = self.dir / "login"
         self.stack.write_text(self.login_stack())

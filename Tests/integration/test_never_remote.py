@@ -30,7 +30,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from launcherbed import Syslog, namespace_prefix  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
-from test_faults import (ENROLLED, NOBODY, PASSWORD, PRESENT, Real, check, needs_helper,  # noqa: E402
+from real_helper import (ENROLLED, NOBODY, PASSWORD, PRESENT, Real, check, needs_helper,  # noqa: E402
                          prompts)
 from pamenv import PamWorld, outcomes  # noqa: E402
 from system import ThrowawayUser  # noqa: E402

@@ -22,6 +22,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pamenv  # noqa: E402
 from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
+from real_helper import REAL_HELPER  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SRC = pamenv.REPO / "Sources" / "pam_localauth"
@@ -261,6 +262,7 @@ FAILURES = [
 ]
 
 
+@pytest.mark.alone("a time bound: the password within 2 s of the first-frame bound")
 def test_a_silent_helper_hands_over_to_the_password_within_seconds(bed):
     """A helper that starts and never writes (a hang in its start-up) holds the caller for
     the first-frame bound, not for helper_timeout (120 s by default)."""
@@ -272,9 +274,16 @@ def test_a_silent_helper_hands_over_to_the_password_within_seconds(bed):
     assert took < 5, took
 
 
+@pytest.mark.alone("a time bound: the password within 1 s of Ctrl-C")
 def test_ctrl_c_ends_the_wait_for_a_silent_helper_at_once(bed):
     run = bed.world.pamtester(bed.stack("hang"), USER, items={"tty": "/dev/pts/0"})
-    time.sleep(0.8)
+    # The helper has its request: the module waits for its first frame now (a fixed sleep
+    # here was a guess at how long pamtester and the module take to get there).
+    deadline = time.monotonic() + 15
+    while not bed.events("start"):
+        assert time.monotonic() < deadline, "the helper never started"
+        time.sleep(0.02)
+    run.wait_module_takes_ctrl_c()   # and it waits on the helper, where Ctrl-C is its own
     asked = time.monotonic()
     run.interrupt()
     run.expect("Password: ", timeout=5)
@@ -433,6 +442,7 @@ STARVED = ["chrt", "--idle", "0", "nice", "-n", "19", "taskset", "-c", "0", "ion
            "--"]
 
 
+@pytest.mark.alone("its caller runs at idle priority on one CPU: beside other tests it waits for them")
 def test_helper_does_not_inherit_the_callers_scheduling_or_limits(bed):
     import resource
     r = bed.drive(bed.stack("match"), prefix=STARVED)
@@ -701,7 +711,7 @@ def test_ctrl_c_on_terminal_cancels_scan_and_password_follows(bed):
     svc = bed.stack("cancel")
     run = bed.world.pamtester(svc, USER, items={"tty": "/dev/pts/0"})
     run.expect("Touch the reader")
-    time.sleep(0.5)  # the module is back to waiting on the helper
+    run.wait_module_takes_ctrl_c()   # the module is back to waiting on the helper
     run.interrupt()
     run.expect("Password: ")
     run.sendline(PASSWORD)
@@ -878,9 +888,6 @@ def test_result_table_uses_header_values(pure):
 
 
 # --- with the real helper, when it is built (scripts/build without --c-only) ------------
-
-REAL_HELPER = pamenv.REPO / "build" / "libexec" / "localauth" / "localauth-helper"
-
 
 @pytest.mark.skipif(not REAL_HELPER.is_file(), reason="localauth-helper not built")
 def test_real_helper_without_reader_then_the_account_phase_records_password(bed):

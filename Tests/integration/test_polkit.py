@@ -28,9 +28,7 @@ cookie.
 """
 import os
 import re
-import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,29 +37,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from desktop import Desktop, LoginSession  # noqa: E402
+from desktop import LoginSession, UserDesktop  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
-from launcherbed import LauncherInstallation  # noqa: E402
-from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED  # noqa: E402
+from messages import ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED  # noqa: E402
+from polkit_agents import AUTH_SELF, PKEXEC, dialog  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from scan_events import ScanEvents  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_HELPER = "/usr/lib/polkit-1/polkit-agent-helper-1"
 ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
 PASSWORD_PROMPT = re.compile(r"(^|\n)Password: ")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# pkexec asks for the subject's own password (a desktop whose user is an administrator).
-AUTH_SELF = """polkit.addRule(function(action, subject) {
-    if (action.id == "org.freedesktop.policykit.exec") return polkit.Result.AUTH_SELF;
-});
-"""
-# pkttyagent registered for this shell (the subject pkexec names: its parent), then pkexec.
-PKEXEC = ('d=$(mktemp -d) && mkfifo "$d/ready" || exit 1\n'
-          'pkttyagent --process $$ --notify-fd 3 3>"$d/ready" &\n'
-          'agent=$!\n'
-          'cat "$d/ready" >/dev/null; rm -r "$d"\n'
-          'pkexec id -un; status=$?\n'
-          'kill $agent 2>/dev/null; exit $status\n')
-
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="runs as root"),
     pytest.mark.skipif(not (Path("/usr/bin/pkexec").is_file() and Path(AGENT_HELPER).is_file()
@@ -70,14 +57,8 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
-
-
 @dataclass
-class Run:
+class Run(ScanEvents):
     status: int
     screen: list                    # what the agent showed, one line each, colours removed
     results: list                   # what each presented finger gave
@@ -86,37 +67,17 @@ class Run:
     output: str = field(default="", repr=False)
 
     @property
-    def verify_starts(self):
-        return [e for e in self.events if e.name == "VerifyFingerSelected"]
-
-    @property
-    def matched(self):
-        return any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in self.events)
-
-    @property
     def authorized(self):
         return self.status == 0 and self.screen[-1:] == ["root"]
 
 
-class Polkit:
+class Polkit(UserDesktop):
     """A desktop with pam.d/polkit-1 as shipped, a throwaway user with the right index
     finger enrolled as print f1, and pkexec run by that user with pkttyagent."""
 
     def __init__(self, inst, bed, syslog, user):
-        self.bed, self.user = bed, user
-        self.desktop = Desktop(inst, bed, syslog)
-        try:
-            self.desktop.pam_file("polkit-1", (REPO / "pam.d" / "polkit-1").read_text())
-            bed.enroll(user.name, FINGER, ENROLLED)
-        except BaseException:
-            self.desktop.close()
-            raise
-
-    def close(self):
-        self.desktop.close()
-
-    def state(self) -> dict:
-        return system.state_fields(self.desktop.state / f"{self.user.name}.state")
+        super().__init__(inst, bed, syslog, user, lambda desktop: desktop.pam_file(
+            "polkit-1", (REPO / "pam.d" / "polkit-1").read_text()))
 
     def pkexec(self, fingers=(), answers=(), interrupt=False, **namespace) -> Run:
         """pkexec as the user: presents ``fingers`` as the agent asks for them, types
@@ -265,61 +226,6 @@ def test_logind_running_and_the_agent_in_no_session_gets_no_scan(polkit):
 
 
 # --- a dialog: no terminal ----------------------------------------------------------------
-
-@dataclass
-class DialogRun:
-    events: list                    # (kind, text): INFO, ERROR, PROMPT, HELPER, PKEXEC
-    results: list
-    bed_events: list
-
-    def texts(self, kind):
-        return [t for k, t in self.events if k == kind]
-
-    @property
-    def authorized(self):
-        pkexec = self.texts("PKEXEC")
-        return len(pkexec) == 1 and pkexec[0].startswith("0 root")
-
-    @property
-    def verify_starts(self):
-        return [e for e in self.bed_events if e.name == "VerifyFingerSelected"]
-
-
-def dialog(polkit, fingers=(), answers=(), display=True) -> DialogRun:
-    """pkexec authorised through polkit_dialog.py, a dialog-shaped agent run as the user
-    without a terminal (setsid), with DISPLAY=:0 when ``display``: presents ``fingers`` as
-    the dialog asks for them; ``answers`` are typed at its password prompts, then Cancel."""
-    import io
-    from pexpect.popen_spawn import PopenSpawn
-    script = polkit.desktop.ns.root / "polkit_dialog.py"
-    if not script.exists():
-        script.write_text((Path(__file__).parent / "polkit_dialog.py").read_text())
-        script.chmod(0o644)
-    env = system.default_env(DISPLAY=":0" if display else None)
-    argv = [*polkit.desktop.ns.prefix(),
-            *system.as_user(polkit.user, ["setsid", "/usr/bin/python3", str(script),
-                                          polkit.user.name, *answers])]
-    mark = polkit.bed.mark()
-    agent = PopenSpawn(argv, env=env, timeout=60, encoding="utf-8")
-    agent.logfile_read = log = io.StringIO()
-    results = []
-    try:
-        for p in fingers:
-            agent.expect(f"INFO {SWIPE}", timeout=20)
-            results.append(polkit.bed.reader.inject(f"SCAN {p}", timeout=15))
-        agent.expect("PKEXEC [^\n]*\n", timeout=60)
-    finally:
-        if agent.proc.poll() is None:
-            agent.kill(9)
-        agent.wait()
-    events = [tuple(l.split(" ", 1)) if " " in l else (l, "")
-              for l in log.getvalue().splitlines() if l]
-    run = DialogRun(events, results, polkit.bed.events(mark))
-    if run.authorized:        # no success without a match in this run or the password
-        assert any(e.name == "VerifyStatus" and e.args[0] == "verify-match"
-                   for e in run.bed_events) or polkit.user.password in answers, run
-    return run
-
 
 def test_dialog_offers_the_finger_and_shows_the_messages(polkit):
     r = dialog(polkit, answers=[polkit.user.password])

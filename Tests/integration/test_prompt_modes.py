@@ -12,8 +12,8 @@ Run as root: /usr/bin/python3 -m pytest Tests/integration/test_prompt_modes.py
 * sudo's password retries (the same PAM handle): no second scan;
 * the reader busy with another client: one line, then the password at once.
 """
-import contextlib
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -23,9 +23,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from testbed import Bed  # noqa: E402
+from messages import ENROLLED, OTHER  # noqa: E402
+from sudo_machine import SudoSetup, requisite_stack  # noqa: E402
 
-FINGER, ENROLLED, OTHER = "right-index-finger", "f1", "f9"
 SKIP_PROMPT = r"\(or press Enter to use your password\) "
 BOTH_PROMPT = "Password or fingerprint: "
 SUDO_PROMPT = r"\[sudo\] password for \S+: "
@@ -34,46 +34,30 @@ BUSY = "The fingerprint reader is in use by another session - use your password"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 
-class Stack(contextlib.ExitStack):
-    """A bed with a throwaway user's finger enrolled, the product installed in a temporary
-    prefix, a root-only state directory where the user already entered the password once,
-    and a sudo service + drop-in with `extra` module arguments."""
+class Stack(SudoSetup):
+    """A sudo_machine.SudoSetup with `extra` module arguments and a 15 s scan timeout, where
+    the user already entered the password once."""
+
+    service_prefix = "la-prompt-"
 
     def __init__(self, extra=(), password_module="pam_unix.so nodelay try_first_pass"):
-        super().__init__()
-        self.extra, self.password_module = list(extra), password_module
-
-    def __enter__(self):
-        super().__enter__()
-        try:
-            self._setup()
-        except BaseException:
-            self.close()
-            raise
-        return self
+        super().__init__(scan_timeout=15, extra=extra,
+                         stack=lambda module, args: requisite_stack(module, args, password_module))
 
     def _setup(self):
-        self.inst = system.shared_installation()
-        self.bed = self.enter_context(Bed())
-        self.user = self.enter_context(system.ThrowawayUser())
-        self.bed.enroll(self.user.name, FINGER, ENROLLED)
-        self.state = Path(self.enter_context(tempfile.TemporaryDirectory(prefix="localauth-state-")))
-        self.state.chmod(0o700)
-        args = " ".join([f"dbus_address={self.bed.address}", f"state_dir={self.state}",
-                         f"fprint_dir={self.bed.state_dir}", f"config={self.inst.config}",
-                         "scan_timeout=15", *self.extra])
-        self.lines = [f"auth sufficient {self.inst.module} {args}",
-                      f"auth requisite {self.password_module}",
-                      f"auth optional {self.inst.module} authsucc {args}",
-                      "account required pam_unix.so",
-                      "session required pam_unix.so"]
-        self.service = self.enter_context(system.PamService("la-prompt-", self.lines))
-        self.enter_context(system.SudoersDropIn(self.user, self.service.name))
+        super()._setup()
         self.password_once()
 
     def sudo(self, argv=("id", "-un"), shell=None):
         cmd = ["sh", "-c", shell] if shell else ["sudo", "-k", *argv]
         return system.run_on_pty(cmd, user=self.user)
+
+    def sudo_at_the_reader(self, prompt=SKIP_PROMPT):
+        """sudo, once it shows ``prompt`` and the reader waits for a finger."""
+        run = self.sudo()
+        run.expect(prompt)
+        assert self.bed.wait_finger_needed(), "the reader never waited for a finger"
+        return run
 
     def password_once(self):
         """A user never seen enters the password first; after it the finger is accepted."""
@@ -124,9 +108,7 @@ def test_a_finger_ends_the_enter_to_skip_prompt_by_itself():
 def test_enter_skips_to_the_password_at_once_and_stops_the_scan():
     with Stack() as s:
         mark = s.bed.mark()
-        run = s.sudo()
-        run.expect(SKIP_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader()
         run.sendline("")
         run.expect(SUDO_PROMPT)
         assert s.reader_free()  # the scan was stopped and the reader released
@@ -143,9 +125,7 @@ def test_a_password_typed_at_the_enter_prompt_is_not_shown_and_is_taken_once():
     show on the screen (scrollback, screen shares), and it is the password: no second
     prompt."""
     with Stack() as s:
-        run = s.sudo()
-        run.expect(SKIP_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader()
         run.sendline(s.user.password)
         result = run.finish()
         assert result.status == 0, result.output
@@ -157,9 +137,7 @@ def test_a_password_typed_at_the_enter_prompt_is_not_shown_and_is_taken_once():
 
 def test_a_wrong_password_typed_at_the_enter_prompt_gets_sudos_own_retry():
     with Stack() as s:
-        run = s.sudo()
-        run.expect(SKIP_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader()
         run.sendline("not-the-password")
         run.expect(SUDO_PROMPT)
         run.sendline(s.user.password)
@@ -186,9 +164,7 @@ def test_a_wrong_finger_is_said_and_the_prompt_comes_back():
 
 def test_a_password_typed_during_the_scan_is_taken_without_a_second_prompt():
     with Stack(extra=["prompt=concurrent"]) as s:
-        run = s.sudo()
-        run.expect(BOTH_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader(BOTH_PROMPT)
         run.sendline(s.user.password)
         result = run.finish()
         assert result.status == 0, result.output
@@ -224,9 +200,7 @@ def test_wrong_fingers_at_the_concurrent_prompt_count_and_the_password_still_wor
 
 def test_a_wrong_password_at_the_concurrent_prompt_is_refused():
     with Stack(extra=["prompt=concurrent"]) as s:
-        run = s.sudo()
-        run.expect(BOTH_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader(BOTH_PROMPT)
         run.sendline("not-the-password")
         # sudo tries again with a fresh stack run: the finger is not asked for again.
         run.expect(SUDO_PROMPT)
@@ -278,9 +252,7 @@ def test_a_closed_lid_skips_the_scan_and_an_open_one_does_not():
 def test_sudos_password_retries_do_not_scan_again():
     with Stack() as s:
         mark = s.bed.mark()
-        run = s.sudo()
-        run.expect(SKIP_PROMPT)
-        s.bed.wait_finger_needed()
+        run = s.sudo_at_the_reader()
         run.sendline("")
         run.expect(SUDO_PROMPT)
         run.sendline("wrong")
@@ -318,7 +290,7 @@ def test_su_takes_a_password_typed_at_the_concurrent_prompt():
         run = system.run_on_pty(["su", "-", s.user.name, "-c", "id -un"], user=caller,
                                 prefix=overlay.prefix)
         run.expect(BOTH_PROMPT)
-        s.bed.wait_finger_needed()
+        assert s.bed.wait_finger_needed()
         run.sendline(s.user.password)
         result = run.finish()
         assert result.status == 0, result.output
@@ -344,30 +316,34 @@ def test_su_authenticates_with_a_finger_at_the_skip_prompt():
 def test_a_finger_is_reused_only_in_the_same_terminal_session():
     """reuse_duration: a second sudo in the same login session on the same terminal needs no
     new scan; a new session needs one, even on a terminal with the same name (a later
-    window or login gets the same pts number or tty)."""
+    window or login gets the same pts number or tty). The new session here takes over the
+    very terminal of the first (setsid --ctty, as root), so the name is the same whatever
+    terminals other processes open meanwhile."""
     with Stack(extra=["reuse_duration=120"]) as s:
+        def as_user(commands):
+            return shlex.join(system.as_user(s.user, ["sh", "-c", commands]))
         mark = s.bed.mark()
-        run = s.sudo(shell="tty && sudo -k id -un && echo second && sudo -k id -un")
+        run = system.run_on_pty(["sh", "-c", (
+            as_user("tty && sudo -k id -un && echo second && sudo -k id -un")
+            + " && echo first-session-ended && read go && setsid --ctty "
+            + as_user("tty && sudo -k id -un"))])
         run.expect(SKIP_PROMPT)
         s.bed.scan(ENROLLED)
-        run.expect("second")
+        run.expect("first-session-ended")      # the new session waits for our line
+        first = lines(run.output)
+        assert first.count("root") == 2, first
+        assert len(s.scans_started(mark)) == 1  # the second sudo reused the first finger
+        assert run.output.count("(or press Enter") == 1
+        first_tty = first[0]
+
+        mark = s.bed.mark()
+        run.sendline("go")
+        run.expect(SKIP_PROMPT)
+        s.bed.scan(ENROLLED)
         result = run.finish()
         assert result.status == 0, result.output
-        assert lines(result.output).count("root") == 2
-        assert len(s.scans_started(mark)) == 1  # the second sudo reused the first finger
-        assert result.output.count("(or press Enter") == 1
-
-        first_tty = lines(result.output)[0]
-
-        # A new session: devpts hands out the lowest free number, so it gets the same
-        # terminal name as the first one; the finger is asked for again all the same.
-        mark = s.bed.mark()
-        run = s.sudo(shell="tty && sudo -k id -un")
-        run.expect(SKIP_PROMPT)
-        s.bed.scan(ENROLLED)
-        again = run.finish()
-        assert again.status == 0, again.output
-        assert lines(again.output)[0] == first_tty
+        again = lines(result.output.partition("first-session-ended")[2])
+        assert [l for l in again if l.startswith("/dev/")] == [first_tty], again
         assert len(s.scans_started(mark)) == 1
 
 
@@ -424,7 +400,7 @@ def test_a_suspended_sudo_gets_no_enter_in_the_shell():
         shell = Shell(s)
         shell.pt.sendline("sudo -k id -un")
         shell.pt.expect(SKIP_PROMPT)
-        s.bed.wait_finger_needed()
+        assert s.bed.wait_finger_needed()
         shell.pt.child.sendcontrol("z")  # Ctrl-Z: sudo stops, the shell reads the terminal
         shell.pt.expect(SHELL_PROMPT)
         enter_never_reached_the_shell(s, shell)
@@ -434,6 +410,6 @@ def test_a_background_sudo_gets_no_enter_in_the_shell():
     with Stack() as s:
         shell = Shell(s)
         shell.pt.sendline("sudo -k id -un &")
-        s.bed.wait_finger_needed()
+        assert s.bed.wait_finger_needed()
         shell.pt.expect(SHELL_PROMPT)
         enter_never_reached_the_shell(s, shell)

@@ -15,15 +15,15 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from appbed import ENROLLED, OTHER, REPO, AppWorld, app_binary  # noqa: E402
-from launcherbed import LauncherInstallation, Syslog, namespace_prefix  # noqa: E402
+from appbed import ENROLLED, OTHER, REPO, app_binary, app_world  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from launcherbed import namespace_prefix  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
@@ -32,27 +32,14 @@ SECRET = "correct horse battery staple"
 
 
 @pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
-
-
-@pytest.fixture(scope="module")
 def vault():
     return app_binary("secret-vault", REPO / "Examples" / "SecretVault")
 
 
 @pytest.fixture
-def world(inst, bed, vault):
-    tmp = Path(tempfile.mkdtemp(prefix="localauth-rights-"))
-    tmp.chmod(0o755)
-    syslog = Syslog()
-    try:
-        with system.ThrowawayUser(prefix="la-rt-") as user:
-            yield AppWorld(inst, bed, syslog, user, tmp, vault)
-    finally:
-        syslog.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+def world(inst, bed, syslog, vault):
+    with app_world(inst, bed, syslog, vault, "la-rt-") as w:
+        yield w
 
 
 def error_code(run):
@@ -70,7 +57,7 @@ def line(run, key):
 def saved(world, name="notes", requirement="biometry", secret=SECRET):
     run = world.run("save", name, secret, requirement)
     assert run.status == 0 and f"OK saved {name}" in run.output, run.output
-    assert run.scans == []                      # saving asks nobody
+    assert run.verify_starts == []                      # saving asks nobody
     return run
 
 
@@ -95,7 +82,7 @@ def test_the_secret_comes_back_after_a_restart_only_with_the_enrolled_finger(wor
     # A new process: the finger, then the bytes.
     run = world.run("open", "notes", fingers=[ENROLLED])
     assert run.status == 0 and line(run, "SECRET") == SECRET, run.output
-    assert len(run.scans) == 1
+    assert len(run.verify_starts) == 1
     assert "Open the vault notes" in run.output                      # the reason, on its terminal
     assert re.search(r"(Place|Swipe) your right index finger", run.output)
     logs = run.messages("localauth-helper")
@@ -105,14 +92,14 @@ def test_the_secret_comes_back_after_a_restart_only_with_the_enrolled_finger(wor
 def test_the_completion_handler_forms_do_the_same(world):
     saved(world)
     run = world.run("open-handlers", "notes", fingers=[ENROLLED])
-    assert run.status == 0 and line(run, "SECRET") == SECRET and len(run.scans) == 1, run.output
+    assert run.status == 0 and line(run, "SECRET") == SECRET and len(run.verify_starts) == 1, run.output
     assert "OK can authorize" in world.run("check", "notes").output
 
 
 def test_without_authorizing_or_in_another_process_there_are_no_bytes(world):
     saved(world)
     peek = world.run("peek", "notes")
-    assert error_code(peek) == -1004 and SECRET not in peek.output and peek.scans == []   # notInteractive
+    assert error_code(peek) == -1004 and SECRET not in peek.output and peek.verify_starts == []   # notInteractive
     # Authorized in one process (which deauthorizes on its way out, as the example does)...
     assert line(world.run("open", "notes", fingers=[ENROLLED]), "SECRET") == SECRET
     # ...gives another process nothing.
@@ -124,7 +111,7 @@ def test_a_wrong_finger_gets_authentication_failed_and_no_bytes(world):
     saved(world)
     run = world.run("open", "notes", fingers=[OTHER] * 3)
     assert error_code(run) == -1 and SECRET not in run.output, run.output     # authenticationFailed
-    assert len(run.scans) == 3
+    assert len(run.verify_starts) == 3
     assert world.state_values()["failures"] == "3"                           # counted as under sudo
 
 
@@ -135,7 +122,7 @@ def test_a_locked_out_user_gets_biometry_lockout_and_no_bytes(world):
     assert SECRET not in first.output
     locked = world.run("open", "notes")          # no scan is offered: nothing to present
     assert error_code(locked) == -8 and SECRET not in locked.output, locked.output   # biometryLockout
-    assert locked.scans == []
+    assert locked.verify_starts == []
 
 
 def test_a_different_program_finds_nothing_and_gets_no_bytes(world):
@@ -147,7 +134,7 @@ def test_a_different_program_finds_nothing_and_gets_no_bytes(world):
     try:
         run = world.run("open", "notes")
         assert error_code(run) == -10 and SECRET not in run.output, run.output   # invalidContext: not found
-        assert run.scans == []
+        assert run.verify_starts == []
     finally:
         world.app = mine
     # The saver still has it.
@@ -235,7 +222,7 @@ def test_a_current_set_right_is_invalidated_when_a_finger_is_added(world):
     assert line(world.run("open", "notes", fingers=[ENROLLED]), "SECRET") == SECRET
     world.bed.enroll(world.user.name, "left-thumb", "f2")
     run = world.run("open", "notes")
-    assert error_code(run) == -10 and SECRET not in run.output and run.scans == [], run.output
+    assert error_code(run) == -10 and SECRET not in run.output and run.verify_starts == [], run.output
     assert "changed since the right was saved" in run.output
 
 
@@ -253,7 +240,7 @@ def test_a_damaged_record_is_a_clear_error_and_is_kept(world):
     record = next(rights_dir(world).glob("*.right"))
     record.write_text("version=1\nsecret=zz\n")
     run = world.run("open", "notes")
-    assert error_code(run) == -6 and "damaged" in run.output and run.scans == [], run.output
+    assert error_code(run) == -6 and "damaged" in run.output and run.verify_starts == [], run.output
     assert record.read_text() == "version=1\nsecret=zz\n"
     # Saving again keeps the damaged bytes aside.
     saved(world)

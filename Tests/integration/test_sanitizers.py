@@ -25,26 +25,37 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import pamenv  # noqa: E402
+import system  # noqa: E402
 from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
+from real_helper import PRESENT, bed_args, helper_pids_below, needs_helper, parent_of  # noqa: E402
 
 REPO = pamenv.REPO
-REAL_HELPER = REPO / "build" / "libexec" / "localauth" / "localauth-helper"
 USER = "la-san-user"
 PASSWORD = "san-pw-5"
 ENROLLED, STRANGER = "f1", "f-stranger"
-PRESENT = {"DISPLAY": ":0"}   # someone can be at the reader (the driver's stdin is a pipe)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
-needs_helper = pytest.mark.skipif(not REAL_HELPER.is_file(),
-                                  reason="localauth-helper not built (scripts/build)")
 
 
 # --- AddressSanitizer and UndefinedBehaviorSanitizer ------------------------------------
 
-def test_module_tests_pass_under_asan_and_ubsan():
+@pytest.fixture
+def source_copy():
+    """A copy of the sources to build in: scripts/build rewrites build/lib/security, which
+    the tests running meanwhile load. Open to all (0755), as the repository is: the module
+    tests load the module in drivers that run as other users too."""
+    work = Path(tempfile.mkdtemp(prefix="localauth-asan-"))
+    try:
+        work.chmod(0o755)
+        yield system.source_copy(REPO, work / "src")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_module_tests_pass_under_asan_and_ubsan(source_copy):
     if os.environ.get("LOCALAUTH_PAM_MODULE"):
         pytest.skip("already running against another module build")
-    build = subprocess.run([str(REPO / "scripts" / "build"), "--c-only", "--sanitize"],
+    build = subprocess.run([str(source_copy / "scripts" / "build"), "--c-only", "--sanitize"],
                            capture_output=True, text=True)
     if build.returncode != 0:
         pytest.skip(f"no sanitizer build here: {build.stderr[-500:]}")
@@ -54,6 +65,10 @@ def test_module_tests_pass_under_asan_and_ubsan():
     env = dict(os.environ)
     env.update(dict(kv.split("=", 1) for kv in hint.group(1).split()))
     env["LOCALAUTH_SKIP_BUILD"] = "1"
+    # The run inside runs within this test (which holds the parallel run's shared lock):
+    # it takes no lock of its own, else an `alone` test waiting at the gate would wait for
+    # this one, and this one for it.
+    env.pop("LOCALAUTH_TEST_ALONE_LOCK", None)
     assert Path(env["LOCALAUTH_PAM_MODULE"]).is_file()
     run = subprocess.run([pamenv.PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           str(HERE / "test_pam_module.py")], cwd=REPO, env=env,
@@ -77,10 +92,7 @@ def world():
 def helper_args(world, bed, *extra):
     state = world.root / "state"
     state.mkdir(mode=0o700, exist_ok=True)
-    return " ".join([f"helper={REAL_HELPER}", f"state_dir={state}",
-                     f"config={world.root}/absent.conf", f"dbus_address={bed.address}",
-                     f"fprint_dir={bed.state_dir}", "password_after_reboot=no",
-                     "password_after_idle=0", "password_stale=0", *extra])
+    return " ".join(bed_args(world, bed, state, *extra))
 
 
 def valgrind_pamtester(world, service, bed, finger):
@@ -126,24 +138,6 @@ def test_valgrind_pamtester_with_the_real_helper(world, bed, finger):
 
 # --- what the real helper inherits -------------------------------------------------------
 
-def _ppid(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
-
-
-def helper_below(ancestor):
-    target = os.path.realpath(REAL_HELPER)
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            if os.readlink(f"/proc/{d}/exe") == target and _ppid(_ppid(int(d))) == ancestor:
-                return int(d)
-        except OSError:
-            continue
-    return None
-
-
 @needs_helper
 def test_real_helper_gets_a_clean_environment_and_no_descriptor(world, bed):
     bed.enroll(USER, "right-index-finger", ENROLLED)
@@ -162,13 +156,14 @@ def test_real_helper_gets_a_clean_environment_and_no_descriptor(world, bed):
                           prefix=prefix)
         try:
             bed.wait_event("VerifyFingerSelected", since=mark, timeout=20)
-            pid = helper_below(os.getpid())
-            assert pid is not None
+            pids = helper_pids_below(os.getpid())
+            assert pids
+            pid = pids[0]
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
             fds = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}")
                    for fd in os.listdir(f"/proc/{pid}/fd")}
             maps = Path(f"/proc/{pid}/maps").read_text()
-            driver = _ppid(pid)
+            driver = parent_of(pid)
             caller_fds = {os.readlink(f"/proc/{driver}/fd/{fd}")
                           for fd in os.listdir(f"/proc/{driver}/fd")}
         finally:

@@ -33,11 +33,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from desktop import PROFILES, Desktop, LoginSession  # noqa: E402
+from pamenv import drive_spec  # noqa: E402
+from desktop import PROFILES, LoginSession, UserDesktop  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
-from launcherbed import LauncherInstallation, Syslog  # noqa: E402
-from test_polkit import AUTH_SELF, PKEXEC, dialog  # noqa: E402
-from messages import FINGER, ENROLLED, OTHER, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
+from polkit_agents import AUTH_SELF, PKEXEC, dialog  # noqa: E402
+from messages import ENROLLED, OTHER, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from scan_events import ScanEvents  # noqa: E402
 
 ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
 SKIP_PROMPT = re.compile(r"[(（][^\r\n]*[)）] ?")
@@ -91,14 +93,8 @@ def present(name):
     return shutil.which(PROGRAMS[name]) is not None or Path(PROGRAMS[name]).is_file()
 
 
-@pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
-
-
 @dataclass
-class Run:
+class Run(ScanEvents):
     ok: bool
     screen: list
     results: list
@@ -106,40 +102,25 @@ class Run:
     prompts: int
     output: str = field(default="", repr=False)
 
-    @property
-    def scans(self):
-        return [e for e in self.events if e.name == "VerifyFingerSelected"]
-
-    @property
-    def matched(self):
-        return any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in self.events)
-
     def shown(self, text):
         return any(text in line for line in self.screen)
 
 
-class Stock:
+class Stock(UserDesktop):
     """A desktop where pam-auth-update enabled the product's profiles; a throwaway user
     (the one who authenticates, right index finger enrolled) and another (su's runner)."""
 
     def __init__(self, inst, bed, syslog, user, runner):
-        self.bed, self.user, self.runner, self.syslog = bed, user, runner, syslog
-        self.desktop = Desktop(inst, bed, syslog)
-        try:
-            profiles = sorted(p.name for p in PROFILES.iterdir())
-            self.desktop.pam_auth_update("--enable", *profiles)
-            self.desktop.sudoers(user)
-            self.desktop.doas(user)
-            bed.enroll(user.name, FINGER, ENROLLED)
-        except BaseException:
-            self.desktop.close()
-            raise
+        self.runner = runner
+        super().__init__(inst, bed, syslog, user, self._prepare)
 
-    def close(self):
-        self.desktop.close()
+    def _prepare(self, desktop):
+        desktop.pam_auth_update("--enable", *sorted(p.name for p in PROFILES.iterdir()))
+        desktop.sudoers(self.user)
+        desktop.doas(self.user)
 
     def failures(self) -> str:
-        return system.state_fields(self.desktop.state / f"{self.user.name}.state")["failures"]
+        return self.state()["failures"]
 
     def drive(self, caller: Caller, fingers=(), answers=(), argv=None, piped=False,
               **namespace) -> Run:
@@ -193,8 +174,7 @@ class Stock:
 
 
 @pytest.fixture
-def stock(inst, bed_factory):
-    syslog = Syslog()
+def stock(inst, bed_factory, syslog):
     bed = bed_factory(polkit_rules=AUTH_SELF)
     with system.ThrowawayUser(prefix="la-st-") as user, \
             system.ThrowawayUser(prefix="la-st-run-") as runner:
@@ -203,7 +183,6 @@ def stock(inst, bed_factory):
             yield s
         finally:
             s.close()
-            syslog.close()
 
 
 def matches(stock, caller):
@@ -227,7 +206,7 @@ def test_stock_stack_finger_fallback_lockout_and_clearing(stock, name):
         pytest.skip(f"{PROGRAMS[name]} is not installed")
     caller, pw = CALLERS[name], stock.user.password
     r = stock.drive(caller, answers=[pw])                       # first use: the password
-    assert r.ok and r.shown(caller.first_use) and r.scans == [], r
+    assert r.ok and r.shown(caller.first_use) and r.verify_starts == [], r
     matches(stock, caller)                                      # match
     r = stock.drive(caller, [OTHER] * 3, answers=[pw])          # three wrong, then password
     assert r.ok and r.results == ["verify-no-match"] * 3 and r.prompts == 1, r
@@ -238,11 +217,11 @@ def test_stock_stack_finger_fallback_lockout_and_clearing(stock, name):
     assert not r.ok and r.shown(caller.locked), r
     assert stock.failures() == "5"
     r = stock.drive(caller, answers=["wrong"])                  # locked: no scan at all
-    assert not r.ok and r.scans == [] and r.shown(caller.locked), r
+    assert not r.ok and r.verify_starts == [] and r.shown(caller.locked), r
     assert caller.owner or not r.shown(LOCKED), r              # nothing about the account
     assert stock.failures() == "5"                              # a wrong password clears nothing
     r = stock.drive(caller, answers=[pw])                       # the password clears it
-    assert r.ok and r.scans == [], r
+    assert r.ok and r.verify_starts == [], r
     assert stock.failures() == "0"
     matches(stock, caller)                                      # and the finger is back
 
@@ -258,10 +237,10 @@ def test_vlock_lockout_and_clearing_without_a_touch(stock):
     stock.drive(sudo, [OTHER] * 2, answers=["wrong"])
     assert stock.failures() == "5"
     r = stock.drive(vlock, answers=["wrong"])
-    assert not r.ok and r.scans == [] and r.shown(LOCKED), r
+    assert not r.ok and r.verify_starts == [] and r.shown(LOCKED), r
     assert stock.failures() == "5"
     r = stock.drive(vlock, answers=[pw])
-    assert r.ok and r.scans == [], r
+    assert r.ok and r.verify_starts == [], r
     assert stock.failures() == "0"
 
 
@@ -270,7 +249,7 @@ def test_vlock_lockout_and_clearing_without_a_touch(stock):
 def no_scan(stock, caller, argv, answers=(), piped=False):
     stock.drive(caller, answers=[stock.user.password])           # past the first use
     r = stock.drive(caller, answers=answers, argv=argv, piped=piped)
-    assert r.scans == [], r
+    assert r.verify_starts == [], r
     return r
 
 
@@ -318,21 +297,13 @@ def test_in_a_remote_login_session_there_is_no_scan(stock, name):
         r = stock.drive(caller, answers=[stock.user.password], session=remote, logind=True)
     finally:
         remote.close()
-    assert r.ok and r.scans == [] and r.prompts == 1, r
+    assert r.ok and r.verify_starts == [] and r.prompts == 1, r
 
 
 def test_pkexec_agent_without_terminal_or_display_gets_no_scan(stock):
     stock.drive(CALLERS["pkexec"], answers=[stock.user.password])
-    polkit = _PolkitView(stock)
-    r = dialog(polkit, display=False, answers=[stock.user.password])
+    r = dialog(stock, display=False, answers=[stock.user.password])
     assert r.authorized and r.verify_starts == [], r.events
-
-
-class _PolkitView:
-    """What test_polkit.dialog needs from a desktop."""
-
-    def __init__(self, stock):
-        self.desktop, self.bed, self.user = stock.desktop, stock.bed, stock.user
 
 
 # --- GDM's password conversation through common-auth -------------------------------------------
@@ -346,11 +317,8 @@ def greeter(stock, service, answers=(), fingers=(), items=None, **namespace):
     driver = stock.desktop.ns.root / "pamenv_driver.py"
     if not driver.exists():
         shutil.copy(Path(__file__).parent / "pamenv.py", driver)
-    spec = dict(service=service, user=stock.user.name, answers=list(answers),
-                items=items or {"xdisplay": ":0", "tty": ":0"}, pam_env={}, flags=[],
-                interrupt_on=None,
-                interrupt_delay=0.3, answer_delay=0.0, ignore_signals=[], inheritable_fd=False,
-                real_uid=None, account=True, cgroup=None)
+    spec = drive_spec(service, stock.user.name, answers=answers,
+                      items=items or {"xdisplay": ":0", "tty": ":0"}, account=True)
     mark, log_mark = stock.bed.mark(), stock.syslog.mark()
     injection = stock.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
     proc = subprocess.run([*stock.desktop.ns.prefix(**namespace), "setsid", "/usr/bin/python3", str(driver),

@@ -228,6 +228,7 @@ def test_hold_claim_makes_reader_busy(enrolled_bed, client):
     client.dev.Release()
 
 
+@pytest.mark.alone("a time bound: the call fails within 2.5 s of its timeout")
 def test_freeze_makes_calls_time_out(enrolled_bed, client):
     enrolled_bed.freeze_fprintd()
     t0 = time.monotonic()
@@ -259,6 +260,7 @@ def test_kill_and_restart_keeps_prints(enrolled_bed):
         c.close()
 
 
+@pytest.mark.alone("a time bound: stop() within 3 s")
 def test_stop_leaves_no_process_and_no_dir(bed_factory):
     b = bed_factory()
     pids = dict(b.pids)
@@ -294,6 +296,7 @@ def test_no_fprintd(bed_factory):
         b.scan("f1", timeout=0.1)
 
 
+@pytest.mark.alone("a time bound: the refused enrolment within 3 s")
 def test_polkit_deny_refuses_claim(bed_factory):
     b = bed_factory(polkit="deny")
     with pytest.raises(DBusCallError) as exc:

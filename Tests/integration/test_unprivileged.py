@@ -33,8 +33,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from launcherbed import LauncherInstallation, namespace_prefix  # noqa: E402
+from launcherbed import namespace_prefix  # noqa: E402
 from pamenv import outcomes, LogLine  # noqa: E402
+from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from scan_events import ScanEvents  # noqa: E402
 
 ENROLLED, OTHER = "f1", "f9"          # the user's virtual print, and a stranger's
 FINGER = "right-index-finger"
@@ -47,11 +49,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 
 # --- fixtures ------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def inst():
-    with LauncherInstallation() as i:
-        yield i
 
 
 @pytest.fixture
@@ -80,13 +77,8 @@ class Locker:
         self.service = self.add_service()
 
     def configure(self, **extra):
-        """The root configuration: this bed, this state directory, no password-age rules
-        (each test starts from a user the product has never seen), plus ``extra``."""
-        options = dict(dbus_address=self.bed.address, state_dir=str(self.state),
-                       fprint_dir=str(self.bed.state_dir), password_after_reboot="no",
-                       password_after_idle="0", password_stale="0", scan_timeout="10")
-        options.update(extra)
-        self.inst.write_config("".join(f"{k} = {v}\n" for k, v in options.items()))
+        """The root configuration for this bed and state directory (launcherbed), plus ``extra``."""
+        self.inst.write_bed_config(self.bed, self.state, **extra)
 
     def lines(self, *args):
         a = " ".join(args)
@@ -135,7 +127,7 @@ class Locker:
                        self.syslog.lines[log_mark:])
 
 
-class Outcome:
+class Outcome(ScanEvents):
     def __init__(self, status, output, results, events, logs):
         self.status, self.output, self.results = status, output, results
         self.events, self.logs = events, logs
@@ -143,10 +135,6 @@ class Outcome:
     @property
     def ok(self):
         return self.status == 0 and OK in self.output
-
-    @property
-    def scans(self):
-        return [e for e in self.events if e.name == "VerifyFingerSelected"]
 
     def messages(self, ident):
         return [m for i, m in self.logs if i == ident]
@@ -318,11 +306,11 @@ def test_five_failures_lock_out_and_only_the_password_clears_it(locker):
     assert (st.st_uid, st.st_mode & 0o777) == (0, 0o600)   # root's, closed to the user
     # Locked out: no scan at all, straight to the password; a right finger cannot help.
     third = locker.run(password="wrong-again")
-    assert third.scans == [] and third.status != 0
+    assert third.verify_starts == [] and third.status != 0
     assert locker.state_values()["failures"] == "5"
     # The password, through the authsucc line and the launcher, clears it.
     fourth = locker.run(password=user.password)
-    assert fourth.ok and fourth.scans == []
+    assert fourth.ok and fourth.verify_starts == []
     first_line, authsucc = fourth.module_outcomes
     assert first_line["result"] == "biometryLockout"
     assert (authsucc["result"], authsucc["pam"]) == ("success", "PAM_AUTHINFO_UNAVAIL"), authsucc
@@ -366,7 +354,7 @@ def test_another_users_authentication_is_refused(locker, bob):
     locker.bed.enroll(bob.name, FINGER, ENROLLED)
     out = locker.run(target=bob.name, password="whatever")   # alice asks for bob
     assert out.status != 0
-    assert out.scans == []                                     # no scan at all
+    assert out.verify_starts == []                             # no scan at all
     (first, *_rest) = out.module_outcomes
     assert first["pam"] == "PAM_AUTHINFO_UNAVAIL"
     assert f"request for user {bob.name} refused: the caller is uid {locker.user.uid}" \
@@ -613,7 +601,7 @@ def test_state_file_the_user_can_write_is_not_trusted(locker):
     assert locker.run(fingers=[ENROLLED]).ok
     os.chown(locker.state_file, locker.user.uid, locker.user.gid)
     out = locker.run(password=locker.user.password)
-    assert out.ok and out.scans == []
+    assert out.ok and out.verify_starts == []
     first, authsucc = out.module_outcomes
     assert first["result"] == "biometryLockout", first
     assert any(f"owned by uid {locker.user.uid}" in m for m in out.messages("localauth-helper"))
@@ -839,6 +827,7 @@ def proc_stat(pid):
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
+@pytest.mark.alone("its caller runs at idle priority on one CPU: beside other tests it waits for them")
 def test_helper_does_not_inherit_the_callers_scheduling(locker):
     """nice 19, SCHED_IDLE, one CPU, idle I/O from the caller: the launcher resets them."""
     no_terminal_needed(locker)
