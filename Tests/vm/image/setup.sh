@@ -66,16 +66,13 @@ if [ "${DESKTOP:-0}" = 1 ]; then
   # itself, and two conversations would both want the reader (README, "Callers on a
   # desktop").
   # Debian's greeter reads no system db: its profile (/usr/share/dconf/profile/gdm) names
-  # only /var/lib/gdm3/greeter-dconf-defaults, which gdm3's generate-config compiles from
-  # /usr/share/gdm/dconf. With the setting unseen, the greeter runs gdm-fingerprint beside
-  # gdm-password; its pam_fprintd.so is not installed, that conversation fails at once, and
-  # each failure can end the password's conversation too ("conversation failed").
+  # only /var/lib/gdm3/greeter-dconf-defaults, which gdm.service compiles from
+  # /usr/share/gdm/dconf at each start (/etc/gdm3/greeter.dconf-defaults is linked there).
+  # With the setting unseen, the greeter runs gdm-fingerprint beside gdm-password; its
+  # pam_fprintd.so is not installed, that conversation fails at once, and each failure can
+  # end the password's conversation too ("conversation failed").
   printf '[org/gnome/login-screen]\nenable-fingerprint-authentication=false\n' \
     > /usr/share/gdm/dconf/95-localauth-settings
-  # (Debian-gdm's home is made at its first start; the compiled defaults go there now.)
-  install -d -o Debian-gdm -g Debian-gdm -m 0755 /var/lib/gdm3
-  dconf compile /var/lib/gdm3/greeter-dconf-defaults /usr/share/gdm/dconf
-  chown Debian-gdm:Debian-gdm /var/lib/gdm3/greeter-dconf-defaults
   mkdir -p /etc/dconf/db/local.d /etc/dconf/profile
   printf '[org/gnome/login-screen]\nenable-fingerprint-authentication=false\n' \
     > /etc/dconf/db/local.d/90-localauth
