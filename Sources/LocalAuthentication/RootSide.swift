@@ -275,25 +275,9 @@ struct AppResult: Equatable, Sendable {
         self.biometry = biometry
     }
 
+    /// Non-empty hex text as bytes (LocalAuthProtocol's Hex); nil for anything else.
     static func bytes(hex: String) -> Data? {
-        let digits = Array(hex.utf8)
-        guard !digits.isEmpty, digits.count % 2 == 0 else { return nil }
-        var out = Data(capacity: digits.count / 2)
-        var i = 0
-        while i < digits.count {
-            guard let hi = nibble(digits[i]), let lo = nibble(digits[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
+        guard !hex.isEmpty, let bytes = Hex.decode(hex) else { return nil }
+        return Data(bytes)
     }
 }

@@ -216,29 +216,10 @@ public struct RightsStore {
         return try body()
     }
 
-    /// temp file → fsync → rename (the caller fsyncs the directory).
+    /// temp file → fsync → rename (Posix.replaceFile; the caller fsyncs the directory).
     private func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(Failure) {
-        let tmp = path + ".tmp"
-        unlink(tmp)  // a leftover from a crash; the lock is held, so it is not in use
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: tmp, operation: "create", errno: errno) }
-        var failure: Failure?
-        if fchmod(fd, 0o600) != 0 {
-            failure = .io(path: tmp, operation: "chmod", errno: errno)
-        } else if let e = Posix.writeAll(fd, bytes) {
-            failure = .io(path: tmp, operation: "write", errno: e)
-        } else if fsync(fd) != 0 {
-            failure = .io(path: tmp, operation: "fsync", errno: errno)
-        }
-        close(fd)
-        if let failure {
-            unlink(tmp)
-            throw failure
-        }
-        guard rename(tmp, path) == 0 else {
-            let e = errno
-            unlink(tmp)
-            throw .io(path: path, operation: "rename", errno: e)
+        if let f = Posix.replaceFile(path, with: bytes, sync: { fsync($0) }) {
+            throw .io(path: f.path, operation: f.operation, errno: f.errno)
         }
     }
 

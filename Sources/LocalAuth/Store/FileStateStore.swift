@@ -196,29 +196,11 @@ public final class FileStateStore: StateStore {
         return fd
     }
 
-    /// temp file → fsync → rename → fsync(directory); without `synced`, no fsync.
+    /// temp file → fsync → rename → fsync(directory) (Posix.replaceFile); without `synced`,
+    /// no fsync.
     private func writeAtomically(_ path: String, _ bytes: [UInt8], synced: Bool = true) throws(StoreError) {
-        let tmp = path + ".tmp"
-        unlink(tmp)  // a leftover from a crash; we hold the lock, so it is not in use
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: tmp, operation: "create", errno: errno) }
-        var failure: StoreError?
-        if fchmod(fd, 0o600) != 0 {
-            failure = .io(path: tmp, operation: "chmod", errno: errno)
-        } else if let e = Posix.writeAll(fd, bytes) {
-            failure = .io(path: tmp, operation: "write", errno: e)
-        } else if synced, sync(fd) != 0 {
-            failure = .io(path: tmp, operation: "fsync", errno: errno)
-        }
-        close(fd)
-        if let failure {
-            unlink(tmp)
-            throw failure
-        }
-        guard rename(tmp, path) == 0 else {
-            let e = errno
-            unlink(tmp)
-            throw .io(path: path, operation: "rename", errno: e)
+        if let f = Posix.replaceFile(path, with: bytes, sync: synced ? sync : nil) {
+            throw .io(path: f.path, operation: f.operation, errno: f.errno)
         }
         if synced { try syncDirectory() }
     }

@@ -45,6 +45,38 @@ enum Posix {
         return nil
     }
 
+    /// The step of a file system change that failed, for the caller's own error type.
+    struct Failure {
+        let path: String
+        let operation: String
+        let errno: Int32
+    }
+
+    /// New contents for `path`: a 0600 temp file beside it → `sync` (when given) → rename,
+    /// so a reader finds the old bytes or the new, never a part. The caller holds the lock
+    /// that guards `path` (a leftover temp file is then a crash's, not in use) and syncs the
+    /// directory if the rename must survive a power cut.
+    static func replaceFile(_ path: String, with bytes: [UInt8], sync: ((Int32) -> Int32)?) -> Failure? {
+        let tmp = path + ".tmp"
+        unlink(tmp)
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return Failure(path: tmp, operation: "create", errno: errno) }
+        var failure: Failure?
+        if fchmod(fd, 0o600) != 0 {
+            failure = Failure(path: tmp, operation: "chmod", errno: errno)
+        } else if let e = writeAll(fd, bytes) {
+            failure = Failure(path: tmp, operation: "write", errno: e)
+        } else if let sync, sync(fd) != 0 {
+            failure = Failure(path: tmp, operation: "fsync", errno: errno)
+        }
+        close(fd)
+        if failure == nil, rename(tmp, path) != 0 {
+            failure = Failure(path: path, operation: "rename", errno: errno)
+        }
+        if failure != nil { unlink(tmp) }
+        return failure
+    }
+
     static func fileStat(_ fd: Int32) -> stat? {
         var st = stat()
         return fstat(fd, &st) == 0 ? st : nil
