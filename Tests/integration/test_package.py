@@ -285,6 +285,8 @@ def machine_to_ourselves():
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+@pytest.mark.alone("installs the package on this machine: its module, its files and pam-auth-update's "
+                   "and debconf's records are the machine's while it runs")
 def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves):
     members = deb_members(deb)
     ours = [Path("/" + p) for p, (perms, _) in members.items() if perms.startswith("-")]

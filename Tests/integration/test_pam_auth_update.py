@@ -67,6 +67,8 @@ def index(lines: list, module: str, authsucc: bool = False) -> int:
     return found[0]
 
 
+@pytest.mark.alone("compares the machine's own pam-auth-update and debconf files before and after: "
+                   "a package test installing the .deb meanwhile changes them too")
 def test_enabling_the_profiles_puts_our_lines_around_pam_unix(root):
     before = _digests()
     original = (root / "etc/pam.d/common-auth").read_text()
