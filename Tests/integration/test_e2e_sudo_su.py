@@ -28,11 +28,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from sudo_machine import Machine  # noqa: E402
-from messages import ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
+from messages import ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, TRIES_USED, UNAVAILABLE  # noqa: E402
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 
 NOT_RECOGNIZED = re.compile(r"^Fingerprint not recognized - (\d) tr(y|ies) left$")
-TRIES_USED = "Fingerprint not recognized - use your password"
 SU_PROMPT = re.compile(r"(^|\n)Password: ")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
