@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pamenv  # noqa: E402
+import system  # noqa: E402
 from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
 from real_helper import REAL_HELPER  # noqa: E402
 
@@ -932,19 +933,16 @@ class SudoBed:
     """A throwaway user allowed to sudo through its own PAM service; all removed after."""
 
     def __init__(self, bed):
-        import secrets
         self.bed = bed
-        self.tag = "la-pt-" + secrets.token_hex(4)
-        self.pam_file = Path("/etc/pam.d") / self.tag
-        self.sudoers = Path("/etc/sudoers.d") / self.tag
-        self.user_made = False
+        self.user = None
 
     def setup(self):
-        subprocess.run(["useradd", "-M", "-s", "/bin/sh", self.tag], check=True,
-                       capture_output=True)
-        self.user_made = True
-        self.uid = int(subprocess.run(["id", "-u", self.tag], check=True, capture_output=True,
-                                      text=True).stdout)
+        # system.ThrowawayUser: a unique name, and useradd/userdel tried again while another
+        # test of a parallel run holds /etc/passwd's lock (a bare userdel left users behind).
+        self.user = system.ThrowawayUser(prefix="la-pt-", shell="/bin/sh").__enter__()
+        self.tag, self.uid = self.user.name, self.user.uid
+        self.pam_file = Path("/etc/pam.d") / self.tag
+        self.sudoers = Path("/etc/sudoers.d") / self.tag
         self.bed.world.add_user(self.tag, PASSWORD)
         self.bed.world.service(self.tag, [])  # so the passdb has a line for this service
         draft = self.bed.world.root / "sudoers-draft"
@@ -955,10 +953,11 @@ class SudoBed:
         os.chmod(self.sudoers, 0o440)
 
     def cleanup(self):
+        if self.user is None:
+            return
         for path in (self.sudoers, self.pam_file):
             path.unlink(missing_ok=True)
-        if self.user_made:
-            subprocess.run(["userdel", self.tag], capture_output=True)
+        self.user.close()
 
     def sudo(self, mode, stdin=""):
         self.pam_file.write_text(
