@@ -107,11 +107,7 @@ def login_on_console(guest: Guest, vt: int, user: str) -> None:
 @pytest.fixture(scope="module")
 def guest(machine, deb):
     g = Guest(machine)
-    g.install_tools()
-    g.install_product(deb)
-    g.start_fingerwatch()
-    g.enroll("alice")
-    g.enroll("bob")
+    g.prepare(deb, ("alice", "bob"))
     console_ready(g)
     # The password once this boot (and the first time ever): the rule before any finger.
     first = attempt(g, Console(g), "sudo -k true", ident="sudo", prompt=r"\[sudo\] password for alice",

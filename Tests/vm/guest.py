@@ -110,6 +110,15 @@ class Guest:
         if "pam_localauth.so" not in common:
             raise GuestError(f"pam-auth-update did not enable the profiles:\n{common}")
 
+    def prepare(self, deb: Path, users: tuple[str, ...]) -> None:
+        """A booted guest made ready for a test file: the tools, the product with its
+        profiles, the fingerwatch, and each of ``users`` enrolled (PRINTS)."""
+        self.install_tools()
+        self.install_product(deb)
+        self.start_fingerwatch()
+        for user in users:
+            self.enroll(user)
+
     def start_fingerwatch(self) -> None:
         """The monitor of fprintd's device (a transient unit: systemd keeps its PID)."""
         self.sh(f"install -d -m 700 /run/la-vm; rm -f {FINGER_LOG} {FINGER_LOG}.err; "

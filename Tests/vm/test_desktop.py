@@ -49,10 +49,7 @@ def desktop_machine(deb):
 @pytest.fixture(scope="module")
 def desk(desktop_machine, deb):
     g = Guest(desktop_machine)
-    g.install_tools()
-    g.install_product(deb)
-    g.start_fingerwatch()
-    g.enroll("alice")
+    g.prepare(deb, ("alice",))
     shots = Path(os.environ.get("LOCALAUTH_VM_SHOTS") or tempfile.mkdtemp(prefix="la-vm-shots-"))
     d = Desktop(g, shots)
     d.wait_greeter()

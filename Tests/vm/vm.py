@@ -41,14 +41,11 @@ def main() -> int:
         print(f"guest up after {m.boot_seconds:.0f} s; port {m.port}; run directory {m.run_dir}",
               flush=True)
         g = Guest(m)
-        g.install_tools()
-        if a.deb:
-            if a.prepare:
-                g.install_product(a.deb)
-                g.start_fingerwatch()
-                g.enroll("alice")
-                g.enroll("bob")
-            else:
+        if a.deb and a.prepare:
+            g.prepare(a.deb, ("alice", "bob"))
+        else:
+            g.install_tools()
+            if a.deb:
                 m.put([a.deb], "/tmp/localauth.deb")
                 g.sh("dpkg -i /tmp/localauth.deb")
         argv = m.ssh_argv("root", tty=True) + [" ".join(a.command)] if a.command else \
