@@ -1,11 +1,16 @@
 """A clean Debian 12 root for the package's life cycle (test_package_lifecycle.py).
 
 ``DebianRoot`` makes one with mmdebstrap (minbase, plus the packages asked for) in a fresh
-directory under /var/tmp, mounts /proc in it while it is used, and on every exit path
-unmounts that and removes the directory. It refuses to remove a directory that still has
-anything mounted under it: it says so and leaves it, rather than reach through a mount.
-The machine's own /etc, users and packages are never touched: everything runs in the root
-through chroot(8).
+directory under /var/tmp and removes it on every exit path. It refuses to remove a
+directory that still has anything mounted under it: it says so and leaves it, rather than
+reach through a mount. The machine's own /etc, users and packages are never touched:
+everything runs in the root through chroot(8).
+
+mmdebstrap and every command in the root run in a PID namespace of their own, with a /proc
+of that namespace mounted only in a mount namespace of their own (``ISOLATED``): a
+maintainer script that stops a daemon by its executable (polkitd's postinst does, with
+start-stop-daemon, where no systemd runs) must not find this machine's processes, such as
+the polkitd of the test beds running beside.
 
 ``repacked(deb, out, version, edit)`` makes another version of a built package (the
 "earlier release" an upgrade starts from): its tree unpacked with dpkg-deb, ``edit``
@@ -26,6 +31,9 @@ ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C.UTF-8", "HOME": "/r
        "DEBIAN_FRONTEND": "noninteractive"}
 
 
+ISOLATED = ["unshare", "--pid", "--fork", "--kill-child"]
+
+
 def _mounts_under(path: Path) -> list:
     prefix = str(path.resolve())
     found = []
@@ -42,21 +50,18 @@ class DebianRoot:
         self.include = list(include)
         self.base: Optional[Path] = None
         self.root: Optional[Path] = None
-        self._proc = False
 
     def __enter__(self) -> "DebianRoot":
         self.base = Path(tempfile.mkdtemp(prefix="la-debroot-", dir="/var/tmp"))
         self.root = self.base / "root"
         try:
-            argv = ["mmdebstrap", "--mode=root", "--variant=minbase", "--quiet"]
+            argv = ISOLATED + ["--mount-proc", "mmdebstrap", "--mode=root", "--variant=minbase", "--quiet"]
             if self.include:
                 argv.append("--include=" + ",".join(self.include))
             proc = subprocess.run(argv + [SUITE, str(self.root), MIRROR], stdin=subprocess.DEVNULL,
                                   capture_output=True, text=True, timeout=900)
             if proc.returncode != 0:
                 raise RuntimeError(f"mmdebstrap failed ({proc.returncode}): {proc.stderr[-3000:]}")
-            subprocess.run(["mount", "-t", "proc", "proc", str(self.root / "proc")], check=True)
-            self._proc = True
         except BaseException:
             self.close()
             raise
@@ -68,9 +73,6 @@ class DebianRoot:
     def close(self) -> None:
         if self.base is None:
             return
-        if self._proc:
-            subprocess.run(["umount", str(self.root / "proc")], check=False)
-            self._proc = False
         left = _mounts_under(self.base)
         if left:
             raise RuntimeError(f"{self.base} still has mounts ({left}); not removed")
@@ -83,7 +85,7 @@ class DebianRoot:
     def run(self, script: str, user: Optional[str] = None, input: Optional[str] = None,
             timeout: float = 300) -> subprocess.CompletedProcess:
         """``sh -c script`` in the root, as root or (``user``) as that account with its groups."""
-        argv = ["chroot", str(self.root)]
+        argv = ISOLATED + [f"--mount-proc={self.root / 'proc'}", "chroot", str(self.root)]
         if user is not None:
             argv += ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"]
         return subprocess.run(argv + ["/bin/sh", "-c", script], input=input, capture_output=True,

@@ -86,6 +86,9 @@ class LauncherInstallation(system.Installation):
         os.replace(tmp, self.config)
 
 
+SYNC_MARK = b"localauth-test-syslog-sync "
+
+
 class Syslog:
     """A syslog socket for programs in ``namespace_prefix``; see the module docstring."""
 
@@ -100,6 +103,9 @@ class Syslog:
         self._lines: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._synced = threading.Condition(self._lock)
+        self._marks_seen = 0
+        self._marks_sent = 0
         self._thread = threading.Thread(target=self._read, name="syslog", daemon=True)
         self._thread.start()
         atexit.register(self.close)
@@ -113,14 +119,35 @@ class Syslog:
             except OSError:
                 return
             with self._lock:
-                self._lines.append(parse_syslog(data.decode(errors="replace")))
+                if data.startswith(SYNC_MARK):
+                    self._marks_seen = int(data[len(SYNC_MARK):])
+                    self._synced.notify_all()
+                else:
+                    self._lines.append(parse_syslog(data.decode(errors="replace")))
+
+    def _sync(self) -> None:
+        """Waits until the reader has taken every datagram queued before now. A datagram
+        socket keeps its order, and a sender's send() returns once its message is queued
+        here, so after a marker of our own comes through, every message of a program that
+        already ended has been read: what a test sees does not depend on how soon this
+        thread ran."""
+        with self._lock:
+            self._marks_sent += 1
+            n = self._marks_sent
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.sendto(SYNC_MARK + str(n).encode(), str(self.path))
+        with self._lock:
+            if not self._synced.wait_for(lambda: self._marks_seen >= n, timeout=30):
+                raise TimeoutError("the syslog capture's reader did not take its own marker in 30 s")
 
     @property
     def lines(self) -> list:
+        self._sync()
         with self._lock:
             return list(self._lines)
 
     def mark(self) -> int:
+        self._sync()
         with self._lock:
             return len(self._lines)
 

@@ -76,6 +76,16 @@ def password_gets_through(root: DebianRoot, user: str, password: str, when: str)
     assert r.returncode == 0 and r.stdout.strip() == "0", (when, r.stdout, r.stderr)
 
 
+def test_the_root_sees_no_process_of_this_machine(root):
+    """A maintainer script that stops a daemon by its executable (polkitd's does) must find
+    nothing of this machine: the root's /proc shows its own PID namespace only."""
+    r = root.run("for p in /proc/[0-9]*; do echo ${p#/proc/}; done")
+    pids = r.stdout.split()
+    assert r.returncode == 0, r.stderr
+    assert pids and len(pids) <= 3, pids  # unshare's child (PID 1), sh, nothing else
+    assert "1" in pids, pids
+
+
 def test_install_enable_upgrade_remove_purge(root, deb, tmp_path):
     current = deb.name.split("_")[1]
     previous = repacked(deb, tmp_path, f"{current}~prev1", _previous_release)

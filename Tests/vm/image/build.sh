@@ -54,6 +54,11 @@ mkdir -p "$out/ssh" "$out/tmp"
 ssh-keygen -q -t ed25519 -N '' -C localauth-vm -f "$out/ssh/id_ed25519"
 cp "$here/setup.sh" "$out/tmp/setup.sh"
 cp "$out/ssh/id_ed25519.pub" "$out/tmp/authorized_keys"
+# In a PID namespace of its own, with its own /proc: maintainer scripts in the chroot stop
+# daemons by executable (polkitd's postinst runs start-stop-daemon --stop --exec
+# /usr/lib/polkit-1/polkitd where no systemd runs), and through the host's /proc they would
+# stop this machine's own, e.g. the polkitd of every integration test bed running beside.
+unshare --pid --fork --kill-child --mount-proc \
 mmdebstrap --mode=root --variant=important --format=directory --include="$pkgs" \
   --customize-hook='copy-in '"$out"'/tmp/setup.sh '"$out"'/tmp/authorized_keys /tmp' \
   --customize-hook='chroot "$1" env DESKTOP='"$desktop"' bash /tmp/setup.sh' \
