@@ -169,8 +169,10 @@ class Pamtester:
         return PamtesterResult(status, text, parse_logs(text))
 
     def kill(self):
+        # A hang-up first (pexpect's terminate: SIGHUP, SIGCONT, SIGINT, then SIGKILL): a
+        # shell passes it on to its jobs, which a SIGKILL to the shell alone would orphan.
         if self.child.isalive():
-            self.child.kill(signal.SIGKILL)
+            self.child.terminate(force=True)
         self.child.close(force=True)
 
 

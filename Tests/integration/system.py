@@ -39,6 +39,7 @@ import atexit
 import grp
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -227,10 +228,18 @@ def _locked_retry(argv: list, **kw) -> subprocess.CompletedProcess:
     kw.setdefault("text", True)
     for _ in range(100):
         p = subprocess.run(argv, **kw)
-        if p.returncode == 0 or "lock" not in (p.stderr or "").lower():
+        if p.returncode == 0 or not SHADOW_LOCKED.search(p.stderr or ""):
             return p
         time.sleep(0.1)
     return p
+
+
+# What shadow's tools say when another holds the lock of /etc/passwd, /etc/shadow or
+# /etc/group: "cannot lock /etc/passwd; try again later.", "lock /etc/passwd.lock already
+# used by PID 123", "existing lock file /etc/passwd.lock without a PID". Only these: a user
+# name may itself contain "lock" (la-lock-…), and "user la-lock-… is currently used by
+# process 42" is not worth a retry.
+SHADOW_LOCKED = re.compile(r"cannot lock /etc/|\.lock already used by PID|existing lock file ")
 
 
 def _write_exclusive(path: Path, text: str, mode: int, made: Optional[list] = None) -> None:
@@ -285,6 +294,45 @@ class ThrowawayUser(_Created):
         return self.name or "<no user>"
 
 
+def _processes_of(uid: int) -> list[int]:
+    """The processes whose real or effective user is ``uid`` (read from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        real, effective = line.split()[1:3]
+                        if uid in (int(real), int(effective)):
+                            found.append(int(entry))
+                        break
+        except OSError:
+            continue
+    return found
+
+
+def _stop_processes_of(name: str, uid: int) -> None:
+    """A throwaway user's processes still running when the user goes (a test that left a
+    shell or a job behind). They are this run's by construction (the user was made for it
+    and has a name no one else has), and left running they would outlive the user and pass
+    its uid on to the next user made: that user's removal would then fail in turn. Said
+    on stderr, so the test that leaked them can be found."""
+    pids = _processes_of(uid)
+    if not pids:
+        return
+    print(f"system.py: {name} (uid {uid}) still has processes {pids} at its removal: "
+          "stopping them", file=sys.stderr)
+    for sig in (signal.SIGHUP, signal.SIGCONT, signal.SIGKILL):
+        for pid in _processes_of(uid):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+
+
 def _remove_user(name: str) -> None:
     try:
         pw = pwd.getpwnam(name)
@@ -296,6 +344,8 @@ def _remove_user(name: str) -> None:
             p = _locked_retry(["userdel", name])
             if p.returncode == 0 or not _user_exists(name):
                 break
+            if attempt == 25:
+                _stop_processes_of(name, pw.pw_uid)
             if attempt == 49:
                 _run(["userdel", "-f", name])
             time.sleep(0.05)

@@ -364,6 +364,9 @@ class Shell:
         env = system.default_env(PS1=SHELL_PROMPT, HOME=str(self.dir))
         self.pt = system.run_on_pty(["bash", "--norc", "--noprofile", "-i"], user=stack.user,
                                     env=env)
+        # Hung up with the test, before its user is removed: bash passes the hang-up on to
+        # its jobs (the suspended or background sudo), so nothing of the user outlives it.
+        stack.callback(self.pt.kill)
         self.pt.expect(SHELL_PROMPT)
         # The marker is a command the shell can run: entered, it does leave the file.
         self.pt.sendline(f"touch {self.dir}/can-write")

@@ -42,6 +42,12 @@ def pytest_configure(config):
     # SIGTERM unwinds the fixtures, so the guest is powered off by its PID.
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _raise_interrupt)
+    # scripts/test-vm runs the files on two pytest-xdist workers, a guest each: each worker
+    # forwards its guests' sshd from ports of its own, so two boots never race for one.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and "LOCALAUTH_VM_PORTS" not in os.environ:
+        first = 2230 + 5 * int(worker[2:])
+        os.environ["LOCALAUTH_VM_PORTS"] = f"{first}-{first + 4}"
 
 
 @pytest.hookimpl(hookwrapper=True)
