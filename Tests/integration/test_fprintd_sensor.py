@@ -167,21 +167,25 @@ def test_no_prints_enrolled(ctl, bed):
     assert run.outcome == "biometryNotEnrolled", run
 
 
-@pytest.mark.alone("a time bound: the outcome within 0.5 s")
+# "Fails fast": the answer is the bus's own (no such name, no such socket), not the end of
+# a wait. The bus timeout is set to FAST_BOUND, so a run that waited for it is told apart
+# from one that did not by a margin no machine's speed closes (half of it).
+FAST_BOUND = 20
+
+
 def test_fprintd_not_running_fails_fast(ctl):
     with Bed(fprintd=False) as bed:
-        run = verify(ctl, bed)
+        run = verify(ctl, bed, "--bus-timeout", str(FAST_BOUND))
     assert run.outcome == "biometryNotAvailable", run
     assert "ServiceUnknown" in run.err or "NameHasNoOwner" in run.err, run
-    assert run.elapsed < 0.5, run
+    assert run.elapsed < FAST_BOUND / 2, run
 
 
-@pytest.mark.alone("a time bound: the outcome within 0.5 s")
 def test_no_bus_at_the_address(ctl, tmp_path):
-    run = Run(*_popen([ctl, "sensor-verify", USER,
-                       "--dbus-address", f"unix:path={tmp_path}/none"]), 10)
+    run = Run(*_popen([ctl, "sensor-verify", USER, "--bus-timeout", str(FAST_BOUND),
+                       "--dbus-address", f"unix:path={tmp_path}/none"]), FAST_BOUND * 2)
     assert run.outcome == "biometryNotAvailable", run
-    assert run.elapsed < 0.5, run
+    assert run.elapsed < FAST_BOUND / 2, run
 
 
 def test_polkit_refusal_is_not_available(ctl):
