@@ -7,10 +7,20 @@ user name as argument, the cookie on stdin, then the helper's line protocol
 FAILURE). GNOME Shell's and KDE's agents do the same through libpolkit-agent-1.
 
     /usr/bin/python3 polkit_dialog.py USER ANSWER...   (as USER, under setsid)
+    /usr/bin/python3 polkit_dialog.py USER ANSWER... -- COMMAND...
+    /usr/bin/python3 polkit_dialog.py --no-agent USER -- COMMAND...
 
-Each line of its stdout is one event: ``INFO text``, ``ERROR text``, ``PROMPT text`` (the
-next ANSWER is typed; when there is none, the dialog is cancelled: the helper's stdin is
-closed), ``HELPER SUCCESS|FAILURE``, and last ``PKEXEC status output``. The bus is the
+With ``-- COMMAND``, COMMAND is started instead of pkexec and the agent registers for it
+(a program whose own authorization asks polkitd with itself as the subject, as a right of
+a program without a terminal does); COMMAND waits for that registration before it runs
+(a shell that reads one line, then execs it: the pid and start time stay the same).
+``--no-agent``: COMMAND runs with no agent registered for it.
+
+Each line of its stdout is one event: ``BEGIN action_id message`` (polkitd's request to
+authenticate, with the message the dialog shows), ``INFO text``, ``ERROR text``,
+``PROMPT text`` (the next ANSWER is typed; when there is none, the dialog is cancelled:
+the helper's stdin is closed), ``HELPER SUCCESS|FAILURE``, and last ``PKEXEC status
+output`` (or ``SUBJECT status output`` for COMMAND; newlines as `` | ``). The bus is the
 system bus (the test runs it in a namespace where that is the bed's).
 """
 import os
@@ -75,8 +85,24 @@ def authenticate(user, cookie, answers):
     return verdict == "SUCCESS"
 
 
+def register(bus, pid):
+    subject = ("unix-process", {"pid": GLib.Variant("u", pid),
+                                "start-time": GLib.Variant("t", start_time(pid))})
+    bus.call_sync("org.freedesktop.PolicyKit1", "/org/freedesktop/PolicyKit1/Authority",
+                  "org.freedesktop.PolicyKit1.Authority", "RegisterAuthenticationAgent",
+                  GLib.Variant("((sa{sv})ss)", (subject, "C.UTF-8", AGENT_PATH)),
+                  None, Gio.DBusCallFlags.NONE, 10000, None)
+
+
 def main():
-    user, answers = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    agent = args[0] != "--no-agent"
+    if not agent:
+        args = args[1:]
+    command = args[args.index("--") + 1:] if "--" in args else None
+    if command is not None:
+        args = args[:args.index("--")]
+    user, answers = args[0], args[1:]
     bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
     loop = GLib.MainLoop()
     info = Gio.DBusNodeInfo.new_for_xml(AGENT_XML).interfaces[0]
@@ -85,7 +111,8 @@ def main():
         if method == "CancelAuthentication":
             invocation.return_value(None)
             return
-        cookie = params.unpack()[4]
+        action_id, message, _icon, _details, cookie, _identities = params.unpack()
+        say("BEGIN", action_id, message)
 
         def run():
             authenticate(user, cookie, answers)
@@ -93,13 +120,23 @@ def main():
         threading.Thread(target=run, daemon=True).start()
 
     bus.register_object(AGENT_PATH, info, on_call, None, None)
-    pid = os.getpid()
-    subject = ("unix-process", {"pid": GLib.Variant("u", pid),
-                                "start-time": GLib.Variant("t", start_time(pid))})
-    bus.call_sync("org.freedesktop.PolicyKit1", "/org/freedesktop/PolicyKit1/Authority",
-                  "org.freedesktop.PolicyKit1.Authority", "RegisterAuthenticationAgent",
-                  GLib.Variant("((sa{sv})ss)", (subject, "C.UTF-8", AGENT_PATH)),
-                  None, Gio.DBusCallFlags.NONE, 10000, None)
+    if command is not None:
+        child = subprocess.Popen(["/bin/sh", "-c", 'read _ && exec "$@"', "sh", *command],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        if agent:
+            register(bus, child.pid)
+        child.stdin.write("\n")
+        child.stdin.close()
+
+        def subject():
+            output = child.stdout.read()
+            say("SUBJECT", str(child.wait()), output.replace("\n", " | "))
+            GLib.idle_add(loop.quit)
+        threading.Thread(target=subject, daemon=True).start()
+        loop.run()
+        return
+    register(bus, os.getpid())
 
     def pkexec():
         p = subprocess.run(["pkexec", "id", "-un"], stdin=subprocess.DEVNULL,
