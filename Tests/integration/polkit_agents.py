@@ -9,7 +9,8 @@ polkitd runs with, pkexec with pkttyagent, and pkexec through a dialog-shaped ag
 * ``dialog(case, fingers, answers, display)``: pkexec authorised through polkit_dialog.py
   as ``case.user`` in ``case.desktop`` (a desktop.UserDesktop), with no terminal; returns a
   ``DialogRun``. ``command=[...]``: that program instead of pkexec, the agent registered for
-  it (``register=False``: none is); its exit status and output are ``DialogRun.subject``.
+  it (``register=False``: none is); its exit status and output are ``DialogRun.subject``;
+  ``kill_at_info``: the command is killed when the dialog shows its first message.
 """
 import io
 import sys
@@ -59,7 +60,7 @@ class DialogRun:
 
 
 def dialog(case, fingers=(), answers=(), display=True, command=None, register=True,
-           env=None) -> DialogRun:
+           env=None, kill_at_info=False) -> DialogRun:
     """pkexec authorised through polkit_dialog.py, a dialog-shaped agent run as the user
     without a terminal (setsid), with DISPLAY=:0 when ``display``: presents ``fingers`` as
     the dialog asks for them; ``answers`` are typed at its password prompts, then Cancel."""
@@ -73,6 +74,7 @@ def dialog(case, fingers=(), answers=(), display=True, command=None, register=Tr
     argv = [*case.desktop.ns.prefix(),
             *system.as_user(case.user, ["setsid", "/usr/bin/python3", str(script),
                                         *([] if register else ["--no-agent"]),
+                                        *(["--kill-at-info"] if kill_at_info else []),
                                         case.user.name, *answers, *tail])]
     mark = case.bed.mark()
     agent = PopenSpawn(argv, env=env, timeout=60, encoding="utf-8")

@@ -14,7 +14,10 @@ With ``-- COMMAND``, COMMAND is started instead of pkexec and the agent register
 (a program whose own authorization asks polkitd with itself as the subject, as a right of
 a program without a terminal does); COMMAND waits for that registration before it runs
 (a shell that reads one line, then execs it: the pid and start time stay the same).
-``--no-agent``: COMMAND runs with no agent registered for it.
+``--no-agent``: COMMAND runs with no agent registered for it. ``--kill-at-info``: COMMAND
+is killed (SIGKILL) when the dialog shows its first message (the program gone mid-dialog).
+polkitd's CancelAuthentication closes the dialog as a desktop's agent does: the event
+``CANCELLED``, and the agent helper is killed.
 
 Each line of its stdout is one event: ``BEGIN action_id message`` (polkitd's request to
 authenticate, with the message the dialog shows), ``INFO text``, ``ERROR text``,
@@ -44,6 +47,13 @@ AGENT_XML = """<node><interface name="org.freedesktop.PolicyKit1.AuthenticationA
 </interface></node>"""
 
 
+# The agent helper running now (CancelAuthentication kills it), and what --kill-at-info kills.
+current = {"helper": None, "kill_at_info": None}
+# Set once an authentication has ended: with --kill-at-info the agent stays until then, so
+# that a CancelAuthentication (or its absence) is seen before SUBJECT.
+authentication_ended = threading.Event()
+
+
 def say(*words):
     print(" ".join(words), flush=True)
 
@@ -57,6 +67,7 @@ def authenticate(user, cookie, answers):
     """One run of the agent helper; True when it said SUCCESS."""
     helper = subprocess.Popen([AGENT_HELPER, user], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
+    current["helper"] = helper
     helper.stdin.write(cookie + "\n")
     helper.stdin.flush()
     verdict = "FAILURE"
@@ -72,6 +83,9 @@ def authenticate(user, cookie, answers):
             helper.stdin.flush()
         elif kind == "PAM_TEXT_INFO":
             say("INFO", text)
+            victim, current["kill_at_info"] = current["kill_at_info"], None
+            if victim is not None:
+                victim.kill()
         elif kind == "PAM_ERROR_MSG":
             say("ERROR", text)
         elif kind in ("SUCCESS", "FAILURE"):
@@ -82,6 +96,7 @@ def authenticate(user, cookie, answers):
         with_close.close()
     helper.wait()
     say("HELPER", verdict)
+    authentication_ended.set()
     return verdict == "SUCCESS"
 
 
@@ -96,9 +111,9 @@ def register(bus, pid):
 
 def main():
     args = sys.argv[1:]
-    agent = args[0] != "--no-agent"
-    if not agent:
-        args = args[1:]
+    agent = "--no-agent" not in args[:2]
+    kill_at_info = "--kill-at-info" in args[:2]
+    args = [a for a in args[:2] if a not in ("--no-agent", "--kill-at-info")] + args[2:]
     command = args[args.index("--") + 1:] if "--" in args else None
     if command is not None:
         args = args[:args.index("--")]
@@ -109,6 +124,9 @@ def main():
 
     def on_call(conn, sender, path, iface, method, params, invocation):
         if method == "CancelAuthentication":
+            say("CANCELLED")
+            if current["helper"] is not None and current["helper"].poll() is None:
+                current["helper"].kill()
             invocation.return_value(None)
             return
         action_id, message, _icon, _details, cookie, _identities = params.unpack()
@@ -126,12 +144,17 @@ def main():
                                  stderr=subprocess.STDOUT, text=True)
         if agent:
             register(bus, child.pid)
+        if kill_at_info:
+            current["kill_at_info"] = child
         child.stdin.write("\n")
         child.stdin.close()
 
         def subject():
             output = child.stdout.read()
-            say("SUBJECT", str(child.wait()), output.replace("\n", " | "))
+            status = child.wait()
+            if kill_at_info:
+                authentication_ended.wait(120)
+            say("SUBJECT", str(status), output.replace("\n", " | "))
             GLib.idle_add(loop.quit)
         threading.Thread(target=subject, daemon=True).start()
         loop.run()

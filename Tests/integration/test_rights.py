@@ -391,3 +391,22 @@ def test_polkits_yes_without_a_finger_or_password_gives_no_bytes(yes_world, sysl
     assert subject_error(run) == -1 and SECRET not in " ".join(run.subject[1]), run
     logs = [m for i, m in syslog.lines[mark:] if i == "localauth-helper"]
     assert any("no finger matched and no password was entered" in m for m in logs), logs
+
+
+def test_the_dialog_is_closed_when_the_program_goes_away(dialog_world, syslog):
+    world = dialog_world
+    saved(world)
+    mark = syslog.mark()
+    run = without_terminal(world, "open", "notes", kill_at_info=True)
+    status, out = run.subject
+    assert status == -9 and SECRET not in " ".join(out), run            # killed mid-dialog
+    # The root side cancelled its CheckAuthorization: polkitd told the agent to close.
+    assert "CANCELLED" in [kind for kind, _ in run.events], run
+    assert run.texts("HELPER") == ["FAILURE"] and run.verify_starts[:1], run
+    # Its last line comes once CancelCheckAuthorization returned, after the agent heard
+    # of it (and the test may have moved on): waited for, not raced.
+    last = syslog.wait_for(lambda i, m: i == "localauth-helper" and "right authorize notes:" in m,
+                           timeout=30, since=mark)
+    assert last and "right authorize notes: appCancel" in last[1], syslog.lines[mark:]
+    logs = [m for i, m in syslog.lines[mark:] if i == "localauth-helper"]
+    assert any("polkit dialog cancelled: the program went away" in m for m in logs), logs
