@@ -10,7 +10,8 @@ polkitd runs with, pkexec with pkttyagent, and pkexec through a dialog-shaped ag
   as ``case.user`` in ``case.desktop`` (a desktop.UserDesktop), with no terminal; returns a
   ``DialogRun``. ``command=[...]``: that program instead of pkexec, the agent registered for
   it (``register=False``: none is); its exit status and output are ``DialogRun.subject``;
-  ``kill_at_info``: the command is killed when the dialog shows its first message.
+  ``kill_at_info``: the command is killed when the dialog shows its first message;
+  ``dismiss``: the Cancel at the password prompt is reported to polkitd as a dismissal.
 """
 import io
 import sys
@@ -60,7 +61,7 @@ class DialogRun:
 
 
 def dialog(case, fingers=(), answers=(), display=True, command=None, register=True,
-           env=None, kill_at_info=False) -> DialogRun:
+           env=None, kill_at_info=False, dismiss=False) -> DialogRun:
     """pkexec authorised through polkit_dialog.py, a dialog-shaped agent run as the user
     without a terminal (setsid), with DISPLAY=:0 when ``display``: presents ``fingers`` as
     the dialog asks for them; ``answers`` are typed at its password prompts, then Cancel."""
@@ -75,6 +76,7 @@ def dialog(case, fingers=(), answers=(), display=True, command=None, register=Tr
             *system.as_user(case.user, ["setsid", "/usr/bin/python3", str(script),
                                         *([] if register else ["--no-agent"]),
                                         *(["--kill-at-info"] if kill_at_info else []),
+                                        *(["--dismiss"] if dismiss else []),
                                         case.user.name, *answers, *tail])]
     mark = case.bed.mark()
     agent = PopenSpawn(argv, env=env, timeout=60, encoding="utf-8")

@@ -16,6 +16,8 @@ a program without a terminal does); COMMAND waits for that registration before i
 (a shell that reads one line, then execs it: the pid and start time stay the same).
 ``--no-agent``: COMMAND runs with no agent registered for it. ``--kill-at-info``: COMMAND
 is killed (SIGKILL) when the dialog shows its first message (the program gone mid-dialog).
+``--dismiss``: the dialog's Cancel is the dismissal desktop agents report (BeginAuthentication
+answers org.freedesktop.PolicyKit1.Error.Cancelled, which polkitd calls dismissed).
 polkitd's CancelAuthentication closes the dialog as a desktop's agent does: the event
 ``CANCELLED``, and the agent helper is killed.
 
@@ -48,7 +50,7 @@ AGENT_XML = """<node><interface name="org.freedesktop.PolicyKit1.AuthenticationA
 
 
 # The agent helper running now (CancelAuthentication kills it), and what --kill-at-info kills.
-current = {"helper": None, "kill_at_info": None}
+current = {"helper": None, "kill_at_info": None, "dismiss": False, "dismissed": False}
 # Set once an authentication has ended: with --kill-at-info the agent stays until then, so
 # that a CancelAuthentication (or its absence) is seen before SUBJECT.
 authentication_ended = threading.Event()
@@ -78,6 +80,7 @@ def authenticate(user, cookie, answers):
             say("PROMPT", text)
             if not answers:
                 helper.stdin.close()          # the dialog's Cancel
+                current["dismissed"] = current["dismiss"]
                 continue
             helper.stdin.write(answers.pop(0) + "\n")
             helper.stdin.flush()
@@ -111,9 +114,13 @@ def register(bus, pid):
 
 def main():
     args = sys.argv[1:]
-    agent = "--no-agent" not in args[:2]
-    kill_at_info = "--kill-at-info" in args[:2]
-    args = [a for a in args[:2] if a not in ("--no-agent", "--kill-at-info")] + args[2:]
+    flags = ("--no-agent", "--kill-at-info", "--dismiss")
+    given = set()
+    while args and args[0] in flags:
+        given.add(args.pop(0))
+    agent = "--no-agent" not in given
+    kill_at_info = "--kill-at-info" in given
+    current["dismiss"] = "--dismiss" in given
     command = args[args.index("--") + 1:] if "--" in args else None
     if command is not None:
         args = args[:args.index("--")]
@@ -134,7 +141,11 @@ def main():
 
         def run():
             authenticate(user, cookie, answers)
-            GLib.idle_add(lambda: invocation.return_value(None) and False)
+            if current["dismissed"]:
+                GLib.idle_add(lambda: invocation.return_dbus_error(
+                    "org.freedesktop.PolicyKit1.Error.Cancelled", "dismissed") and False)
+            else:
+                GLib.idle_add(lambda: invocation.return_value(None) and False)
         threading.Thread(target=run, daemon=True).start()
 
     bus.register_object(AGENT_PATH, info, on_call, None, None)

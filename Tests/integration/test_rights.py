@@ -355,6 +355,14 @@ def test_without_a_terminal_a_wrong_finger_then_cancel_gives_no_bytes(dialog_wor
     assert world.state_values()["failures"] == "3"                   # counted as under sudo
 
 
+def test_the_dialog_dismissed_gives_user_cancel_and_no_bytes(dialog_world):
+    world = dialog_world
+    saved(world)
+    run = without_terminal(world, "open", "notes", fingers=[OTHER] * 3, dismiss=True)
+    assert subject_error(run) == -2 and SECRET not in " ".join(run.subject[1]), run   # userCancel
+    assert run.texts("HELPER") == ["FAILURE"], run
+
+
 def test_the_password_in_the_dialog_opens_only_a_right_that_allows_it(dialog_world, syslog):
     world = dialog_world
     saved(world, name="finger", requirement="biometry")
