@@ -9,11 +9,9 @@ import LocalAuthProtocol
 /// (PolkitDialog), whose `polkit-1` stack runs pam_localauth (the finger) and pam_unix (the
 /// password) on root's own path, with its presence, lockout and tries.
 ///
-/// polkit's yes is not taken as it is: it says the stack succeeded, not how, and a rule or
-/// a default of the administrator's could say yes with no prompt at all. The right is
-/// granted only when root's state file shows, since the dialog began, a new fingerprint
-/// match, or, for a right whose requirement allows it (`.default`), a new password
-/// (`authsucc` after pam_unix). Presence (the program's own) and the right's preflight
+/// polkit's yes is not taken as it is (DialogProof): the right is granted only when root's
+/// state file shows, since the dialog began, a new fingerprint match, or, for a right whose
+/// requirement allows it (`.default`), a new password (`authsucc` after pam_unix). Presence (the program's own) and the right's preflight
 /// (lockout, enrollment, the enrolled set of a `.biometry(.current)` right) are judged
 /// before the dialog, as on the terminal path; the enrolled set again after it.
 extension RightsMode.Context {
@@ -60,28 +58,26 @@ extension RightsMode.Context {
         return try grant(record, method: method)
     }
 
-    /// What the dialog's yes rests on, from root's state: a match recorded since it began
-    /// (the stored time moved and is not older than the start: seconds, so a match in the
-    /// same second as an earlier one is missed and refused, never the other way), or the
-    /// password where the right allows it.
+    /// What the dialog's yes rests on (DialogProof), and for `.biometry(.current)` the
+    /// enrolled set again after the match.
     private func proof(before: UserState, after: UserState, since began: Timestamp,
                        record: RightRecord) throws -> EvaluationMachine.Outcome.Method {
-        func new(_ old: Timestamp?, _ now: Timestamp?) -> Bool {
-            guard let now, now >= began else { return false }
-            return old != now
-        }
-        if new(before.lastFingerprintAt, after.lastFingerprintAt) {
+        switch DialogProof.judge(before: before, after: after, began: began,
+                                 allowsPassword: record.requirement.allowsPassword) {
+        case .fingerprint:
             if record.requirement == .biometryCurrentSet, try currentDomainState() != record.domainState {
                 throw invalidated()
             }
             return .fingerprint
+        case .password:
+            return .password
+        case .passwordNotAllowed:
+            throw RightsMode.Refusal(code: .authenticationFailed, reason: "password-not-allowed",
+                                     cause: "the dialog was passed with the password, and this right needs the finger")
+        case .none:
+            throw RightsMode.Refusal(code: .authenticationFailed, reason: "no-proof",
+                                     cause: "polkit said yes, but no finger matched and no password was entered in the dialog")
         }
-        let password = new(before.lastPasswordAt, after.lastPasswordAt)
-        if password && record.requirement.allowsPassword { return .password }
-        throw RightsMode.Refusal(
-            code: .authenticationFailed, reason: password ? "password-not-allowed" : "no-proof",
-            cause: password ? "the dialog was passed with the password, and this right needs the finger"
-                            : "polkit said yes, but no finger matched and no password was entered in the dialog")
     }
 
     private func askPolkit(_ record: RightRecord) -> PolkitDialog.Answer {
