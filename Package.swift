@@ -61,8 +61,8 @@ let package = Package(
         .target(name: "LocalAuthentication", dependencies: ["LocalAuthProtocol", "CCrypto"]),
 
         .executableTarget(name: "localauth-helper",
-                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "LogindClient", "CSystemd",
-                                         "CCrypt", "CLinux", "CPathOpen", "SystemEvents"]),
+                          dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "LogindClient", "SystemBus",
+                                         "CSystemd", "CCrypt", "CLinux", "CPathOpen", "SystemEvents"]),
         .executableTarget(name: "localauthctl",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CPAM", "CLinux",
                                          "SystemEvents"]),

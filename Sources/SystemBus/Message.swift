@@ -1,7 +1,7 @@
 import CSystemd
 
-/// An sd-bus message with the few append/read helpers fprintd's and logind's APIs need. sd-bus's
-/// variadic helpers cannot be called from Swift, so each value goes through the basic
+/// An sd-bus message with the few append/read helpers fprintd's, logind's and polkitd's APIs
+/// need. sd-bus's variadic helpers cannot be called from Swift, so each value goes through the basic
 /// (one value) calls.
 package final class Message {
     package let pointer: OpaquePointer
@@ -44,7 +44,66 @@ package final class Message {
         return self
     }
 
+    /// Appends one fixed-size basic value (`u`, `t`, `i`, ...): `type` must match `T`'s size.
+    @discardableResult
+    package func appendBasic<T: FixedWidthInteger>(_ type: CChar, _ value: T) throws(BusError) -> Message {
+        var v = value
+        try checked(sd_bus_message_append_basic(pointer, type, &v), "sd_bus_message_append_basic")
+        return self
+    }
+
+    /// Opens a container (`r` struct, `a` array, `e` dict entry, `v` variant) of `contents`;
+    /// every open is matched by `closeContainer()`.
+    @discardableResult
+    package func openContainer(_ type: CChar, _ contents: String) throws(BusError) -> Message {
+        try checked(contents.withCString { sd_bus_message_open_container(pointer, type, $0) },
+                    "sd_bus_message_open_container")
+        return self
+    }
+
+    @discardableResult
+    package func closeContainer() throws(BusError) -> Message {
+        try checked(sd_bus_message_close_container(pointer), "sd_bus_message_close_container")
+        return self
+    }
+
+    /// Appends a string-to-string dictionary (`a{ss}`).
+    @discardableResult
+    package func append(dictionary: [(String, String)]) throws(BusError) -> Message {
+        try openContainer(typeArray, "{ss}")
+        for (key, value) in dictionary {
+            try openContainer(typeDictEntry, "ss")
+            try append(key)
+            try append(value)
+            try closeContainer()
+        }
+        return try closeContainer()
+    }
+
     // MARK: Reading
+
+    /// Enters a struct of `contents` (`bba{ss}`); `exitContainer()` leaves it.
+    package func enterStruct(_ contents: String) throws(BusError) {
+        try enter(typeStruct, contents)
+    }
+
+    package func exitContainer() throws(BusError) {
+        try checked(sd_bus_message_exit_container(pointer), "sd_bus_message_exit_container")
+    }
+
+    /// Reads a string-to-string dictionary (`a{ss}`); a key given twice keeps its last value.
+    package func readStringDictionary() throws(BusError) -> [String: String] {
+        try enter(typeArray, "{ss}")
+        var out: [String: String] = [:]
+        while try checked(sd_bus_message_enter_container(pointer, typeDictEntry, "ss"),
+                          "sd_bus_message_enter_container") > 0 {
+            let key = try readString()
+            out[key] = try readString()
+            try exitContainer()
+        }
+        try exitContainer()
+        return out
+    }
 
     package func readString() throws(BusError) -> String {
         var value: UnsafePointer<CChar>?
@@ -132,3 +191,7 @@ package let typeBoolean = CChar(UInt8(ascii: "b"))
 package let typeArray = CChar(UInt8(ascii: "a"))
 package let typeVariant = CChar(UInt8(ascii: "v"))
 package let typeDictEntry = CChar(UInt8(ascii: "e"))
+package let typeStruct = CChar(UInt8(ascii: "r"))
+package let typeUInt32 = CChar(UInt8(ascii: "u"))
+package let typeUInt64 = CChar(UInt8(ascii: "t"))
+package let typeInt32 = CChar(UInt8(ascii: "i"))

@@ -36,6 +36,9 @@ struct CallerPin {
         return waiting.parent == pid
     }
 
+    /// The pidfd, for a wait that ends when the caller does (it polls readable then).
+    var descriptor: Int32 { fd }
+
     /// Whether the pinned process still runs (a pidfd polls readable once it has exited).
     var stillRunning: Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

@@ -45,6 +45,12 @@ enum HardDeadline {
         alarm(remainingSeconds)
     }
 
+    /// Milliseconds until the helper ends (Int64.max before the first `set`).
+    static var remainingMillis: Int64 {
+        let end = end.load(ordering: .relaxed)
+        return end == .max ? .max : end - MonotonicClock.millis()
+    }
+
     private static var remainingSeconds: UInt32 {
         let end = end.load(ordering: .relaxed)
         guard end != .max else { return 0 }

@@ -11,7 +11,8 @@ import LocalAuthProtocol
 /// calling program's executable (ProgramBinding); a secret or a signature leaves only for
 /// the process a right was authorized for, by the evaluation `evaluatePolicy` runs
 /// (AppMode.authenticate: presence, lockout, enrolled-set change, tries, the password only
-/// where the right's requirement allows it), prompting on the program's terminal.
+/// where the right's requirement allows it), prompting on the program's terminal, or for a
+/// program without one in the desktop's polkit dialog (RightsDialog).
 enum RightsMode {
     enum Operation: String {
         case save, get, check, authorize, deauthorize, secret, sign, remove
@@ -138,9 +139,12 @@ enum RightsMode {
             return frame
         }
 
+        /// On the program's terminal, or for a program without one in the desktop's polkit
+        /// dialog (RightsDialog).
         private func authorize() throws -> Frame {
             let record = try existing()
             try checkStillValid(record)
+            if promptsInDialog { return try authorizeInDialog(record) }
             switch AppMode.authenticate(request, policy: policy(record), unprivileged: true, options: options,
                                         channel: channel, log: log) {
             case .refused(let frame):
@@ -149,11 +153,16 @@ enum RightsMode {
                 if record.requirement == .biometryCurrentSet, domainState != record.domainState {
                     throw invalidated()
                 }
-                guard let boot = LinuxSystem().bootID() else { throw Refusal.unavailable("no boot id") }
-                let grant = RightGrant(pid: caller.callerPID, startTime: binding.startTime, bootID: boot)
-                try store.grant(grant, program: binding.path, identifier: record.identifier)
-                return success(record, cause: "authorized (\(method.rawValue))")
+                return try grant(record, method: method)
             }
+        }
+
+        /// This process (pid and start time, this boot) may now load the secret and sign.
+        func grant(_ record: RightRecord, method: EvaluationMachine.Outcome.Method) throws -> Frame {
+            guard let boot = LinuxSystem().bootID() else { throw Refusal.unavailable("no boot id") }
+            let grant = RightGrant(pid: caller.callerPID, startTime: binding.startTime, bootID: boot)
+            try store.grant(grant, program: binding.path, identifier: record.identifier)
+            return success(record, cause: "authorized (\(method.rawValue))")
         }
 
         private func sign() throws -> Frame {
@@ -206,12 +215,12 @@ enum RightsMode {
             if now != record.domainState { throw invalidated() }
         }
 
-        private func invalidated() -> Refusal {
+        func invalidated() -> Refusal {
             Refusal(code: .invalidContext, reason: "right-invalidated",
                     cause: "the enrolled fingerprints changed since the right was saved: it is invalid")
         }
 
-        private func currentDomainState() throws -> String {
+        func currentDomainState() throws -> String {
             let sensor = FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
                                        fprintDir: options.fprintDir, log: log)
             do {
@@ -225,7 +234,7 @@ enum RightsMode {
             }
         }
 
-        private func policy(_ record: RightRecord) -> AppMode.Policy {
+        func policy(_ record: RightRecord) -> AppMode.Policy {
             record.requirement.allowsPassword ? .owner : .biometrics
         }
 

@@ -8,7 +8,10 @@ polkitd runs with, pkexec with pkttyagent, and pkexec through a dialog-shaped ag
   is its parent), then runs ``pkexec id -un``.
 * ``dialog(case, fingers, answers, display)``: pkexec authorised through polkit_dialog.py
   as ``case.user`` in ``case.desktop`` (a desktop.UserDesktop), with no terminal; returns a
-  ``DialogRun``.
+  ``DialogRun``. ``command=[...]``: that program instead of pkexec, the agent registered for
+  it (``register=False``: none is); its exit status and output are ``DialogRun.subject``;
+  ``kill_at_info``: the command is killed when the dialog shows its first message;
+  ``dismiss``: the Cancel at the password prompt is reported to polkitd as a dismissal.
 """
 import io
 import sys
@@ -41,6 +44,13 @@ class DialogRun:
         return [t for k, t in self.events if k == kind]
 
     @property
+    def subject(self):
+        """(status, output lines) of the command run in place of pkexec."""
+        [line] = self.texts("SUBJECT")
+        status, _, output = line.partition(" ")
+        return int(status), [l.strip() for l in output.split(" | ") if l.strip()]
+
+    @property
     def authorized(self):
         pkexec = self.texts("PKEXEC")
         return len(pkexec) == 1 and pkexec[0].startswith("0 root")
@@ -50,7 +60,8 @@ class DialogRun:
         return [e for e in self.bed_events if e.name == "VerifyFingerSelected"]
 
 
-def dialog(case, fingers=(), answers=(), display=True) -> DialogRun:
+def dialog(case, fingers=(), answers=(), display=True, command=None, register=True,
+           env=None, kill_at_info=False, dismiss=False) -> DialogRun:
     """pkexec authorised through polkit_dialog.py, a dialog-shaped agent run as the user
     without a terminal (setsid), with DISPLAY=:0 when ``display``: presents ``fingers`` as
     the dialog asks for them; ``answers`` are typed at its password prompts, then Cancel."""
@@ -59,10 +70,14 @@ def dialog(case, fingers=(), answers=(), display=True) -> DialogRun:
     if not script.exists():
         script.write_text((Path(__file__).parent / "polkit_dialog.py").read_text())
         script.chmod(0o644)
-    env = system.default_env(DISPLAY=":0" if display else None)
+    env = system.default_env(DISPLAY=":0" if display else None, **(env or {}))
+    tail = ["--", *command] if command is not None else []
     argv = [*case.desktop.ns.prefix(),
             *system.as_user(case.user, ["setsid", "/usr/bin/python3", str(script),
-                                        case.user.name, *answers])]
+                                        *([] if register else ["--no-agent"]),
+                                        *(["--kill-at-info"] if kill_at_info else []),
+                                        *(["--dismiss"] if dismiss else []),
+                                        case.user.name, *answers, *tail])]
     mark = case.bed.mark()
     agent = PopenSpawn(argv, env=env, timeout=60, encoding="utf-8")
     agent.logfile_read = log = io.StringIO()
@@ -71,7 +86,7 @@ def dialog(case, fingers=(), answers=(), display=True) -> DialogRun:
         for p in fingers:
             agent.expect(f"INFO {SWIPE}", timeout=20)
             results.append(case.bed.reader.inject(f"SCAN {p}", timeout=15))
-        agent.expect("PKEXEC [^\n]*\n", timeout=60)
+        agent.expect("(PKEXEC|SUBJECT) [^\n]*\n", timeout=90)
     finally:
         if agent.proc.poll() is None:
             agent.kill(9)

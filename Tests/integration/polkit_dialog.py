@@ -7,10 +7,25 @@ user name as argument, the cookie on stdin, then the helper's line protocol
 FAILURE). GNOME Shell's and KDE's agents do the same through libpolkit-agent-1.
 
     /usr/bin/python3 polkit_dialog.py USER ANSWER...   (as USER, under setsid)
+    /usr/bin/python3 polkit_dialog.py USER ANSWER... -- COMMAND...
+    /usr/bin/python3 polkit_dialog.py --no-agent USER -- COMMAND...
 
-Each line of its stdout is one event: ``INFO text``, ``ERROR text``, ``PROMPT text`` (the
-next ANSWER is typed; when there is none, the dialog is cancelled: the helper's stdin is
-closed), ``HELPER SUCCESS|FAILURE``, and last ``PKEXEC status output``. The bus is the
+With ``-- COMMAND``, COMMAND is started instead of pkexec and the agent registers for it
+(a program whose own authorization asks polkitd with itself as the subject, as a right of
+a program without a terminal does); COMMAND waits for that registration before it runs
+(a shell that reads one line, then execs it: the pid and start time stay the same).
+``--no-agent``: COMMAND runs with no agent registered for it. ``--kill-at-info``: COMMAND
+is killed (SIGKILL) when the dialog shows its first message (the program gone mid-dialog).
+``--dismiss``: the dialog's Cancel is the dismissal desktop agents report (BeginAuthentication
+answers org.freedesktop.PolicyKit1.Error.Cancelled, which polkitd calls dismissed).
+polkitd's CancelAuthentication closes the dialog as a desktop's agent does: the event
+``CANCELLED``, and the agent helper is killed.
+
+Each line of its stdout is one event: ``BEGIN action_id message`` (polkitd's request to
+authenticate, with the message the dialog shows), ``INFO text``, ``ERROR text``,
+``PROMPT text`` (the next ANSWER is typed; when there is none, the dialog is cancelled:
+the helper's stdin is closed), ``HELPER SUCCESS|FAILURE``, and last ``PKEXEC status
+output`` (or ``SUBJECT status output`` for COMMAND; newlines as `` | ``). The bus is the
 system bus (the test runs it in a namespace where that is the bed's).
 """
 import os
@@ -34,6 +49,13 @@ AGENT_XML = """<node><interface name="org.freedesktop.PolicyKit1.AuthenticationA
 </interface></node>"""
 
 
+# The agent helper running now (CancelAuthentication kills it), and what --kill-at-info kills.
+current = {"helper": None, "kill_at_info": None, "dismiss": False, "dismissed": False}
+# Set once an authentication has ended: with --kill-at-info the agent stays until then, so
+# that a CancelAuthentication (or its absence) is seen before SUBJECT.
+authentication_ended = threading.Event()
+
+
 def say(*words):
     print(" ".join(words), flush=True)
 
@@ -47,6 +69,7 @@ def authenticate(user, cookie, answers):
     """One run of the agent helper; True when it said SUCCESS."""
     helper = subprocess.Popen([AGENT_HELPER, user], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
+    current["helper"] = helper
     helper.stdin.write(cookie + "\n")
     helper.stdin.flush()
     verdict = "FAILURE"
@@ -57,11 +80,15 @@ def authenticate(user, cookie, answers):
             say("PROMPT", text)
             if not answers:
                 helper.stdin.close()          # the dialog's Cancel
+                current["dismissed"] = current["dismiss"]
                 continue
             helper.stdin.write(answers.pop(0) + "\n")
             helper.stdin.flush()
         elif kind == "PAM_TEXT_INFO":
             say("INFO", text)
+            victim, current["kill_at_info"] = current["kill_at_info"], None
+            if victim is not None:
+                victim.kill()
         elif kind == "PAM_ERROR_MSG":
             say("ERROR", text)
         elif kind in ("SUCCESS", "FAILURE"):
@@ -72,34 +99,78 @@ def authenticate(user, cookie, answers):
         with_close.close()
     helper.wait()
     say("HELPER", verdict)
+    authentication_ended.set()
     return verdict == "SUCCESS"
 
 
-def main():
-    user, answers = sys.argv[1], sys.argv[2:]
-    bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
-    loop = GLib.MainLoop()
-    info = Gio.DBusNodeInfo.new_for_xml(AGENT_XML).interfaces[0]
-
-    def on_call(conn, sender, path, iface, method, params, invocation):
-        if method == "CancelAuthentication":
-            invocation.return_value(None)
-            return
-        cookie = params.unpack()[4]
-
-        def run():
-            authenticate(user, cookie, answers)
-            GLib.idle_add(lambda: invocation.return_value(None) and False)
-        threading.Thread(target=run, daemon=True).start()
-
-    bus.register_object(AGENT_PATH, info, on_call, None, None)
-    pid = os.getpid()
+def register(bus, pid):
     subject = ("unix-process", {"pid": GLib.Variant("u", pid),
                                 "start-time": GLib.Variant("t", start_time(pid))})
     bus.call_sync("org.freedesktop.PolicyKit1", "/org/freedesktop/PolicyKit1/Authority",
                   "org.freedesktop.PolicyKit1.Authority", "RegisterAuthenticationAgent",
                   GLib.Variant("((sa{sv})ss)", (subject, "C.UTF-8", AGENT_PATH)),
                   None, Gio.DBusCallFlags.NONE, 10000, None)
+
+
+def main():
+    args = sys.argv[1:]
+    flags = ("--no-agent", "--kill-at-info", "--dismiss")
+    given = set()
+    while args and args[0] in flags:
+        given.add(args.pop(0))
+    agent = "--no-agent" not in given
+    kill_at_info = "--kill-at-info" in given
+    current["dismiss"] = "--dismiss" in given
+    command = args[args.index("--") + 1:] if "--" in args else None
+    if command is not None:
+        args = args[:args.index("--")]
+    user, answers = args[0], args[1:]
+    bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
+    loop = GLib.MainLoop()
+    info = Gio.DBusNodeInfo.new_for_xml(AGENT_XML).interfaces[0]
+
+    def on_call(conn, sender, path, iface, method, params, invocation):
+        if method == "CancelAuthentication":
+            say("CANCELLED")
+            if current["helper"] is not None and current["helper"].poll() is None:
+                current["helper"].kill()
+            invocation.return_value(None)
+            return
+        action_id, message, _icon, _details, cookie, _identities = params.unpack()
+        say("BEGIN", action_id, message)
+
+        def run():
+            authenticate(user, cookie, answers)
+            if current["dismissed"]:
+                GLib.idle_add(lambda: invocation.return_dbus_error(
+                    "org.freedesktop.PolicyKit1.Error.Cancelled", "dismissed") and False)
+            else:
+                GLib.idle_add(lambda: invocation.return_value(None) and False)
+        threading.Thread(target=run, daemon=True).start()
+
+    bus.register_object(AGENT_PATH, info, on_call, None, None)
+    if command is not None:
+        child = subprocess.Popen(["/bin/sh", "-c", 'read _ && exec "$@"', "sh", *command],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        if agent:
+            register(bus, child.pid)
+        if kill_at_info:
+            current["kill_at_info"] = child
+        child.stdin.write("\n")
+        child.stdin.close()
+
+        def subject():
+            output = child.stdout.read()
+            status = child.wait()
+            if kill_at_info:
+                authentication_ended.wait(120)
+            say("SUBJECT", str(status), output.replace("\n", " | "))
+            GLib.idle_add(loop.quit)
+        threading.Thread(target=subject, daemon=True).start()
+        loop.run()
+        return
+    register(bus, os.getpid())
 
     def pkexec():
         p = subprocess.run(["pkexec", "id", "-un"], stdin=subprocess.DEVNULL,

@@ -68,6 +68,7 @@ def test_the_files_are_where_a_debian_system_expects_them(deb):
         "etc/security/localauth.conf": "-rw-r--r--", "etc/pam.d/localauthctl": "-rw-r--r--",
         "usr/share/pam-configs/localauth": "-rw-r--r--",
         "usr/share/pam-configs/localauth-authsucc": "-rw-r--r--",
+        "usr/share/polkit-1/actions/org.localauth.right.policy": "-rw-r--r--",
         "usr/share/man/man8/pam_localauth.8.gz": "-rw-r--r--",
         "usr/share/man/man8/localauthctl.8.gz": "-rw-r--r--",
         "usr/share/man/man5/localauth.conf.5.gz": "-rw-r--r--",

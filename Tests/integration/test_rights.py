@@ -9,6 +9,14 @@ The program is the example Examples/SecretVault (`secret-vault`), copied into a 
 directory where the user can run it (appbed.AppWorld); each `run` is a new process, so a
 secret read back was kept across a restart. The rights live in root's state directory
 (`rights/UID/`), which the user cannot read.
+
+A program without a terminal gets the desktop's polkit dialog (the product's action
+org.localauth.right.authorize): the bed's real polkitd (with the action added and, since no
+logind runs here to call the session active, a rule that gives it the auth_self the action
+gives an active session), polkit_dialog.py as the agent registered for the program (as
+GNOME Shell is for a program of its session), the setuid polkit-agent-helper-1 and
+pam.d/polkit-1 as shipped, in a desktop.Desktop namespace sharing root's state directory
+with the launcher's helper.
 """
 import os
 import re
@@ -24,11 +32,20 @@ import system  # noqa: E402
 from appbed import ENROLLED, OTHER, REPO, app_binary, app_world  # noqa: E402
 from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
 from launcherbed import namespace_prefix  # noqa: E402
+from desktop import Desktop  # noqa: E402
+from polkit_agents import dialog  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 DOMAIN = "com.apple.LocalAuthentication"
 SECRET = "correct horse battery staple"
+ACTION = "org.localauth.right.authorize"
+POLICY = REPO / "polkit" / "org.localauth.right.policy"
+# What the action's allow_active gives a local active session; polkitd here sees no session.
+AUTH_SELF = f"""polkit.addRule(function(action, subject) {{
+    if (action.id == "{ACTION}") return polkit.Result.AUTH_SELF;
+}});
+"""
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +57,48 @@ def vault():
 def world(inst, bed, syslog, vault):
     with app_world(inst, bed, syslog, vault, "la-rt-") as w:
         yield w
+
+
+@pytest.fixture
+def dialog_world(inst, bed_factory, syslog, vault):
+    """A world whose programs have no terminal: see the module docstring."""
+    yield from desktop_world(inst, bed_factory(polkit_rules=AUTH_SELF, polkit_actions=[POLICY]), syslog, vault)
+
+
+@pytest.fixture
+def yes_world(inst, bed_factory, syslog, vault):
+    """As dialog_world, with a rule that says yes to the action without any prompt."""
+    rule = AUTH_SELF.replace("polkit.Result.AUTH_SELF", "polkit.Result.YES")
+    yield from desktop_world(inst, bed_factory(polkit_rules=rule, polkit_actions=[POLICY]), syslog, vault)
+
+
+def desktop_world(inst, bed, syslog, vault):
+    with app_world(inst, bed, syslog, vault, "la-rd-") as world:
+        world.desktop = Desktop(inst, bed, syslog)
+        try:
+            world.desktop.pam_file("polkit-1", (REPO / "pam.d" / "polkit-1").read_text())
+            # One state directory and bus for the launcher's helper and root's (the dialog's).
+            world.desktop.configure(dbus_address=bed.address, password_after_reboot="no",
+                                    password_after_idle="0", password_stale="0")
+            world.state = world.desktop.state
+            yield world
+        finally:
+            world.desktop.close()
+
+
+def without_terminal(world, *args, **kw):
+    """The vault run by polkit_dialog.py (no terminal, DISPLAY=:0), the agent registered
+    for it unless ``register=False``; ``fingers`` presented and ``answers`` typed in the dialog."""
+    return dialog(world, command=[str(world.app), *args],
+                  env={"LOCALAUTH_PREFIX": str(world.inst.prefix)}, **kw)
+
+
+def subject_error(run):
+    status, lines = run.subject
+    m = [re.match(r"ERROR code=(-?\d+) domain=(\S+)", l) for l in lines]
+    found = [x for x in m if x]
+    assert status == 1 and len(found) == 1 and found[0].group(2) == DOMAIN, run
+    return int(found[0].group(1))
 
 
 def error_code(run):
@@ -267,3 +326,95 @@ def test_removing_rights(world):
     assert "OK removed all" in world.run("remove-all").output
     assert error_code(world.run("check", "b")) == -10
     assert not list(rights_dir(world).glob("*.right"))
+
+
+# --- a program without a terminal: the desktop's polkit dialog -----------------------------
+
+def test_without_a_terminal_the_dialog_asks_and_the_enrolled_finger_gives_the_secret(dialog_world, syslog):
+    world = dialog_world
+    saved(world)
+    mark = syslog.mark()
+    run = without_terminal(world, "open", "notes", fingers=[ENROLLED])
+    status, out = run.subject
+    assert status == 0 and f"SECRET {SECRET}" in out, run
+    # polkitd asked the agent for the product's action, with the program's reason shown.
+    assert run.texts("BEGIN") == [f"{ACTION} secret-vault: Open the vault notes"], run
+    assert run.texts("INFO")[:1] and run.texts("HELPER") == ["SUCCESS"], run
+    assert len(run.verify_starts) == 1
+    assert any(e.name == "VerifyStatus" and e.args[0] == "verify-match" for e in run.bed_events)
+    logs = [m for i, m in syslog.lines[mark:] if i == "localauth-helper"]
+    assert any("right authorize notes: success (authorized (fingerprint))" in m for m in logs), logs
+
+
+def test_without_a_terminal_a_wrong_finger_then_cancel_gives_no_bytes(dialog_world):
+    world = dialog_world
+    saved(world)
+    run = without_terminal(world, "open", "notes", fingers=[OTHER] * 3)
+    assert subject_error(run) == -1 and SECRET not in " ".join(run.subject[1]), run   # authenticationFailed
+    assert run.texts("HELPER") == ["FAILURE"] and len(run.verify_starts) == 3
+    assert world.state_values()["failures"] == "3"                   # counted as under sudo
+
+
+def test_the_dialog_dismissed_gives_user_cancel_and_no_bytes(dialog_world):
+    world = dialog_world
+    saved(world)
+    run = without_terminal(world, "open", "notes", fingers=[OTHER] * 3, dismiss=True)
+    assert subject_error(run) == -2 and SECRET not in " ".join(run.subject[1]), run   # userCancel
+    assert run.texts("HELPER") == ["FAILURE"], run
+
+
+def test_the_password_in_the_dialog_opens_only_a_right_that_allows_it(dialog_world, syslog):
+    world = dialog_world
+    saved(world, name="finger", requirement="biometry")
+    mark = syslog.mark()
+    no = without_terminal(world, "open", "finger", fingers=[OTHER] * 3, answers=[world.user.password])
+    # polkit said yes (the stack took the password), the right needs the finger: no bytes.
+    assert no.texts("HELPER") == ["SUCCESS"], no
+    assert subject_error(no) == -1 and SECRET not in " ".join(no.subject[1]), no
+    logs = [m for i, m in syslog.lines[mark:] if i == "localauth-helper"]
+    assert any("this right needs the finger" in m for m in logs), logs
+    saved(world, name="any", requirement="default")
+    yes = without_terminal(world, "open", "any", fingers=[OTHER] * 3, answers=[world.user.password])
+    status, out = yes.subject
+    assert status == 0 and f"SECRET {SECRET}" in out, yes
+
+
+def test_without_a_terminal_and_no_agent_there_is_a_clear_error_and_no_bytes(dialog_world, syslog):
+    world = dialog_world
+    saved(world)
+    mark = syslog.mark()
+    run = without_terminal(world, "open", "notes", register=False)
+    assert subject_error(run) == -1004 and SECRET not in " ".join(run.subject[1]), run   # notInteractive
+    assert run.texts("BEGIN") == [] and run.verify_starts == []
+    logs = [m for i, m in syslog.lines[mark:] if i == "localauth-helper"]
+    assert any("no polkit authentication agent is registered for it" in m for m in logs), logs
+
+
+def test_polkits_yes_without_a_finger_or_password_gives_no_bytes(yes_world, syslog):
+    world = yes_world
+    saved(world, requirement="default")
+    mark = syslog.mark()
+    run = without_terminal(world, "open", "notes")
+    assert run.texts("BEGIN") == []                      # polkitd said yes with no dialog
+    assert subject_error(run) == -1 and SECRET not in " ".join(run.subject[1]), run
+    logs = [m for i, m in syslog.lines[mark:] if i == "localauth-helper"]
+    assert any("no finger matched and no password was entered" in m for m in logs), logs
+
+
+def test_the_dialog_is_closed_when_the_program_goes_away(dialog_world, syslog):
+    world = dialog_world
+    saved(world)
+    mark = syslog.mark()
+    run = without_terminal(world, "open", "notes", kill_at_info=True)
+    status, out = run.subject
+    assert status == -9 and SECRET not in " ".join(out), run            # killed mid-dialog
+    # The root side cancelled its CheckAuthorization: polkitd told the agent to close.
+    assert "CANCELLED" in [kind for kind, _ in run.events], run
+    assert run.texts("HELPER") == ["FAILURE"] and run.verify_starts[:1], run
+    # Its last line comes once CancelCheckAuthorization returned, after the agent heard
+    # of it (and the test may have moved on): waited for, not raced.
+    last = syslog.wait_for(lambda i, m: i == "localauth-helper" and "right authorize notes:" in m,
+                           timeout=30, since=mark)
+    assert last and "right authorize notes: appCancel" in last[1], syslog.lines[mark:]
+    logs = [m for i, m in syslog.lines[mark:] if i == "localauth-helper"]
+    assert any("polkit dialog cancelled: the program went away" in m for m in logs), logs

@@ -20,7 +20,10 @@ What runs (all started by this module, every PID recorded, only those PIDs stopp
   same template with ``AllowUnknown(true)``; ``None`` no polkit at all. With
   ``polkit_rules=TEXT`` the real polkitd runs in a private mount namespace where a directory
   holding TEXT as its only rules file is bind-mounted over ``/etc/polkit-1/rules.d`` (the
-  machine's rules are never touched; ``/usr/share/polkit-1/rules.d`` still applies).
+  machine's rules are never touched; ``/usr/share/polkit-1/rules.d`` still applies);
+  ``polkit_actions=[FILE, ...]`` adds those action files in that namespace: a directory
+  holding copies of the machine's ``/usr/share/polkit-1/actions`` and them is bind-mounted
+  over it (the product's own action, before it is installed).
 * ``/usr/libexec/fprintd -t`` with ``STATE_DIRECTORY=DIR/state RUNTIME_DIRECTORY=DIR/run
   FP_DRIVERS_ALLOWLIST=virtual_device FP_VIRTUAL_DEVICE=DIR/virtdev.sock``.
   ``reader=False``: the allowlist names no driver, so fprintd runs with no device at all.
@@ -860,19 +863,22 @@ class BedClient:
 class Bed(BedClient):
     """A private system bus with polkit and the real fprintd (see the module docstring).
 
-    ``Bed(reader=True, fprintd=True, polkit="real", polkit_rules=None, keep=False,
-    start=True)``; use as a context manager, or call ``stop()``."""
+    ``Bed(reader=True, fprintd=True, polkit="real", polkit_rules=None, polkit_actions=None,
+    keep=False, start=True)``; use as a context manager, or call ``stop()``."""
 
     def __init__(self, reader: bool = True, fprintd: bool = True,
                  polkit: Optional[str] = "real", keep: Optional[bool] = None,
                  start: bool = True, startup_timeout: float = 10.0,
-                 polkit_rules: Optional[str] = None):
+                 polkit_rules: Optional[str] = None, polkit_actions: Optional[list] = None):
         if polkit not in ("real", "deny", "allow", None):
             raise ValueError(f"polkit must be 'real', 'deny', 'allow' or None: {polkit!r}")
         if polkit_rules is not None and polkit != "real":
             raise ValueError("polkit_rules needs polkit='real'")
+        if polkit_actions and polkit_rules is None:
+            raise ValueError("polkit_actions needs polkit_rules (polkitd's own namespace)")
         self.reader_present, self.fprintd_wanted, self.polkit_mode = reader, fprintd, polkit
         self.polkit_rules = polkit_rules
+        self.polkit_actions = [Path(a) for a in polkit_actions or []]
         self.keep = keep if keep is not None else os.environ.get("LOCALAUTH_BED_KEEP") == "1"
         self.startup_timeout = startup_timeout
         self.dir: Optional[Path] = None
@@ -995,10 +1001,16 @@ class Bed(BedClient):
             rules.mkdir(mode=0o755)
             (rules / "10-localauth-test.rules").write_text(self.polkit_rules)
             (rules / "10-localauth-test.rules").chmod(0o644)
+            actions = self.dir / "polkit-actions"
+            actions.mkdir(mode=0o755)
+            for source in [*Path("/usr/share/polkit-1/actions").glob("*.policy"), *self.polkit_actions]:
+                shutil.copy(source, actions / source.name)
+                (actions / source.name).chmod(0o644)
             # unshare execs the shell, which execs polkitd: the recorded PID is polkitd's.
             argv = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-                    'mount --bind "$1" /etc/polkit-1/rules.d && exec "$2" --no-debug',
-                    "sh", str(rules), POLKITD]
+                    'mount --bind "$1" /etc/polkit-1/rules.d && mount --bind "$2" /usr/share/polkit-1/actions'
+                    ' && exec "$3" --no-debug',
+                    "sh", str(rules), str(actions), POLKITD]
         elif self.polkit_mode == "real":
             argv = [POLKITD, "--no-debug"]
         else:

@@ -20,7 +20,11 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
     }
 
     override func performAuthorization(_ reason: String) async throws {
-        _ = try await RightsClient.call("authorize", identifier: identifier, prompt: prompt(reason))
+        // The reason goes to the root side too: for a program without a terminal, the
+        // desktop's polkit dialog shows it (docs/PROTOCOL.md, "Rights").
+        let text = RightsClient.hex(Data(reason.utf8.prefix(512)))
+        _ = try await RightsClient.call("authorize", identifier: identifier, keys: [("localized_reason", text)],
+                                        prompt: prompt(reason))
     }
 
     override func performCheck() async throws {
