@@ -3,10 +3,14 @@ desktop cases). The desktop image (images.py, desktop flavour) boots into graphi
 GDM's own fingerprint conversation is off (image/setup.sh; README: with the profiles, gdm-password is
 finger-first itself). One boot for the file, in order: the first login (by password), GNOME
 Terminal's sudo, GNOME Shell's polkit dialog, the lock screen, then a reboot and the first
-login after it. Screens are saved in the run's directory (``LOCALAUTH_VM_SHOTS``, default a
+login after it; between the dialog for pkexec and the lock screen, GNOME Shell's dialog for a
+right of a program without a terminal (Examples/SecretVault, built by scripts/test into
+build/test/). Screens are saved in the run's directory (``LOCALAUTH_VM_SHOTS``, default a
 temporary one) and named in a failed assertion.
 """
 from __future__ import annotations
+
+import fcntl
 
 import os
 import tempfile
@@ -18,6 +22,8 @@ from desktop import Desktop
 from guest import PASSWORDS, PRINTS, Guest
 from images import ensure_image
 from machine import Machine
+
+VAULT = Path(__file__).resolve().parents[2] / "build" / "test" / "secret-vault"
 
 # The password's facts leave out how often it was typed: the greeter may end a conversation
 # whose keys came before its field, and the login begins again (desktop.Desktop.login).
@@ -93,6 +99,42 @@ def test_gnome_shells_polkit_dialog_for_pkexec_takes_the_finger(desk, terminal):
     assert facts == {"finger_offered": True, "passwords_typed": 0, "done": True, "rc": 0,
                      "verdicts": [("success", "PAM_SUCCESS")], "scanned": True,
                      "polkitd_authorized": True}, out.evidence()
+
+
+def built_vault() -> Path:
+    """build/test/secret-vault, once scripts/test has built it: it holds .apps.lock while it
+    builds the applications, beside this tier."""
+    lock = VAULT.parent / ".apps.lock"
+    if lock.exists():
+        with open(lock) as f:
+            fcntl.flock(f, fcntl.LOCK_SH)
+    assert VAULT.is_file(), f"{VAULT} is not built (scripts/test builds it; or build Examples/SecretVault)"
+    return VAULT
+
+
+def test_gnome_shells_polkit_dialog_gives_a_right_of_a_program_without_a_terminal(desk, terminal):
+    """The vault, root's in /usr/local/bin, saves a finger-only right as alice; then, typed
+    in GNOME Terminal but run with no controlling terminal (setsid, stdin /dev/null), it
+    opens it: the root side asks polkitd for org.localauth.right.authorize, GNOME Shell's
+    dialog (the agent of alice's session) runs the polkit-1 stack, the finger matches, and
+    the secret comes back; no password is typed."""
+    g = desk.g
+    g.m.put([built_vault()], "/usr/local/bin/secret-vault")
+    g.sh("chown root:root /usr/local/bin/secret-vault && chmod 755 /usr/local/bin/secret-vault && "
+         "rm -f /tmp/la-vm/vault.out")
+    saved = g.sh("runuser -u alice -- /usr/local/bin/secret-vault save vm-notes vm-secret biometry")
+    assert "OK saved vm-notes" in saved, saved
+    mark = g.mark()
+    out = desk.run_in_terminal("setsid -w /usr/local/bin/secret-vault open vm-notes "
+                               "</dev/null >/tmp/la-vm/vault.out 2>&1",
+                               ident="polkit-agent-helper-1", password=PASSWORDS["alice"])
+    printed = g.sh("cat /tmp/la-vm/vault.out; true")
+    helper = [e.get("MESSAGE", "") for e in g.journal(mark) if "right authorize vm-notes" in e.get("MESSAGE", "")]
+    facts = {"done": out.done, "rc": out.rc, "finger_offered": out.finger_offered, "scanned": bool(out.scans),
+             "passwords_typed": out.passwords, "secret": "SECRET vm-secret" in printed,
+             "authorized_by_finger": any("success (authorized (fingerprint))" in m for m in helper)}
+    assert facts == {"done": True, "rc": 0, "finger_offered": True, "scanned": True, "passwords_typed": 0,
+                     "secret": True, "authorized_by_finger": True}, f"{printed}\n{helper}{out.evidence()}"
 
 
 def test_the_lock_screen_unlocks_with_the_finger(desk, first_login):
