@@ -155,7 +155,12 @@ class Desktop:
                                              and self.shell_registered(1000, mark)),
                                failed="pam_unix(gdm-password:auth): conversation failed",
                                give_up_on_failure=True, ready=self.entry_focused,
-                               abandoned=lambda: not (self.workers("gdm-password") & worker))
+                               abandoned=lambda: not (self.workers("gdm-password") & worker),
+                               # The first session's start is the slowest thing the guest
+                               # does: beside a busy host it took over 4 min once (GNOME
+                               # Shell up at 6). A failure or the worker's end still ends
+                               # the wait at once; only a slow success waits this long.
+                               patience=WAIT * 4)
             outcomes.append(out)
             if out.done:
                 break
@@ -271,7 +276,8 @@ class Desktop:
                 failed: str, max_scans: int = 3, max_passwords: int = 3,
                 give_up_on_failure: bool = False,
                 ready: Callable[[], bool] = lambda: True,
-                abandoned: Callable[[], bool] = lambda: False) -> GuiOutcome:
+                abandoned: Callable[[], bool] = lambda: False,
+                patience: float = WAIT * 2) -> GuiOutcome:
         """Until done(): a scan of alice's finger at each new finger-needed true; the password
         once the module's first line is in (it returned, so the password module asks next)
         and no finger is wanted and ready() says the field is there, again only after a
@@ -282,7 +288,7 @@ class Desktop:
         typed_at = None
         failures_seen = 0
         shots = []
-        end = time.monotonic() + WAIT * 2
+        end = time.monotonic() + patience
         while not done():
             if time.monotonic() > end:
                 shots.append(self.shot("stuck"))
