@@ -182,6 +182,37 @@ def test_sequence_waits_for_rearm_after_no_match(enrolled_bed, client, release_b
     assert injection.wait(10) == ["verify-no-match", "verify-no-match", "verify-match"]
 
 
+def test_fprintd_log_witnesses_a_rearm_when_the_signals_show_none(enrolled_bed, client,
+                                                                   monkeypatch):
+    """The second witness of a re-arm: with the signals made to show none (as a watcher
+    that fell behind would), fprintd's own log still tells a new verify waiting for a
+    finger from the old one, and from no verify at all."""
+    reader = enrolled_bed.reader
+    client.dev.Claim(USER)
+    try:
+        mark = client.start()
+        assert reader.inject("SCAN f2") == "verify-no-match"
+        client.wait_done(mark)
+        monkeypatch.setattr(reader, "_armed", lambda: False)
+        assert not reader._armed_by_log()        # the old verify: it took the scan
+        client.stop()
+        assert not reader._armed_by_log()        # no verify at all
+        mark = client.start()
+        _wait_true(reader._armed_by_log, 5)      # a new verify that waits for a finger
+        assert reader.inject("SCAN f1") == "verify-match"
+        assert client.wait_done(mark) == ("verify-match", True)
+        client.stop()
+    finally:
+        client.dev.Release()
+
+
+def _wait_true(cond, timeout):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"{cond} stayed false for {timeout}s"
+        time.sleep(0.01)
+
+
 def test_scan_waits_until_reader_waits(enrolled_bed, client):
     injection = enrolled_bed.scan_when_ready("f1")
     time.sleep(0.3)   # nobody verifies yet: the scan must still be pending, not lost

@@ -284,8 +284,12 @@ class Reader:
     Injections are serialised; see the module docstring (point 4) for the rule used."""
 
     def __init__(self, address: str, sock_path: str,
-                 device_path: str = DEFAULT_DEVICE):
+                 device_path: str = DEFAULT_DEVICE, fprintd_log: Optional[Path] = None):
         self.address, self.sock_path, self.device_path = address, sock_path, device_path
+        # fprintd's own debug log (the bed's): a second witness of a re-arm, read only
+        # when the signals have not shown one for a while (see ``_armed_by_log``).
+        self._fprintd_log = Path(fprintd_log) if fprintd_log else None
+        self._log_mark = 0           # size of that log when the last command was sent
         self._cv = threading.Condition()
         self._events: list[Event] = []
         self._seq = itertools.count(1)
@@ -461,19 +465,66 @@ class Reader:
                 return False
         return self.finger_needed()
 
+    # fprintd's debug lines for a new verify or identify, and for the finger-needed flag.
+    _LOG_START = ("start verification device", "start identification device")
+    _LOG_NEEDED = "Finger needed "
+
+    def _log_size(self) -> int:
+        try:
+            return self._fprintd_log.stat().st_size if self._fprintd_log else 0
+        except OSError:
+            return 0
+
+    def _armed_by_log(self) -> bool:
+        """Whether fprintd's own log shows, since the last command was sent, a new verify
+        (or identify) that is waiting for a finger and has consumed no command yet.
+
+        Used only after the signals have shown no re-arm for a while: once in a full CI
+        run (the machine under load) the watcher saw no re-arm signal for 15 s while
+        fprintd's log showed the helper's VerifyStart and "Finger needed 1" 17 ms after
+        the result. The log is fprintd's word on its own state, written unbuffered."""
+        if self._fprintd_log is None or not self._arm_after:
+            return False
+        try:
+            with open(self._fprintd_log, "rb") as f:
+                f.seek(self._log_mark)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return False
+        starts = [text.rfind(s) for s in self._LOG_START]
+        start = max(starts)
+        if start < 0:
+            return False
+        after = text[start:]
+        if "Received command" in after:
+            return False
+        needed = after.rfind(self._LOG_NEEDED)
+        return needed >= 0 and after[needed + len(self._LOG_NEEDED):].startswith("1")
+
+    def _arm_report(self) -> str:
+        """What the watcher saw since the last result, for a timeout's message."""
+        with self._cv:
+            seen = [e for e in self._events if e.seq > self._arm_after]
+        return (f"signals since the last result (seq {self._arm_after}): {seen[-8:]}; "
+                f"finger-needed now {self.finger_needed()}")
+
     def wait_armed(self, timeout: float = 10.0,
                    give_up: Optional[Callable[[], Optional[str]]] = None) -> None:
         """Wait until the reader waits for a finger that no earlier injection has fed.
-        ``give_up`` is polled meanwhile; a string it returns is raised as BedError."""
-        deadline = time.monotonic() + timeout
+        ``give_up`` is polled meanwhile; a string it returns is raised as BedError.
+        After 2 s without a re-arm signal, fprintd's log is asked as well."""
+        started = time.monotonic()
+        deadline = started + timeout
         while not self._armed():
+            if time.monotonic() - started > 2.0 and self._armed_by_log():
+                return
             reason = give_up() if give_up is not None else None
             if reason:
                 raise BedError(reason)
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"the reader did not wait for a finger within "
-                                   f"{timeout:.1f}s")
+                                   f"{timeout:.1f}s ({self._arm_report()})")
             with self._cv:           # woken by any signal, else poll every 20 ms
                 self._cv.wait(min(left, 0.02))
 
@@ -487,6 +538,7 @@ class Reader:
         with self._inject_lock:
             self.wait_armed(timeout, give_up)
             before = self.mark()
+            self._log_mark = self._log_size()
             self.send(command, timeout)
             self._arm_after = before
             if not wait_result:
@@ -1045,7 +1097,8 @@ class Bed(BedClient):
             self.device_path = self.devices()[0]
         if self._reader is None:
             self._reader = Reader(self.address, str(self.sock_path),
-                                  self.device_path or DEFAULT_DEVICE)
+                                  self.device_path or DEFAULT_DEVICE,
+                                  fprintd_log=self.log_path("fprintd"))
 
     def stop(self) -> None:
         """Stop exactly the recorded daemons (thaw, SIGTERM, SIGKILL after 2 s), reap
