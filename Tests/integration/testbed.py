@@ -365,12 +365,38 @@ class Reader:
             self._conn = None
 
     # ---- events --------------------------------------------------------------------
+    def settle(self, timeout: float = 5.0) -> None:
+        """Return once every signal that the bus had sent the watcher before this call is
+        recorded. The watcher's thread can lag behind the bus on a loaded machine (a test
+        that read ``events()`` 30 ms after fprintd's last signal once got none). A round
+        trip to the bus daemon on the watcher's connection comes back behind every signal
+        routed to it earlier, and GDBus has then queued their callbacks on the watcher's
+        context; a low-priority callback queued after them runs after them."""
+        ctx, conn = self._ctx, self._conn
+        if ctx is None or conn is None or self._loop is None:
+            return
+        try:
+            _call(conn, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                  "org.freedesktop.DBus", "GetId", timeout=timeout)
+        except DBusCallError:
+            return                    # the bus is gone: nothing more can arrive
+        ran = threading.Event()
+        source = GLib.Idle(priority=GLib.PRIORITY_LOW)
+        source.set_callback(lambda *_: ran.set() or False)
+        source.attach(ctx)
+        if not ran.wait(timeout):
+            raise TimeoutError(f"the bed's watcher did not catch up within {timeout:.1f}s")
+
     def mark(self) -> int:
-        """The sequence number of the newest event; pass it as ``since`` later."""
+        """The sequence number of the newest event; pass it as ``since`` later. Signals
+        sent before the call are all older than the mark (``settle``)."""
+        self.settle()
         with self._cv:
             return self._events[-1].seq if self._events else 0
 
     def events(self, since: int = 0) -> list[Event]:
+        """The events newer than ``since``, every signal sent before the call included."""
+        self.settle()
         with self._cv:
             return [e for e in self._events if e.seq > since]
 
