@@ -71,14 +71,11 @@ if [ "${DESKTOP:-0}" = 1 ]; then
   # With the setting unseen, the greeter runs gdm-fingerprint beside gdm-password; its
   # pam_fprintd.so is not installed, that conversation fails at once, and each failure can
   # end the password's conversation too ("conversation failed").
-  # Animations off too (greeter, session, lock screen): under TCG GNOME Shell draws with
-  # llvmpipe inside the emulated CPU, and every transition (the login, the overview, the
-  # shield) costs the host's cores seconds that the integration tests beside the tier need.
-  settings='[org/gnome/login-screen]\nenable-fingerprint-authentication=false\n'
-  settings+='[org/gnome/desktop/interface]\nenable-animations=false\n'
-  printf "$settings" > /usr/share/gdm/dconf/95-localauth-settings
+  printf '[org/gnome/login-screen]\nenable-fingerprint-authentication=false\n' \
+    > /usr/share/gdm/dconf/95-localauth-settings
   mkdir -p /etc/dconf/db/local.d /etc/dconf/profile
-  printf "$settings" > /etc/dconf/db/local.d/90-localauth
+  printf '[org/gnome/login-screen]\nenable-fingerprint-authentication=false\n' \
+    > /etc/dconf/db/local.d/90-localauth
   printf 'user-db:user\nsystem-db:local\n' > /etc/dconf/profile/user
   dconf update
 fi
