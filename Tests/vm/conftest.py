@@ -21,7 +21,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -78,38 +77,6 @@ def deb() -> Path:
     if r.returncode != 0:
         raise GuestError(f"scripts/package failed:\n{r.stdout[-2000:]}{r.stderr[-4000:]}")
     return Path(r.stdout.strip().splitlines()[-1])
-
-
-# The files in the order pytest runs them, and the image each boots.
-IMAGE_OF_FILE = {"test_desktop.py": True, "test_presence.py": False}
-
-
-@pytest.fixture(scope="session", autouse=True)
-def images_ahead(request, deb):
-    """With both files in one session and an image missing, the images are built one after
-    the other in a thread from the start: the second file's image is then built while the
-    first file's guest runs (on a fresh machine about 100 s of the tier), instead of after
-    it. Each file's fixture still asks ``ensure_image`` itself: it waits on that image's lock
-    while the thread builds it, and reports the error if the build failed. The thread is
-    waited for at the end, so no build outlives the session."""
-    files = {item.path.name for item in request.session.items}
-    flavours = [desktop for name, desktop in IMAGE_OF_FILE.items() if name in files]
-    if len(flavours) < 2:
-        yield
-        return
-
-    def build() -> None:
-        for desktop in flavours:
-            try:
-                ensure_image(desktop=desktop, deb=deb)
-            except Exception as exc:    # the file's own fixture raises it again, in its test
-                print(f"images: building ahead failed: {exc}", file=sys.stderr, flush=True)
-                return
-
-    ahead = threading.Thread(target=build, name="images-ahead", daemon=True)
-    ahead.start()
-    yield
-    ahead.join()
 
 
 @pytest.fixture(scope="session")
