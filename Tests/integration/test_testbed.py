@@ -15,7 +15,7 @@ import pytest
 from dbus.mainloop.glib import DBusGMainLoop
 from gi.repository import GLib
 
-from testbed import CLI, DEFAULT_USER as USER, PYTHON, BedError, DBusCallError
+from testbed import CLI, DEFAULT_USER as USER, PYTHON, BedError, DBusCallError, _wait
 
 FPRINT = "net.reactivated.Fprint"
 DEVICE_IFACE = "net.reactivated.Fprint.Device"
@@ -198,19 +198,12 @@ def test_fprintd_log_witnesses_a_rearm_when_the_signals_show_none(enrolled_bed, 
         client.stop()
         assert not reader._armed_by_log()        # no verify at all
         mark = client.start()
-        _wait_true(reader._armed_by_log, 5)      # a new verify that waits for a finger
+        _wait(reader._armed_by_log, 5, "the log's witness of a new verify")
         assert reader.inject("SCAN f1") == "verify-match"
         assert client.wait_done(mark) == ("verify-match", True)
         client.stop()
     finally:
         client.dev.Release()
-
-
-def _wait_true(cond, timeout):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"{cond} stayed false for {timeout}s"
-        time.sleep(0.01)
 
 
 def test_scan_waits_until_reader_waits(enrolled_bed, client):
