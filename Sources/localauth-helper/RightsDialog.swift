@@ -11,9 +11,10 @@ import LocalAuthProtocol
 ///
 /// polkit's yes is not taken as it is (DialogProof): the right is granted only when root's
 /// state file shows, since the dialog began, a new fingerprint match, or, for a right whose
-/// requirement allows it (`.default`), a new password (`authsucc` after pam_unix). Presence (the program's own) and the right's preflight
-/// (lockout, enrollment, the enrolled set of a `.biometry(.current)` right) are judged
-/// before the dialog, as on the terminal path; the enrolled set again after it.
+/// requirement allows it (`.default`), a new password (`authsucc` after pam_unix).
+/// Presence (the program's own) and the right's preflight (lockout, enrollment, the
+/// enrolled set of a `.biometry(.current)` right) are judged before the dialog, as on the
+/// terminal path; the enrolled set again after it.
 extension RightsMode.Context {
     /// The library says it cannot prompt (`stdin_tty=0`: no /dev/tty), or the kernel says
     /// the program has no controlling terminal.
