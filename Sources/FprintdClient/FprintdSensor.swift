@@ -9,7 +9,10 @@ import LocalAuth
 /// (StartUp). The calls made one after another without waiting for the reader — the
 /// start-up (connect, GetDevices, ListEnrolledFingers, Claim, VerifyStart), the stop
 /// (VerifyStop, Release) — share one bound, `busTimeout`, from the first of them: a frozen
-/// fprintd costs that once, however many calls were still to come or in flight. When fprintd leaves the bus, the
+/// fprintd costs that once, however many calls were still to come or in flight. The time
+/// the caller spends on its own work between two calls of a burst (the state file's fsync
+/// while the Claim is on its way, which a busy disk can make last seconds) is not fprintd's
+/// and moves the deadline by as much (`resumeBurst`). When fprintd leaves the bus, the
 /// connection drops, or a call times out, the connection is dropped: fprintd releases the
 /// claim of a client that vanished, and later calls on a frozen fprintd would only time out
 /// again. The next use connects afresh.
@@ -41,8 +44,15 @@ public final class FprintdSensor: FingerprintSensor {
     /// the last one within `burstGapMillis` (the caller went on to something else: a
     /// password prompt, say).
     var burstDeadline: Int64?
+    /// When the sensor last stopped talking to fprintd and the caller's own work began
+    /// (monotonic ms); `resumeBurst` counts the caller's time from here.
     var lastCallEnded: Int64?
     static let burstGapMillis: Int64 = 1000
+    /// sd-bus's own bound on a Claim or Release sent without waiting. The wait for their
+    /// answers is bounded here (`settleClaim`, `settleRelease`: the burst's deadline, which
+    /// the caller's own work moves), so sd-bus's timer must not end them first; it only
+    /// ends a call nobody waits for any more.
+    static let sentCallBackstopSeconds = 120.0
 
     public init(address: String, busTimeout: Double, fprintDir: String, log: LogSink) {
         self.address = address
@@ -122,7 +132,8 @@ public final class FprintdSensor: FingerprintSensor {
         lost = nil  // what was lost went with the old claim; this one is judged on its own
         let pending = PendingClaim(user: user, path: choice.path)
         try run("Claim", mapping: FprintdErrors.mapClaim) { bus throws(BusError) in
-            try bus.callAsync(bus.fprintdMessage(choice.path, Fprintd.deviceInterface, "Claim", [user])) {
+            try bus.callAsync(bus.fprintdMessage(choice.path, Fprintd.deviceInterface, "Claim", [user]),
+                              timeoutSeconds: Self.sentCallBackstopSeconds) {
                 pending.reply = $0
             }
         }
@@ -134,6 +145,7 @@ public final class FprintdSensor: FingerprintSensor {
     func settleClaim() throws(EvaluationError) {
         guard let pending = pendingClaim else { return }
         pendingClaim = nil
+        resumeBurst()
         defer { lastCallEnded = MonotonicClock.millis() }
         let deadline = burstBound
         if case .lost(let error) = pump(until: deadline, wakeOn: [], ready: { pending.reply != nil }) {
@@ -239,7 +251,8 @@ public final class FprintdSensor: FingerprintSensor {
         let pending = PendingRelease()
         do {
             try run("Release") { bus throws(BusError) in
-                try bus.callAsync(bus.fprintdMessage(claimed.path, Fprintd.deviceInterface, "Release")) {
+                try bus.callAsync(bus.fprintdMessage(claimed.path, Fprintd.deviceInterface, "Release"),
+                                  timeoutSeconds: Self.sentCallBackstopSeconds) {
                     [log] reply in
                     if case .failure(let error) = reply { log.log(.notice, "Release: \(error.summary)") }
                     pending.answered = true
@@ -258,7 +271,11 @@ public final class FprintdSensor: FingerprintSensor {
         guard let pending = pendingRelease else { return }
         pendingRelease = nil
         guard lost == nil, bus?.isOpen == true else { return }  // the claim went with fprintd
-        _ = pump(until: pending.deadline, wakeOn: []) { pending.answered }
+        // The caller's own work since the Release was sent (recording the result) is not
+        // fprintd's time either.
+        let now = MonotonicClock.millis()
+        let away = max(0, now - (lastCallEnded ?? now))
+        _ = pump(until: pending.deadline + away, wakeOn: []) { pending.answered }
         lastCallEnded = MonotonicClock.millis()
     }
 }
@@ -275,10 +292,26 @@ extension FprintdSensor {
     /// The end of the current burst of calls, or of one that would start now.
     var burstBound: Int64 { burstDeadline ?? MonotonicClock.millis() + Int64(busTimeout * 1000) }
 
+    /// Brings the current burst up to now, before the sensor talks to fprintd again. The
+    /// time since the last call ended was the caller's (an fsync behind a busy disk, a log
+    /// line), not fprintd's: the deadline moves by as much, so the bound stays a bound on
+    /// waiting for fprintd. After more than `burstGapMillis` the burst is over.
+    func resumeBurst() {
+        let now = MonotonicClock.millis()
+        guard let last = lastCallEnded else { return }
+        let away = now - last
+        if away > FprintdSensor.burstGapMillis {
+            burstDeadline = nil
+        } else if away > 0, let deadline = burstDeadline {
+            burstDeadline = deadline + away
+        }
+        lastCallEnded = now  // counted once
+    }
+
     /// The seconds left to the current burst of calls, starting one if none is running.
     func burstSecondsLeft() throws(EvaluationError) -> Double {
+        resumeBurst()
         let now = MonotonicClock.millis()
-        if let last = lastCallEnded, now - last > FprintdSensor.burstGapMillis { burstDeadline = nil }
         let deadline = burstDeadline ?? now + Int64(busTimeout * 1000)
         burstDeadline = deadline
         guard deadline > now else {

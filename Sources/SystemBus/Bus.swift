@@ -169,12 +169,18 @@ package final class Bus {
     }
 
     /// Sends `message` without waiting: `done` gets the reply (or what went wrong: an error
-    /// reply, no reply within `timeoutUsec`, the connection lost) from `dispatch()`.
-    package func callAsync(_ message: Message, _ done: @escaping (Result<Message, BusError>) -> Void) throws(BusError) {
+    /// reply, no reply within `timeoutUsec` or the `timeoutSeconds` given, the connection
+    /// lost) from `dispatch()`. A caller that bounds the wait itself passes a longer
+    /// `timeoutSeconds`: sd-bus's timer fires in `dispatch()` before the reply already
+    /// received is read, so a caller back late from other work would lose an answer that
+    /// came in time.
+    package func callAsync(_ message: Message, timeoutSeconds: Double? = nil,
+                           _ done: @escaping (Result<Message, BusError>) -> Void) throws(BusError) {
         let bus = try open()
         let box = Unmanaged.passRetained(ReplyBox(done))
         var slot: OpaquePointer?
-        let r = sd_bus_call_async(bus, &slot, message.pointer, replyTrampoline, box.toOpaque(), timeoutUsec)
+        let usec = timeoutSeconds.map { UInt64(max($0, 0.001) * 1_000_000) } ?? timeoutUsec
+        let r = sd_bus_call_async(bus, &slot, message.pointer, replyTrampoline, box.toOpaque(), usec)
         guard r >= 0, let slot else {
             box.release()
             try checked(r < 0 ? r : -ENOMEM, "sd_bus_call_async")
