@@ -173,7 +173,19 @@ class Pamtester:
         # shell passes it on to its jobs, which a SIGKILL to the shell alone would orphan.
         if self.child.isalive():
             self.child.terminate(force=True)
-        self.child.close(force=True)
+        end_child(self.child)
+
+
+def end_child(child, timeout=20.0):
+    """Closes a pexpect child for good: kills it and waits for it to be gone. pexpect gives
+    a killed child 0.1 s and then raises "Could not terminate the child"; on a busy machine
+    a killed child can take longer than that to exit (login, su, sudo and vlock still in a
+    write behind a busy disk, seen under load)."""
+    deadline = time.monotonic() + timeout
+    while child.isalive() and time.monotonic() < deadline:
+        child.kill(signal.SIGKILL)
+        time.sleep(0.05)
+    child.close(force=True)
 
 
 class PamWorld:
@@ -264,6 +276,17 @@ class PamWorld:
         self._pamtesters.append(run)
         return run
 
+    def _copy_lost(self, proc, service) -> bool:
+        """Whether pam_wrapper lost its copy of this world's service files before pam_start.
+        It copies them at start to /tmp/pam.<one character>; two processes starting together
+        can end up in the same directory, and the first to end removes it under the other,
+        whose pam_start then finds no service file, not even `other` (seen in a fresh-clone
+        run, with eight transactions started at once beside other workers). Nothing of ours has run then,
+        so the driver is started again."""
+        return (proc.returncode != 0 and "pam_start failed" in proc.stderr
+                and "error reading PAM configuration file" in proc.stderr
+                and (self.services / service).is_file())
+
     def _driver_script(self) -> Path:
         """This file, copied into the world's 0755 directory: a driver run as another user
         (a `prefix` with setpriv) must be able to read it wherever the checkout lives
@@ -307,8 +330,11 @@ class PamWorld:
                           ignore_signals=ignore_signals, inheritable_fd=inheritable_fd,
                           real_uid=real_uid, account=account, cgroup=cgroup)
         argv = self.command([PYTHON, str(self._driver_script()), "--drive"], prefix, env)
-        proc = subprocess.run(argv, input=json.dumps(spec), capture_output=True, text=True,
-                              env=self._base_env(), timeout=timeout)
+        for _ in range(3):
+            proc = subprocess.run(argv, input=json.dumps(spec), capture_output=True, text=True,
+                                  env=self._base_env(), timeout=timeout)
+            if not self._copy_lost(proc, service):
+                break
         if proc.returncode != 0:
             raise RuntimeError(f"driver failed ({proc.returncode}): {proc.stderr[-2000:]}")
         out = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -623,10 +623,26 @@ class PtyRun(pamenv.Pamtester):
             self.sendline(answer)
         if self.expect([prompt, pexpect.EOF], timeout=end_timeout) == 0:
             prompts += 1
-            self.interrupt()
+            self.give_up(end_timeout)
             if not interrupt:
                 self.note("\n<unexpected password prompt: interrupted>\n")
         return prompts
+
+    def give_up(self, timeout=15, again_after=2) -> None:
+        """Ctrl-C at a password prompt, again every ``again_after`` seconds until the
+        program ends (or ``timeout``; finish() then reports it). Once is not always enough,
+        for a person either: sudo's password reader installs its signal handlers, writes
+        the prompt and only then reads, and a SIGINT between the write and the read only
+        sets a flag (its read waits for a key). A second one interrupts that read."""
+        import pexpect
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.child.isalive():    # it may have ended just after the last wait
+                self.interrupt()
+            left = deadline - time.monotonic()
+            if left <= 0 or self.expect([pexpect.EOF, pexpect.TIMEOUT],
+                                        timeout=min(again_after, left)) == 0:
+                return
 
     @property
     def output(self) -> str:

@@ -165,7 +165,7 @@ def sudo_with_wrong_fingers(world, inst, n):
         injection = world.bed.inject_async([f"SCAN {OTHER}"] * n)
         pt.expect(SUDO_PROMPT, timeout=30)      # the finger failed: sudo's password prompt
         assert injection.wait(20) == ["verify-no-match"] * n
-        pt.interrupt()                          # the user gives up at the password
+        pt.give_up()                            # the user gives up at the password
         pt.finish(timeout=30)
     sudo_lines = [LogLine(0, m) for i, m in world.syslog.lines[log_mark:] if i == "sudo"]
     return outcomes(sudo_lines)[0]

@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ctl_support import Ctl, password_entered, read_state  # noqa: E402
 from ctl_fixtures import account, ctl_binary, ctl_on  # noqa: E402,F401  (fixtures)
-from pamenv import PamWorld  # noqa: E402
+from pamenv import PamWorld, end_child  # noqa: E402
 
 WAITING = "Waiting for your finger"
 REPO_HELPER = Path(__file__).resolve().parents[2] / "build" / "libexec" / "localauth" / "localauth-helper"
@@ -62,9 +62,7 @@ class Session:
         return self.child.exitstatus, self.child.before
 
     def kill(self) -> None:
-        if self.child.isalive():
-            self.child.kill(9)
-        self.child.close(force=True)
+        end_child(self.child)
 
 
 @pytest.fixture
@@ -246,9 +244,7 @@ def test_a_directory_user_can_enable_with_their_password(ctl_binary, bed, tmp_pa
                 for injection in injections:
                     injection.wait(10)
             finally:
-                if child.isalive():
-                    child.kill(9)
-                child.close(force=True)
+                end_child(child)
             scans = [e for e in bed.events(mark) if e.name == "VerifyFingerSelected"]
             return child.exitstatus, child.before, len(scans)
 

@@ -29,6 +29,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ctl_support import REPO, ThrowawayAccount, read_state  # noqa: E402
+from pamenv import end_child  # noqa: E402
 
 PKG = "localauth"
 MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
@@ -269,9 +270,7 @@ def pamtester(service: str, user: str, bed, feed=None, timeout: float = 30,
             injection.wait(10)
         return child.exitstatus, before_prompt + child.before
     finally:
-        if child.isalive():
-            child.kill(9)
-        child.close(force=True)
+        end_child(child)
 
 
 @pytest.fixture

@@ -115,7 +115,7 @@ def valgrind_pamtester(world, service, bed, finger):
             child.sendline(PASSWORD)
         child.expect(pexpect.EOF)
     finally:
-        child.close(force=True)
+        pamenv.end_child(child)
     return result, child.exitstatus, child.before or "", log.read_text()
 
 
