@@ -2,8 +2,13 @@
 
 * ``deb``: the product's .deb under test: ``LOCALAUTH_VM_DEB``, else ``scripts/package
   --output build/vm/deb`` is run (``--no-build`` with ``LOCALAUTH_SKIP_BUILD=1``).
-* ``machine``: the base image (images.py: cached, built when missing) booted with
-  ``-snapshot``, once per test module; stopped at the module's end on every exit path.
+* ``image``: the tier's one guest image, the desktop flavour (images.py: cached, built when
+  missing). Both files boot it: test_presence.py into its default, multi-user.target (no
+  GDM; the auth stacks are the base image's, since GNOME's keyring adds itself only to
+  common-password), test_desktop.py into graphical.target. One image instead of two spares
+  a fresh machine the base image's build (about 110 s) and its downloads.
+* ``machine``: that image booted with ``-snapshot`` as a console-only guest, once per test
+  module; stopped at the module's end on every exit path.
 * ``guest``: that machine prepared as every case starts from it: guest tools, the .deb
   installed and the pam-auth-update profiles enabled, alice's and bob's right index fingers
   enrolled (alice-rif, bob-rif), alice's password typed once this boot (sudo on tty1), bob's
@@ -50,6 +55,14 @@ def pytest_configure(config):
         os.environ["LOCALAUTH_VM_PORTS"] = f"{first}-{first + 4}"
 
 
+def pytest_collection_modifyitems(session, config, items):
+    # The desktop's file last. scripts/test starts this tier beside the integration tests,
+    # which keep both host cores busy for their first 20 minutes or so; GNOME under TCG is
+    # what suffers most from that (its login took over 4 min, a terminal's start 40 s),
+    # while the console and SSH cases of test_presence.py pass beside them.
+    items.sort(key=lambda item: item.path.name == "test_desktop.py")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -80,13 +93,13 @@ def deb() -> Path:
 
 
 @pytest.fixture(scope="session")
-def base_image(deb) -> Path:
-    return ensure_image(desktop=False, deb=deb)
+def image(deb) -> Path:
+    return ensure_image(desktop=True, deb=deb)
 
 
 @pytest.fixture(scope="module")
-def machine(base_image):
-    m = Machine(base_image)
+def machine(image):
+    m = Machine(image)
     try:
         m.start()
         print(f"guest up after {m.boot_seconds:.0f} s on port {m.port}")

@@ -1,5 +1,5 @@
 """GNOME 43 on Wayland under GDM 43, with the pam-auth-update profiles enabled (issue 19's
-desktop cases). The desktop image (images.py, desktop flavour) boots into graphical.target;
+desktop cases). The tier's image (conftest.py: images.py's desktop flavour) boots into graphical.target;
 GDM's own fingerprint conversation is off (image/setup.sh; README: with the profiles, gdm-password is
 finger-first itself). One boot for the file, in order: the first login (by password), GNOME
 Terminal's sudo, GNOME Shell's polkit dialog, the lock screen, then a reboot and the first
@@ -20,7 +20,6 @@ import pytest
 
 from desktop import Desktop
 from guest import PASSWORDS, PRINTS, Guest
-from images import ensure_image
 from machine import Machine
 
 VAULT = Path(__file__).resolve().parents[2] / "build" / "test" / "secret-vault"
@@ -42,8 +41,8 @@ TOOK_THE_FINGER = {"finger_offered": True, "scans": [PRINTS["alice"]], "password
 
 
 @pytest.fixture(scope="module")
-def desktop_machine(deb):
-    m = Machine(ensure_image(desktop=True, deb=deb), desktop=True)
+def desktop_machine(image):
+    m = Machine(image, desktop=True)
     try:
         m.start()
         print(f"desktop guest up after {m.boot_seconds:.0f} s on port {m.port}")
