@@ -465,10 +465,13 @@ def source_copy(source: Path, dest: Path) -> Path:
     """The whole source tree (it is small) at ``dest``, without history and build products,
     so its scripts find whatever else they use (man pages, config, packaging) and what they
     build lands there, never in the build/ other tests run from."""
-    skip = {".git", ".build", ".swiftpm", "build", "build-asan"}
+    # SwiftPM's scratch directories are skipped at every level: the examples' own
+    # (Examples/*/.build) change under a copy while scripts/test builds them beside it.
+    anywhere = {"__pycache__", ".build", ".swiftpm"}
+    top = {".git", "build", "build-asan"}
     shutil.copytree(source, dest, symlinks=True,
-                    ignore=lambda d, names: [n for n in names if n == "__pycache__"
-                                             or (Path(d) == source and n in skip)])
+                    ignore=lambda d, names: [n for n in names if n in anywhere
+                                             or (Path(d) == source and n in top)])
     return dest
 
 
