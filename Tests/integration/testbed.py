@@ -946,7 +946,7 @@ class Bed(BedClient):
 
     def __init__(self, reader: bool = True, fprintd: bool = True,
                  polkit: Optional[str] = "real", keep: Optional[bool] = None,
-                 start: bool = True, startup_timeout: float = 10.0,
+                 start: bool = True, startup_timeout: float = 60.0,
                  polkit_rules: Optional[str] = None, polkit_actions: Optional[list] = None):
         if polkit not in ("real", "deny", "allow", None):
             raise ValueError(f"polkit must be 'real', 'deny', 'allow' or None: {polkit!r}")
@@ -958,6 +958,9 @@ class Bed(BedClient):
         self.polkit_rules = polkit_rules
         self.polkit_actions = [Path(a) for a in polkit_actions or []]
         self.keep = keep if keep is not None else os.environ.get("LOCALAUTH_BED_KEEP") == "1"
+        # A bound on a daemon that is alive but slow to come up (an exit fails at once):
+        # polkitd, whose JavaScript engine starts first, took over 10 s to own its name
+        # beside a Swift build and a guest on 2 cores; idle it takes well under one.
         self.startup_timeout = startup_timeout
         self.dir: Optional[Path] = None
         self._address = self._sock_path = self._state_dir = None
