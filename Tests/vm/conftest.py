@@ -39,8 +39,19 @@ from images import ensure_image  # noqa: E402
 from machine import Machine  # noqa: E402
 
 
+_terminated: list[int] = []
+
+
 def _raise_interrupt(signum, frame):
+    _terminated.append(signum)
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_runtest_setup(item):
+    # Once terminated, no later test starts (and boots a guest), even when the interrupt
+    # met a wait that swallowed it: seen, the tier went on to the next file after SIGTERM.
+    if _terminated:
+        pytest.exit(f"terminated by signal {_terminated[0]}", returncode=1)
 
 
 def pytest_configure(config):
