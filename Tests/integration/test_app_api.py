@@ -436,7 +436,9 @@ def launcher(world, data: bytes, user) -> str:
     pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.inst.launcher), data.hex()],
                            user=user, prefix=namespace_prefix(world.syslog), timeout=60)
     res = pt.finish(timeout=60)
-    (out,) = re.findall(r"OUT ([0-9a-f]*)", res.output)
+    found = re.findall(r"OUT ([0-9a-f]*)", res.output)
+    assert len(found) == 1, f"the program's run (status {res.status}):\n{res.output}"
+    (out,) = found
     return bytes.fromhex(out).decode(errors="replace")
 
 
