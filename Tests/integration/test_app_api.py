@@ -19,6 +19,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -431,8 +432,13 @@ print("OUT " + out.hex(), flush=True)
 def launcher(world, data: bytes, user) -> str:
     """What the launcher answers ``data`` written by a program of ``user`` on a terminal."""
     script = world.app.parent / "forger.py"
-    script.write_text(FORGER)
-    script.chmod(0o644)
+    # Written aside and renamed into place: the pacing test calls this from four threads at
+    # once, and a program started while another thread had the file truncated ran an empty
+    # script (status 0, no output; seen under load).
+    aside = script.with_name(f"forger.py.{threading.get_ident()}")
+    aside.write_text(FORGER)
+    aside.chmod(0o644)
+    os.replace(aside, script)
     pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.inst.launcher), data.hex()],
                            user=user, prefix=namespace_prefix(world.syslog), timeout=60)
     res = pt.finish(timeout=60)
