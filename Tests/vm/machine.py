@@ -131,7 +131,12 @@ class Machine:
         if self.accel == "kvm":
             accel = ["-enable-kvm", "-cpu", os.environ.get("QEMU_CPU", "host,-arch-capabilities")]
         else:
-            accel = ["-accel", "tcg,thread=multi,tb-size=512", "-cpu", "max"]
+            # No AVX2: llvmpipe (GNOME Shell's renderer here) JITs AVX2 gathers, which
+            # QEMU 7.2's emulator got wrong (seen on Debian 13: gnome-shell killed by a
+            # SEGV in its llvmpipe threads at a vpgatherdd, minutes into the first login).
+            # No VAES either: libgcrypt 1.11 takes VAES for AVX2 and, without AVX2, dies at
+            # a vpbroadcastd (SIGILL: gnome-keyring-daemon, and the product's helper).
+            accel = ["-accel", "tcg,thread=multi,tb-size=512", "-cpu", "max,-avx2,-vaes"]
         return ["qemu-system-x86_64", *accel, "-m", str(self.memory), "-smp", "2",
                 "-name", "localauth-vm", "-kernel", str(kernel), "-initrd", str(img / "initrd.img"),
                 "-append", append,

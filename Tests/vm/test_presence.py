@@ -1,7 +1,7 @@
 """Who is at the reader, decided by the real logind (issue 19, docs: the presence rule).
 
-One Debian 12 guest (systemd 252, logind, sshd, sudo, polkit 122, tmux, fprintd with the
-virtual reader) with the product's .deb installed and its pam-auth-update profiles enabled;
+One Debian 13 guest (systemd 257, logind, OpenSSH 10's sshd, sudo, polkit 126, tmux, fprintd
+1.94 with the virtual reader) with the product's .deb installed and its pam-auth-update profiles enabled;
 alice is logged in on tty1 (getty autologin: local, seat0, active). Each case drives a real
 caller and compares what was observed, all at once, with what the rule says:
 
@@ -258,7 +258,8 @@ def test_loopback_ssh_wrong_password_then_a_key_keeps_the_lockout(guest, tty1, c
                     "-o NumberOfPasswordPrompts=1 -o StrictHostKeyChecking=no "
                     "-o UserKnownHostsFile=/dev/null alice@127.0.0.1 true < /dev/null",
                     check=False)
-    sshd = [e["MESSAGE"] for e in guest.journal(mark) if e.get("SYSLOG_IDENTIFIER") == "sshd"]
+    # OpenSSH 10 logs a connection's lines (and its PAM modules') as sshd-session.
+    sshd = [e["MESSAGE"] for e in guest.journal(mark) if e.get("SYSLOG_IDENTIFIER") == "sshd-session"]
     assert r.returncode == 0, r.stderr
     assert any(re.match(r"Failed password for alice from 127\.0\.0\.1", m) for m in sshd), sshd
     assert any(re.match(r"Accepted publickey for alice from 127\.0\.0\.1", m) for m in sshd), sshd
