@@ -1,8 +1,8 @@
-"""GNOME 48 on Wayland under GDM 48 (Debian 13), driven as a person would: QEMU's keyboard for the keys,
-QEMU's screendump for what a person sees (saved for a failed test, since no text can be
-read off the screen), and the guest's own records for every fact a test asserts: the
-module's journal lines, fprintd's finger-needed (la-fingerwatch), logind's sessions, la-run's
-exit status files and pam_gnome_keyring's journal lines.
+"""GNOME 48 on Wayland under GDM 48 (Debian 13), driven as a person would: QEMU's keyboard
+for the keys, QEMU's screendump for what a person sees (saved for a failed test, since no
+text can be read off the screen), and the guest's own records for every fact a test
+asserts: the module's journal lines, fprintd's finger-needed (la-fingerwatch), logind's
+sessions, la-run's exit status files and pam_gnome_keyring's journal lines.
 
     desk = Desktop(guest)
     desk.wait_greeter()
