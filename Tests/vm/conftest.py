@@ -160,8 +160,16 @@ def console_ready(g: Guest) -> Console:
 
     def shell_in_front():
         rows = [r.split() for r in g.sh("ps -t tty1 -o pid=,ppid=,pgid=,tpgid=,comm=").splitlines()]
-        logins = {r[0] for r in rows if r[4] == "login"}
+        # Every login process, not tty1's alone: Debian 13's login has no controlling
+        # terminal of its own (ps -t tty1 lists only the shell it started).
+        logins = set(g.sh("pgrep -x login; true").split())
         return any(r[1] in logins and r[2] == r[3] and r[4] == "bash" for r in rows)
+
+    def tty1_session():
+        try:
+            return g.console_session()["Id"]
+        except GuestError:      # between the old session's end and the new one's start
+            return None
 
     if not shell_in_front():
         con.key("ctrl-c")
@@ -170,7 +178,7 @@ def console_ready(g: Guest) -> Console:
         except GuestError:
             old = g.console_session()["Id"]
             g.sh(f"loginctl terminate-session {old}")
-            wait_for("a new session on tty1", lambda: g.console_session()["Id"] != old)
+            wait_for("a new session on tty1", lambda: tty1_session() not in (None, old))
             wait_for("alice's shell in front on tty1", shell_in_front)
     con.clear()
     return con

@@ -1,13 +1,13 @@
-"""GNOME 43 on Wayland under GDM 43, driven as a person would: QEMU's keyboard for the keys,
-QEMU's screendump for what a person sees (saved for a failed test, since no text can be
-read off the screen), and the guest's own records for every fact a test asserts: the
-module's journal lines, fprintd's finger-needed (la-fingerwatch), logind's sessions, la-run's
-exit status files and pam_gnome_keyring's journal lines.
+"""GNOME 48 on Wayland under GDM 48 (Debian 13), driven as a person would: QEMU's keyboard
+for the keys, QEMU's screendump for what a person sees (saved for a failed test, since no
+text can be read off the screen), and the guest's own records for every fact a test
+asserts: the module's journal lines, fprintd's finger-needed (la-fingerwatch), logind's
+sessions, la-run's exit status files and pam_gnome_keyring's journal lines.
 
     desk = Desktop(guest)
     desk.wait_greeter()
     login = desk.login("alice")            # Enter on the greeter's first user, then the password
-    term = desk.open_terminal()            # GNOME Terminal from the overview's search
+    term = desk.open_terminal()            # GNOME Terminal's window, focused, keys reaching it
     out = desk.run_in_terminal(term, "sudo -k id", ident="sudo")
     out = desk.unlock()                    # loginctl lock-session, Escape, then the finger
 
@@ -66,7 +66,7 @@ class Desktop:
         self.q = guest.m.qmp
         self.shots = shots
         self._shot = 0
-        self.seen: list[str] = []      # the screen's state at each activate_terminal
+        self.seen: list[str] = []      # the screen at each launch and try
 
     def shot(self, what: str) -> str:
         self._shot += 1
@@ -118,9 +118,12 @@ class Desktop:
                     light += 1
         return light > 20
 
-    def entry_focused(self, box=(500, 420, 780, 500)) -> bool:
-        """The greeter's password entry is shown and has the focus: its focus ring (GNOME
-        43's blue) is in box. It comes some seconds after the conversation asked for the
+    FOCUS_RING = (119, 159, 206)    # GNOME 48's focus ring on the greeter's dark entry
+
+    def entry_focused(self, box=(495, 462, 785, 515)) -> bool:
+        """The greeter's password entry is shown and has the focus: its focus ring is in box
+        (the entry's row under the user's name; the user list draws nothing there but the
+        "Not listed?" text). It comes some seconds after the conversation asked for the
         password (under TCG about 7 s); keys typed before it are lost."""
         w, h, pix = self.q.screen()
         x0, y0, x1, y1 = box
@@ -128,8 +131,7 @@ class Desktop:
         for y in range(y0, min(y1, h)):
             row = pix[y * w * 3:(y + 1) * w * 3]
             for x in range(x0, min(x1, w)):
-                r, g, b = row[3 * x:3 * x + 3]
-                if b > 180 and r < 120 and g < 170 and b - r > 80:
+                if all(abs(c - f) <= 16 for c, f in zip(row[3 * x:3 * x + 3], self.FOCUS_RING)):
                     ring += 1
         return ring > 30
 
@@ -187,8 +189,8 @@ class Desktop:
         return out.split()
 
     def open_terminal(self) -> str:
-        """GNOME Terminal from the overview's search (the overview is up after login); the
-        name of a probe that ran in its shell, which shows the keys reach it."""
+        """GNOME Terminal's window (launch_terminal), brought in front with the keyboard; the
+        name of a probe that ran in its shell, typed through QEMU: the keys reach it."""
         mark = self.g.mark()
         self.seen = []
         try:
@@ -198,24 +200,21 @@ class Desktop:
 
     def _open_terminal(self) -> str:
         if not self.terminal_shells():
-            # Beside a busy host the launched gnome-terminal took 40 s to start, and then
-            # its activation of the terminal's server timed out (25 s): a try waits for that.
-            self._until(self.terminal_shells, self.activate_terminal, "a GNOME Terminal shell",
+            # Beside a busy host gnome-terminal-server's D-Bus activation may time out (25 s);
+            # a try waits for the shell that long and more.
+            self._until(self.terminal_shells, self.launch_terminal, "a GNOME Terminal shell",
                         wait=WAIT)
         probe = self.g.unique("probe")
         tries = []
 
         def type_probe():
-            # A try whose probe never ran: its keys went elsewhere (CI once lost four in a
-            # row). Known causes under TCG: a modifier whose release the guest lost
-            # (qmp.py), and keys typed before the window is up or while it has no focus. So
-            # modifiers are released, the keys wait for the window, and a window not shown
-            # or a lost try has the terminal activated again, which raises and focuses it.
+            # A try whose probe never ran: its keys went elsewhere. Known causes under TCG: a
+            # modifier whose release the guest lost (qmp.py), and keys typed before the
+            # window is in front or while it has no focus. So modifiers are released, the
+            # keys wait for the window, and after a lost try the window is clicked.
             tries.append(self.shot("probe-lost") if tries else "")
             self.q.release_modifiers()
-            if tries[1:] or not self._poll(self.window_shown, RETRY):
-                self.activate_terminal()
-                self._poll(self.window_shown, RETRY)
+            self.front_window(click=bool(tries[1:]))
             self.q.key("ctrl-c")    # whatever half-line an earlier try left
             self.q.type(f"la-run {probe} true\n")
         try:
@@ -226,40 +225,39 @@ class Desktop:
             raise GuestError(f"{e}\nscreens of the lost tries: {' '.join(tries[1:])}") from None
         return probe
 
-    def activate_terminal(self) -> None:
-        """Super, "terminal", Enter, as a person does it, each key only once the screen shows
-        that the one before took effect: under TCG GNOME Shell draws seconds behind the keys,
-        and it drops what comes too early. Super during the overview's animation toggles
-        nothing, and Enter before the search has its results starts nothing (seen: 35 s
-        from the keys to the results, beside a busy host). What the screen shows
-        is read afresh each time, so a try that stopped half-way goes on from where it is.
-        Launches the terminal, or raises and focuses the window of a running one."""
+    def launch_terminal(self) -> None:
+        """gnome-terminal run as alice with her session's bus and display: the client asks
+        gnome-terminal-server (D-Bus activated into app-org.gnome.Terminal.slice) for a
+        window, whose shell runs in a vte-spawn scope there, as from the overview. Not the
+        overview's search, which under TCG lost typed keys and took 35 s to show results."""
+        self.seen.append(f"{time.strftime('%H:%M:%S')} launch, screen: {self.screen_state()}")
+        self.g.m.ssh("runuser -u alice -- env DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus "
+                     "XDG_RUNTIME_DIR=/run/user/1000 WAYLAND_DISPLAY=wayland-0 gnome-terminal",
+                     check=False, timeout=WAIT)
+
+    def front_window(self, click: bool) -> None:
+        """The terminal's window in front: GNOME 48 shows the overview after the login and
+        keeps it over a window launched from outside; Escape closes it, and the newest
+        window has the keyboard focus. click: also a click into the window's middle (QMP's
+        pointer, the USB tablet), which focuses it as a person's click would."""
         state = self.screen_state()
-        self.seen.append(f"{time.strftime('%H:%M:%S')} {state}")
-        if state not in ("overview", "search", "search results"):
-            self.q.key("meta_l")
-            if not self._poll(lambda: self.screen_state() == "overview", WAIT / 2):
-                return
-            state = "overview"
+        self.seen.append(f"{time.strftime('%H:%M:%S')} {state}{' click' if click else ''}")
         if state == "overview":
-            self.q.type("terminal")
-        # Seen: 35 s from the keys to the results beside a busy host.
-        if self._poll(lambda: self.screen_state() == "search results", WAIT / 2):
-            self.q.key("ret")
-        elif self.screen_state() == "search":
-            self.q.key("esc")       # a search that finds nothing: the next try types anew
+            self.q.key("esc")
+        self._poll(self.window_shown, RETRY)
+        if click:
+            self.q.click(*self.MIDDLE)
 
     # Points of the 1280x800 screen that tell GNOME Shell's states apart (the image's theme
     # and wallpaper are fixed, so are these): the top bar, the overview's backdrop at the
-    # left, where the first search result's icon is drawn, and the middle of the screen,
-    # where the first window is placed. OVERVIEW_GRAY is the backdrop's colour.
-    TOP_BAR, BACKDROP, FIRST_RESULT, MIDDLE = (400, 15), (100, 400), (640, 160), (640, 400)
+    # left, and the middle of the screen, where the first window is placed. OVERVIEW_GRAY
+    # is the backdrop's colour.
+    TOP_BAR, BACKDROP, MIDDLE = (400, 15), (100, 400), (640, 400)
     OVERVIEW_GRAY = (35, 35, 35)
 
     def screen_state(self) -> str:
-        """"overview" (the windows' view), "search" (a search with no result drawn yet),
-        "search results", "window" (a light window in the middle, no overview: the
-        terminal's), or "other" (the desktop, an animation, a dialog)."""
+        """"overview" (the windows' view), "window" (a light window in the middle, no
+        overview: the terminal's), or "other" (the desktop, an animation, a dialog)."""
         w, _, pix = self.q.screen()
 
         def at(x, y):
@@ -267,12 +265,9 @@ class Desktop:
 
         def gray(p):
             return all(abs(c - g) <= 8 for c, g in zip(p, self.OVERVIEW_GRAY))
-        top, backdrop, result, middle = (at(*p) for p in
-                                         (self.TOP_BAR, self.BACKDROP, self.FIRST_RESULT, self.MIDDLE))
+        top, backdrop, middle = (at(*p) for p in (self.TOP_BAR, self.BACKDROP, self.MIDDLE))
         if gray(top) and gray(backdrop):
-            if not gray(middle):
-                return "overview"
-            return "search" if gray(result) else "search results"
+            return "overview"
         if max(top) <= 8 and min(middle) >= 230:
             return "window"
         return "other"
@@ -297,7 +292,7 @@ class Desktop:
         shell = [f"{e.get('SYSLOG_IDENTIFIER')}: {e.get('MESSAGE')}" for e in self.g.journal(mark)
                  if e.get("SYSLOG_IDENTIFIER") in ("gnome-shell", "gnome-terminal-server",
                                                    "gnome-terminal-", "gnome-session-binary")]
-        return (f"the screen at each activation: {', '.join(self.seen)}\n"
+        return (f"the screen at each launch and try: {', '.join(self.seen)}\n"
                 f"alice's processes:\n{procs}\nthe shell's journal:\n" + "\n".join(shell[-40:]))
 
     def run_in_terminal(self, command: str, *, ident: str, password: str) -> GuiOutcome:

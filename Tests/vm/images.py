@@ -2,23 +2,29 @@
 
     image = ensure_image(desktop=False, deb=Path("build/vm/deb/localauth_0.1.0_amd64.deb"))
 
-The key is a hash of Tests/vm/image/ (build.sh, setup.sh, unpack-kernel.py, the package
-lists), the guest's apt sources file, the flavour, and the product's Depends (read from the
-.deb's control file, so a new library dependency brings a new image, while a code change
-does not: the .deb itself is installed into each boot). A cached image is used as it is; a
-missing one is built (about 1 min 10 s on 2 cores, 2 min with the desktop) into a temporary
+The guest is Debian 13 (``SUITE``): its sources are the host's apt sources with every suite
+renamed (``bookworm-security`` becomes ``trixie-security``), so the guest comes from the
+mirror the host uses. The key is a hash of Tests/vm/image/ (build.sh, setup.sh,
+unpack-kernel.py, the package lists), the suite, those derived sources, the flavour, and the
+product's Depends (read from the .deb's control file, so a new library dependency brings a
+new image, while a code change does not: the .deb itself is installed into each boot). A
+cached image is used only when its ``built`` file names the suite (an image from older
+inputs, whose key might collide, is never booted); a missing one is built (about 4 min on
+2 cores with the desktop) into a temporary
 directory and renamed into place when complete, under a lock, so two runs never build the
 same key at once nor see half an image. Images of the same flavour with another key are
 removed after a build (one image per flavour on disk, about 1 GB each).
 
 ``LOCALAUTH_VM_CACHE`` names the cache (default /var/cache/localauth-vm; keep it outside
-every repository). ``LOCALAUTH_VM_SOURCES``: the guest's apt sources (default the host's).
+every repository). ``LOCALAUTH_VM_SOURCES``: the apt sources the guest's are derived from
+(default the host's).
 """
 from __future__ import annotations
 
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +34,9 @@ from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 IMAGE_SRC = HERE / "image"
+# Debian 13: systemd 257, polkit 126, GNOME 48, OpenSSH 10. Debian 12 is what the host-side
+# integration tests run on; the guest covers the release users install now (README.md).
+SUITE = "trixie"
 SOURCES_DEFAULTS = (Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list"))
 
 
@@ -49,6 +58,27 @@ def apt_sources() -> Path:
     raise ImageError("no apt sources for the guest (LOCALAUTH_VM_SOURCES=FILE)")
 
 
+def guest_sources(suite: str = SUITE) -> str:
+    """The apt sources' text with each suite renamed to suite's: the deb822 ``Suites:``
+    fields and a one-line entry's third word ("bookworm-updates" -> "trixie-updates")."""
+    def rename(word: str) -> str:
+        return re.sub(r"^[a-z]+", suite, word)
+    lines = []
+    for line in apt_sources().read_text().splitlines():
+        m = re.match(r"(\s*Suites:\s*)(.*)$", line, re.I)
+        if m:
+            line = m[1] + " ".join(rename(w) for w in m[2].split())
+        elif re.match(r"\s*deb(-src)?\s", line):
+            words = line.split()
+            uri = 1     # after "deb", or after its options ("[signed-by=... arch=...]")
+            if words[1].startswith("["):
+                uri = next(i for i, w in enumerate(words) if w.endswith("]")) + 1
+            words[uri + 1] = rename(words[uri + 1])
+            line = " ".join(words)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
 def deb_depends(deb: Path) -> list[str]:
     """The package names of the .deb's Depends (the first of each set of alternatives)."""
     r = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True)
@@ -65,10 +95,11 @@ def deb_depends(deb: Path) -> list[str]:
 def image_key(desktop: bool, include: list[str]) -> str:
     h = hashlib.sha256()
     h.update(b"desktop" if desktop else b"base")
+    h.update(b"suite " + SUITE.encode() + b"\0")
     for f in sorted(IMAGE_SRC.iterdir()):
         if f.is_file():
             h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
-    h.update(apt_sources().read_bytes())
+    h.update(guest_sources().encode())
     h.update(",".join(include).encode())
     return h.hexdigest()[:16]
 
@@ -82,18 +113,33 @@ def ensure_image(desktop: bool = False, deb: Optional[Path] = None,
     final = root / f"{flavour}-{image_key(desktop, include)}"
     with open(root / f".{flavour}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (final / "built").is_file():
+        if _built_suite(final) == SUITE:
             return final
         _build(final, desktop, include, log)
         _prune(root, flavour, keep=final)
     return final
 
 
+def _built_suite(image: Path) -> Optional[str]:
+    """The suite a complete image says it was built from (its ``built`` file); None for an
+    image not complete, or built before the file named its suite (Debian 12)."""
+    try:
+        fields = dict(line.split(" ", 1) for line in (image / "built").read_text().splitlines()
+                      if " " in line)
+    except OSError:
+        return None
+    return fields.get("suite")
+
+
 def _build(final: Path, desktop: bool, include: list[str], log) -> None:
     tmp = final.with_name(f".{final.name}.{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    argv = ["bash", str(IMAGE_SRC / "build.sh"), str(tmp), "--sources", str(apt_sources())]
+    # Beside the image, not in it: build.sh wants an empty output directory.
+    sources = final.with_name(f".{final.name}.{os.getpid()}.sources")
+    sources.write_text(guest_sources())
+    argv = ["bash", str(IMAGE_SRC / "build.sh"), str(tmp), "--suite", SUITE,
+            "--sources", str(sources)]
     if desktop:
         argv.append("--desktop")
     if include:
@@ -102,9 +148,12 @@ def _build(final: Path, desktop: bool, include: list[str], log) -> None:
           f"{final}.build.log", file=log, flush=True)
     started = time.monotonic()
     build_log = final.with_name(final.name + ".build.log")
-    with open(build_log, "w") as out:
-        r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    if r.returncode != 0 or not (tmp / "built").is_file():
+    try:
+        with open(build_log, "w") as out:
+            r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    finally:
+        sources.unlink(missing_ok=True)
+    if r.returncode != 0 or _built_suite(tmp) != SUITE:
         shutil.rmtree(tmp, ignore_errors=True)
         tail = "\n".join(build_log.read_text(errors="replace").splitlines()[-30:])
         raise ImageError(f"building the {final.name} image failed ({r.returncode}); "

@@ -131,7 +131,13 @@ class Machine:
         if self.accel == "kvm":
             accel = ["-enable-kvm", "-cpu", os.environ.get("QEMU_CPU", "host,-arch-capabilities")]
         else:
-            accel = ["-accel", "tcg,thread=multi,tb-size=512", "-cpu", "max"]
+            # No AVX2: llvmpipe (GNOME Shell's renderer here) JITs AVX2 gathers, which
+            # QEMU 7.2's emulator got wrong (seen on Debian 13: gnome-shell killed by a
+            # SEGV in its llvmpipe threads at a vpgatherdd, minutes into the first login).
+            # No VAES or BMI2 either: every real CPU with them has AVX2, and libgcrypt 1.11
+            # relies on it (its SHA-1 for AVX with BMI2 has AVX2's vpbroadcastd), so
+            # without AVX2 gnome-keyring-daemon died of SIGILL at the first login.
+            accel = ["-accel", "tcg,thread=multi,tb-size=512", "-cpu", "max,-avx2,-vaes,-bmi2"]
         return ["qemu-system-x86_64", *accel, "-m", str(self.memory), "-smp", "2",
                 "-name", "localauth-vm", "-kernel", str(kernel), "-initrd", str(img / "initrd.img"),
                 "-append", append,

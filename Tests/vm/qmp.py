@@ -2,7 +2,7 @@
 """The guest's keyboard and screen through QEMU's QMP socket (machine.py opens it).
 
 As a library: ``QMP(path)`` with ``.cmd(obj)``, ``.type(text)``, ``.key(combo)``,
-``.release_modifiers()``, ``.screen()`` (RGB pixels), ``.shot(png_path)``.
+``.release_modifiers()``, ``.click(x, y)``, ``.screen()`` (RGB pixels), ``.shot(png_path)``.
 As a tool (a person looking at a running guest)::
 
     qmp.py SOCK cmd JSON        one QMP command, prints the answer
@@ -103,6 +103,19 @@ class QMP:
     def key(self, combo: str) -> None:
         """A combination by qcodes joined with '-', e.g. 'ctrl-c', 'ret', 'ctrl-alt-f2'."""
         self.press(['minus'] if combo == 'minus' else combo.split('-'))
+
+    def click(self, x: int, y: int) -> None:
+        """A left click at pixel (x, y) of the screen, by the USB tablet's absolute axes
+        (0..0x7fff across the screen)."""
+        w, h, _ = self.screen()
+        for events in ([{'type': 'abs', 'data': {'axis': 'x', 'value': x * 0x7fff // (w - 1)}},
+                        {'type': 'abs', 'data': {'axis': 'y', 'value': y * 0x7fff // (h - 1)}}],
+                       [{'type': 'btn', 'data': {'down': True, 'button': 'left'}}],
+                       [{'type': 'btn', 'data': {'down': False, 'button': 'left'}}]):
+            r = self.cmd({'execute': 'input-send-event', 'arguments': {'events': events}})
+            if 'error' in r:
+                raise QMPError(json.dumps(r))
+            time.sleep(PAUSE)
 
     def release_modifiers(self) -> None:
         """Releases every modifier: undoes a press whose release the guest lost."""

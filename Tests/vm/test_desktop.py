@@ -1,5 +1,5 @@
-"""GNOME 43 on Wayland under GDM 43, with the pam-auth-update profiles enabled (issue 19's
-desktop cases). The tier's image (conftest.py: images.py's desktop flavour) boots into graphical.target;
+"""GNOME 48 on Wayland under GDM 48 (Debian 13), with the pam-auth-update profiles enabled
+(issue 19's desktop cases). The tier's image (conftest.py: images.py's desktop flavour) boots into graphical.target;
 GDM's own fingerprint conversation is off (image/setup.sh; README: with the profiles, gdm-password is
 finger-first itself). One boot for the file, in order: the first login (by password), GNOME
 Terminal's sudo, GNOME Shell's polkit dialog, the lock screen, then a reboot and the first

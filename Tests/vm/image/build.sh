@@ -1,19 +1,21 @@
 #!/bin/bash
-# Builds the Debian 12 guest the VM tier boots: systemd 252 with logind and user managers,
-# sshd, sudo, polkit 122 (pkexec, pkttyagent), tmux, and fprintd with libfprint's virtual
-# reader. The product is NOT in the image: the tests install the .deb of the code under test
+# Builds the Debian 13 guest the VM tier boots: systemd 257 with logind and user managers,
+# OpenSSH 10's sshd, sudo, polkit 126 (pkexec, pkttyagent), tmux, and fprintd 1.94 with
+# libfprint's virtual reader. The product is NOT in the image: the tests install the .deb of the code under test
 # into each boot (so a code change needs no new image). images.py calls this and keeps the
 # result in a cache keyed on this directory's files; run it by hand only to look at an image.
 #
-# usage: build.sh OUTDIR [--desktop] [--sources FILE] [--include PKG,PKG...]
+# usage: build.sh OUTDIR [--desktop] [--suite SUITE] [--sources FILE] [--include PKG,PKG...]
 #   OUTDIR     a new or empty directory, outside every repository. Gets: disk.img (raw ext4,
 #              no partition table: root=LABEL=localauth-vm), vmlinuz, vmlinux (the same kernel
 #              uncompressed, when it can be unpacked), initrd.img, ssh/id_ed25519 (the key
 #              that logs in as root and as alice), build.log, and built (written last: the
 #              image is complete)
-#   --desktop  also packages-desktop (GDM 43, GNOME 43); gdm3 runs only when the kernel
+#   --desktop  also packages-desktop (GDM 48, GNOME 48); gdm3 runs only when the kernel
 #              command line says systemd.unit=graphical.target
-#   --sources  the guest's apt sources (default: the host's own, deb822 or one-line)
+#   --suite    the Debian release (default trixie); the sources must name its suites
+#   --sources  the guest's apt sources naming SUITE's suites (default: the host's own, deb822
+#              or one-line; images.py passes the host's with their suites renamed)
 #   --include  more packages (images.py passes the product's Depends here)
 # Needs root, mmdebstrap, e2fsprogs (mkfs.ext4 -d), openssh-client (ssh-keygen), python3.
 set -euo pipefail
@@ -21,10 +23,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 out=$1; shift
-desktop=0; sources=; include=
+desktop=0; suite=trixie; sources=; include=
 while [ $# -gt 0 ]; do
   case $1 in
     --desktop) desktop=1; shift ;;
+    --suite) suite=$2; shift 2 ;;
     --sources) sources=$2; shift 2 ;;
     --include) include=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -63,7 +66,7 @@ mmdebstrap --mode=root --variant=important --format=directory --include="$pkgs" 
   --customize-hook='copy-in '"$out"'/tmp/setup.sh '"$out"'/tmp/authorized_keys /tmp' \
   --customize-hook='chroot "$1" env DESKTOP='"$desktop"' bash /tmp/setup.sh' \
   --customize-hook='rm -f "$1"/tmp/setup.sh "$1"/tmp/authorized_keys' \
-  bookworm "$out/rootfs" "$sources"
+  "$suite" "$out/rootfs" "$sources"
 rm -rf "$out/tmp"
 
 kver=$(ls "$out"/rootfs/boot/ | sed -n 's/^vmlinuz-//p' | sort -V | tail -1)
@@ -77,5 +80,6 @@ size=6G; [ $desktop = 1 ] && size=10G
 truncate -s "$size" "$out/disk.img"
 mkfs.ext4 -q -F -L localauth-vm -d "$out/rootfs" "$out/disk.img"
 rm -rf "$out/rootfs"
-printf 'kernel %s\ndesktop %s\nseconds %s\n' "$kver" "$desktop" "$(( $(date +%s) - start ))" > "$out/built"
+printf 'suite %s\nkernel %s\ndesktop %s\nseconds %s\n' "$suite" "$kver" "$desktop" \
+  "$(( $(date +%s) - start ))" > "$out/built"
 echo "build.sh: built $out in $(( $(date +%s) - start )) s"

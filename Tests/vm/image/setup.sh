@@ -76,12 +76,6 @@ if [ "${DESKTOP:-0}" = 1 ]; then
   mkdir -p /etc/dconf/db/local.d /etc/dconf/profile
   printf '[org/gnome/login-screen]\nenable-fingerprint-authentication=false\n' \
     > /etc/dconf/db/local.d/90-localauth
-  # The overview's search lists applications only. GNOME Terminal's search provider starts
-  # gnome-terminal-server for each search (6.6 s of CPU under TCG beside a busy host; it
-  # exits idle 10 s later) only to answer with an error on Debian 12, while the tests'
-  # search waits to be drawn and the terminal they launch starts that server again.
-  printf "[org/gnome/desktop/search-providers]\ndisabled=['org.gnome.Terminal.desktop']\n" \
-    > /etc/dconf/db/local.d/91-localauth-search
   # No blank screen on idle: the session's idle time counts from the greeter's last key,
   # GNOME locks the screen when it blanks it (after 5 min), and beside a busy host the first
   # login alone took over 4 min: the keys meant for the overview then met the lock screen.
@@ -90,6 +84,10 @@ if [ "${DESKTOP:-0}" = 1 ]; then
     > /etc/dconf/db/local.d/92-localauth-no-idle
   printf 'user-db:user\nsystem-db:local\n' > /etc/dconf/profile/user
   dconf update
+  # Nothing in the session that only burns the emulated CPU: gsd-usb-protection (it asks
+  # USBGuard, which is not installed; on Debian 12 it crash-looped at each login) and
+  # localsearch's file indexer (a minute of CPU under TCG; nothing here searches files).
+  systemctl --global mask org.gnome.SettingsDaemon.UsbProtection.service localsearch-3.service
 fi
 
 apt-get clean
