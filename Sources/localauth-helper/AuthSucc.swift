@@ -123,7 +123,8 @@ enum AuthSucc {
                 log.log(.info, "fprintd failed earlier in this transaction: the enrolled set is not read again "
                         + "(the trusted one stays; the next password that reaches fprintd trusts the set it sees)")
             }
-            try PasswordRecord.record(env: env, rules: Rules(options), domainState: domain)
+            try PasswordRecord.record(env: env, rules: Rules(options), domainState: domain,
+                                      localUnlock: networkedHandle(request) == nil)
             if watch.lockedBefore {
                 SecurityRecord(program: "localauth-helper", log: log)
                     .lockoutCleared(request.user, failures: watch.failuresBefore ?? 0, by: .password,

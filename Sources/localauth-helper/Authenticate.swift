@@ -36,6 +36,9 @@ enum Authenticate {
             ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
         let watch = LockoutWatch(store: env.store, user: request.user, rules: Rules(options))
         let outcome = PolicyEvaluation(environment: env).run(policy)
+        if case .success = outcome, presence.place?.atTheMachine == true {
+            RemoteLogins.recordUnlock(request.user, options: options, log: log)
+        }
         if watch.began(outcome) {
             let failures = (try? env.store.load(request.user))?.userState.consecutiveFailures ?? options.lockoutThreshold
             SecurityRecord(program: "localauth-helper", log: log)
@@ -46,13 +49,18 @@ enum Authenticate {
     }
 
     /// No scan. The person at the machine is told only why their own remote login stops the
-    /// finger (they can end it); every other refusal is in the log line alone.
+    /// finger (they can end it, or unlock here); every other refusal is in the log line alone.
     private static func refused(_ refusal: EvaluationError, _ request: HelperRequest, channel: FrameChannel,
                                 log: LogSink) -> EvaluationMachine.Outcome {
+        let message: UserMessage? = switch refusal.reason {
+        case .remoteSessionOpen: .signedInRemotely
+        case .remoteLoginSinceUnlock: .signedInRemotelySinceUnlock
+        default: nil
+        }
         // Not chatter: it says what to do, so PAM_SILENT (sudo's default) does not drop it.
-        if refusal.reason == .remoteSessionOpen, request.callerIsTheUser {
+        if let message, request.callerIsTheUser {
             FrameUI(channel: channel, language: request.language, style: .messages, silent: request.silent,
-                    isOwner: { true }, log: log).show(.signedInRemotely, error: true)
+                    isOwner: { true }, log: log).show(message, error: true)
         }
         return .failure(refusal)
     }

@@ -40,6 +40,21 @@ struct PolkitAgent {
                        cause: "the polkit agent (pid \(pid)) has no terminal and no graphical session")
     }
 
+    /// The desktop's own agent (GNOME Shell's, Plasma's, one started with the session): in a
+    /// logind session's own scope, or in a service of the user's manager that is neither
+    /// transient (`systemd-run --user`, `/run/user/UID/systemd/transient/`) nor a `run-*`
+    /// unit. Not in a scope (a terminal's shell, `systemd-run --user --scope`): any program
+    /// of the user's, a remote login's included, can register an agent from there. A
+    /// persistent unit the user wrote passes; rule 5 of PresenceRule is what stops a remote
+    /// login's agent then.
+    var isTheDesktops: Bool {
+        if case .session = LoginRecords.session(of: pid) { return true }
+        guard let (unit, uid) = LoginRecords.userUnit(of: pid) else { return false }
+        guard unit.hasSuffix(".service"), !unit.hasPrefix("run-"), !unit.includes("/") else { return false }
+        var st = stat()
+        return lstat("/run/user/\(uid)/systemd/transient/\(unit)", &st) != 0 && errno == ENOENT
+    }
+
     private static func executable(of pid: Int32) -> String? {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)

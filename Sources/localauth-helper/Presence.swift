@@ -13,6 +13,8 @@ enum Presence {
         var refusal: EvaluationError?
         /// Ends the wait for a finger when the vouching session is locked, idle or left.
         var watch: WakeSource?
+        /// Where the prompt is: a match at the machine itself is a local unlock (RemoteLogins).
+        var place: CallerPlace?
     }
 
     static func judge(_ request: HelperRequest, options: Options, log: LogSink) -> Verdict {
@@ -25,7 +27,7 @@ enum Presence {
                                             cause: "the calling process could not be pinned (it ended, or is not the caller)"))
         }
         defer { subject.pin.close() }
-        let gathered = gather(request, subject, options)
+        let gathered = gather(request, subject, options, log: log)
         if let refusal = PresenceRule.refusal(gathered.facts) { return Verdict(refusal: refusal) }
         if gathered.facts.vouching == .logindAbsent {
             log.log(.info, "logind is not running: whether someone is at the reader is judged from the terminal and PAM_RHOST only")
@@ -38,7 +40,8 @@ enum Presence {
             return Verdict(refusal: EvaluationError(.systemCancel, cause: "the calling process ended while presence was judged"))
         }
         return Verdict(refusal: nil,
-                       watch: gathered.hints?.watch(lockAndIdle: gathered.facts.caller != .rootWithoutTerminal))
+                       watch: gathered.hints?.watch(lockAndIdle: gathered.facts.caller != .rootWithoutTerminal),
+                       place: gathered.facts.caller)
     }
 
     /// The process whose place and session count: the caller, or for polkit's agent helper
@@ -75,16 +78,24 @@ enum Presence {
     /// sd-login's facts first, with logind's bus hints taken as harmless: a caller refused on
     /// those alone (SSH, a service, another user's session) never touches a bus. Then the
     /// hints (locked, idle, the lid), one round trip, and the rule again with them.
-    private static func gather(_ request: HelperRequest, _ subject: Subject, _ options: Options) -> Gathered {
+    private static func gather(_ request: HelperRequest, _ subject: Subject, _ options: Options,
+                               log: LogSink) -> Gathered {
         let place = callerPlace(request, subject)
         let uid = getpwnam(request.user.value).map { UInt32($0.pointee.pw_uid) }
         var facts = PresenceFacts(vouching: vouching(request, subject, place), caller: place, user: uid,
                                   lidClosed: options.lidClosed)
         if facts.vouching == .logindAbsent {
             facts.lid = lidClosed(options.lidPath) ? .closed : .open
+            facts.remoteLogin = RemoteLogins.fact(request.user, options: options)
             return Gathered(facts: facts)
         }
         if let uid { facts.userSessions = LoginRecords.sessions(of: uid).map(LoginRecords.record(of:)) }
+        // A remote session open now is a remote login now: recorded, so that the rule still
+        // holds once it has ended, for whatever it left behind.
+        if let remote = facts.userSessions.first(where: { $0.reachesFromElsewhere }) {
+            _ = RemoteLogins.recordLogin(request.user, from: "logind-session-\(remote.id)", options: options, log: log)
+        }
+        facts.remoteLogin = RemoteLogins.fact(request.user, options: options)
         facts.vouching = facts.vouching.with(locked: false, idle: false)
         if PresenceRule.refusal(facts) != nil { return Gathered(facts: facts) }
         let hints = LogindHints(address: options.dbusAddress, timeoutSeconds: options.busTimeout,
@@ -97,7 +108,7 @@ enum Presence {
     /// Where the prompt is: the subject's controlling terminal, else who started it.
     static func callerPlace(_ request: HelperRequest, _ subject: Subject) -> CallerPlace {
         if subject.stat.terminal != 0 { return isVirtualConsole(subject.stat.terminal) ? .console : .otherTerminal }
-        if subject.polkit != nil { return .dialog }
+        if let agent = subject.polkit { return agent.isTheDesktops ? .dialog : .otherAgentDialog }
         return request.terminalOwner == nil && request.callerUID == 0 ? .rootWithoutTerminal : .userWithoutTerminal
     }
 

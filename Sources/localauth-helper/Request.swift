@@ -9,7 +9,8 @@ struct HelperRequest {
     /// `status`: the user's own summary, for localauthctl without root (StatusSummary).
     /// `app`: an application's LAContext (AppMode.swift), never sent by the module.
     /// `right`: an application's LARightStore and LARight (RightsMode.swift), never sent by the module.
-    enum Mode: String { case authenticate, authsucc, status, app, right }
+    /// `remotelogin`: the account phase on a networked handle (RemoteLogins), root's module only.
+    enum Mode: String { case authenticate, authsucc, status, app, right, remotelogin }
 
     var mode: Mode
     var user: UserName

@@ -36,6 +36,9 @@ enum LauncherStatus {
         s.consecutiveFailures = Int(reply.value("failures") ?? "") ?? 0
         s.lastPasswordAt = reply.value("last_password").flatMap { Int64($0) }
         s.lastFingerprintAt = reply.value("last_fingerprint").flatMap { Int64($0) }
+        s.lastRemoteLoginAt = reply.value("last_remote_login").flatMap { Int64($0) }
+        s.lastRemoteLoginFrom = reply.value("last_remote_login_from").flatMap { $0.isEmpty ? nil : $0 }
+        s.lastLocalUnlockAt = reply.value("last_local_unlock").flatMap { Int64($0) }
         switch reply.value("boot") {
         case "current": s.bootID = bootID
         case "other": s.bootID = "another boot"

@@ -226,6 +226,7 @@ struct Status {
             out.append((tr(cliLanguage, "last fingerprint"), timeText(userState?.lastFingerprintAt)))
             out.append((tr(cliLanguage, "password this boot"), passwordThisBoot == true ? tr(cliLanguage, "yes") : tr(cliLanguage, "no")))
         }
+        out.append((tr(cliLanguage, "after a remote login"), remoteLoginText))
         if passwordUsable == false { out.append((tr(cliLanguage, "account password"), tr(cliLanguage, "none usable"))) }
         let d = decision
         let next: String
@@ -241,6 +242,17 @@ struct Status {
             out.append((tr(cliLanguage, "config"), tr(cliLanguage, "%s: %s issue(s), see localauthctl doctor", configPath, configIssues)))
         }
         return out
+    }
+
+    /// `remote_login_guard` and root's records behind it (PresenceRule, rule 5).
+    private var remoteLoginText: String {
+        guard options.remoteLoginGuard else {
+            return tr(cliLanguage, "the finger anywhere once the remote session ends (remote_login_guard = no)")
+        }
+        guard let s = userState, let remote = RemoteLogin(s) else {
+            return tr(cliLanguage, "no remote login since the last local unlock (remote_login_guard = yes)")
+        }
+        return tr(cliLanguage, "the password except at a console, the greeter or the lock screen, until a local unlock: remote login (%s) %s", remote.from, timeText(remote.at))
     }
 
     private var enrolledSetText: String {
@@ -299,6 +311,11 @@ struct Status {
             ("locked_out", .bool(lockedOut)),
             ("last_password", .int(userState?.lastPasswordAt)),
             ("last_fingerprint", .int(userState?.lastFingerprintAt)),
+            ("remote_login_guard", .bool(options.remoteLoginGuard)),
+            ("last_remote_login", .int(userState?.lastRemoteLoginAt)),
+            ("last_remote_login_from", userState?.lastRemoteLoginFrom.map { .string($0) } ?? .null),
+            ("last_local_unlock", .int(userState?.lastLocalUnlockAt)),
+            ("remote_login_since_unlock", .bool(userState.map { $0.remoteLoginSinceUnlock != nil })),
             ("password_this_boot", .bool(passwordThisBoot)),
             ("password_usable", .bool(passwordUsable)),
             ("password_required", d.kind == "password" ? .string(d.reason) : .null),

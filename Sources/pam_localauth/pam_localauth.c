@@ -298,6 +298,24 @@ static const char *la_networked_handle(pam_handle_t *pamh)
 }
 
 /*
+ * A login over the network (sshd's account phase, which runs for a key as for a password)
+ * is recorded in root's state: until the user's next local unlock, only a virtual console,
+ * the greeter and the lock screen get the finger, whatever the login left behind (the
+ * helper's PresenceRule, rule 5). What the helper answers changes nothing here: the account
+ * line judges no account.
+ */
+static void la_record_remote_login(pam_handle_t *pamh, int flags, const struct la_args *args,
+                                   const char *user)
+{
+    char buf[384];
+    struct la_outcome out;
+    la_run_helper(pamh, flags, args, "remotelogin", user, &out);
+    bool recorded = out.have_result && out.result.code == LA_CODE_SUCCESS;
+    la_log_outcome_at(pamh, recorded ? LOG_INFO : LOG_NOTICE, user, la_outcome_name(&out),
+                      PAM_SUCCESS, la_outcome_cause(&out, buf, sizeof buf));
+}
+
+/*
  * `account optional pam_localauth.so`: where a lockout is cleared after the password in
  * any stack. sudo, su, login and polkit call the account phase only after pam_authenticate
  * succeeded, so a first line that ran here without a match means another module (the
@@ -316,9 +334,11 @@ LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const ch
     if (args.unprivileged)
         return PAM_SUCCESS;
     const char *user = la_user(pamh);
+    const char *networked = la_networked_handle(pamh);
+    if (networked != NULL && user != NULL)
+        la_record_remote_login(pamh, flags, &args, user);
     if (!la_first_line_ran(pamh, user, "account"))
         return PAM_SUCCESS;
-    const char *networked = la_networked_handle(pamh);
     if (networked != NULL) {
         pam_syslog(pamh, LOG_NOTICE, "account: %s: the account phase proves no password "
                    "here, the lockout is not cleared", networked);

@@ -132,6 +132,9 @@ import LocalAuthProtocol
             s.lastFingerprintTerminal = rng.token(Int.random(in: 0...20, using: &rng), excluding: "\n") + "\r"
             s.bootID = Bool.random(using: &rng) ? rng.token(8, excluding: "\n") : nil
             s.optedIn = Bool.random(using: &rng)
+            s.lastRemoteLoginAt = Bool.random(using: &rng) ? Int64.random(in: 0...4_000_000_000, using: &rng) : nil
+            s.lastRemoteLoginFrom = Bool.random(using: &rng) ? rng.token(Int.random(in: 1...20, using: &rng), excluding: "\n") : nil
+            s.lastLocalUnlockAt = Bool.random(using: &rng) ? Int64.random(in: 0...4_000_000_000, using: &rng) : nil
             let decoded = StateFileFormat.decode(StateFileFormat.encode(s))
             #expect(decoded == .success(s), "seed \(seed): \(s)")
         }

@@ -106,6 +106,58 @@ import Testing
         #expect(PresenceRule.refusal(Self.facts(.seatSession(remote), .rootWithoutTerminal))?.reason == .remoteSession)
     }
 
+    // MARK: a remote login newer than the last local unlock (rule 5)
+
+    static let sinceUnlock = RemoteLogin(at: 2000, from: "192.0.2.9", lastUnlock: 1000)
+
+    @Test(arguments: [CallerPlace.otherTerminal, .userWithoutTerminal, .dialog, .otherAgentDialog])
+    func afterARemoteLoginOnlyTheMachineItselfScans(_ caller: CallerPlace) {
+        var facts = Self.facts(.displaySession(Self.seatSession()), caller)
+        facts.remoteLogin = Self.sinceUnlock
+        let refusal = PresenceRule.refusal(facts)
+        #expect(refusal?.reason == .remoteLoginSinceUnlock)
+        #expect(refusal?.code == .notInteractive)
+        #expect(refusal?.cause.includes("192.0.2.9") == true)
+    }
+
+    @Test(arguments: [CallerPlace.console, .rootWithoutTerminal])
+    func theConsoleTheGreeterAndTheLockScreenAreTheLocalUnlock(_ caller: CallerPlace) {
+        var facts = Self.facts(.callerSession(Self.seatSession()), caller)
+        facts.remoteLogin = Self.sinceUnlock
+        #expect(PresenceRule.refusal(facts) == nil)
+    }
+
+    @Test func theRuleHoldsWithoutLogindToo() {
+        var facts = Self.facts(.logindAbsent, .otherTerminal)
+        facts.remoteLogin = Self.sinceUnlock
+        #expect(PresenceRule.refusal(facts)?.reason == .remoteLoginSinceUnlock)
+        facts.caller = .console
+        #expect(PresenceRule.refusal(facts) == nil)
+    }
+
+    @Test func anUnlockedHintDoesNotEndTheRule() {
+        // LockedHint and IdleHint are the user's to clear: unlocked and not idle is necessary, never enough.
+        var facts = Self.facts(.displaySession(Self.seatSession(locked: false, idle: false)), .otherTerminal)
+        facts.remoteLogin = Self.sinceUnlock
+        #expect(PresenceRule.refusal(facts)?.reason == .remoteLoginSinceUnlock)
+        facts.vouching = .displaySession(Self.seatSession(locked: true))
+        #expect(PresenceRule.refusal(facts)?.reason == .sessionLocked)
+    }
+
+    @Test func theRecordsOrderTheLoginAndTheUnlock() {
+        var state = UserState()
+        #expect(RemoteLogin(state) == nil)
+        state.lastRemoteLoginAt = 2000
+        state.lastRemoteLoginFrom = "ssh"
+        #expect(RemoteLogin(state) == RemoteLogin(at: 2000, from: "ssh", lastUnlock: nil))
+        state.lastLocalUnlockAt = 2000  // the same second: the login may be the later one
+        #expect(RemoteLogin(state)?.at == 2000)
+        state.lastLocalUnlockAt = 2001
+        #expect(RemoteLogin(state) == nil)
+        state.lastRemoteLoginAt = 2002
+        #expect(RemoteLogin(state)?.lastUnlock == 2001)
+    }
+
     // MARK: the user also signed in remotely
 
     @Test(arguments: [CallerPlace.otherTerminal, .userWithoutTerminal])

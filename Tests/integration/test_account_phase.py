@@ -91,7 +91,11 @@ def test_a_wrong_password_then_a_key_over_a_networked_handle_clears_nothing(acco
     why = "PAM_RHOST is set" if "rhost" in items else "PAM_TTY is ssh"
     assert any(f"account: {why}" in l.message and "the lockout is not cleared" in l.message
                for l in r.logs), [l.message for l in r.logs]
-    assert len(outcomes(r.logs)) == 1   # the first line's; the account line started nothing
+    # The first line's, then the account line's record of the remote login (no authsucc).
+    found = outcomes(r.logs)
+    assert len(found) == 2, [l.message for l in r.logs]
+    assert found[1]["result"] == "success" and "remote login recorded" in found[1]["cause"], found
+    assert account.state_values()["last_remote_login_from"] == items.get("rhost", "la-acct-unix")
 
 
 # --- local handles -------------------------------------------------------------------------

@@ -663,23 +663,25 @@ def test_a_remote_handle_never_clears_a_lockout_in_the_account_phase(bed):
     """sshd runs the account phase on the handle where a wrong password failed once a key
     lets the user in: a remote first line leaves nothing for the account line to clear,
     whatever the auth stack's outcome (here the password succeeds; the driver calls the
-    account phase only after a success, as sudo does)."""
+    account phase only after a success, as sudo does). The only helper started records the
+    remote login."""
     r = bed.drive(account_stack(bed, "la-acct-remote", "nomatch"), items={"rhost": "192.0.2.7"},
                   account=True)
     assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
-    assert bed.events("start") == []
+    assert [e["request"]["mode"] for e in bed.events("start")] == ["remotelogin"]
 
 
 @pytest.mark.parametrize("items", [{"rhost": "127.0.0.1"}, {"rhost": "::1"},
                                    {"rhost": "localhost"}, {"tty": "ssh"}],
                          ids=["ipv4-loopback", "ipv6-loopback", "localhost", "sshd-tty"])
-def test_a_networked_handle_starts_nothing_in_the_account_phase(bed, items):
+def test_a_networked_handle_records_a_remote_login_and_clears_nothing_in_the_account_phase(bed, items):
     """A loopback host (any `ssh -R` tunnel presents one) is this machine for the first
     line, which still runs; but sshd's account phase follows a key after a wrong password,
-    so no PAM_RHOST at all, and not sshd's PAM_TTY, lets the account line clear."""
+    so no PAM_RHOST at all, and not sshd's PAM_TTY, lets the account line clear. What it
+    starts is the remote login's record (`mode=remotelogin`), never an `authsucc`."""
     r = bed.drive(account_stack(bed, "la-acct-net", "nomatch"), items=items, account=True)
     assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
-    assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate"]
+    assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate", "remotelogin"]
     why = "PAM_RHOST is set" if "rhost" in items else "PAM_TTY is ssh"
     refusals = [l for l in r.logs if f"account: {why}" in l.message]
     assert len(refusals) == 1 and "the lockout is not cleared" in refusals[0].message, r.logs

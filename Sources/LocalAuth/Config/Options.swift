@@ -50,6 +50,10 @@ public struct Options: Equatable, Sendable {
     /// `require_presence`: no scan unless someone can be at the reader (a terminal on the
     /// conversation, or a graphical session). Off only for unusual setups.
     public var requirePresence = true
+    /// `remote_login_guard`: after a remote login of the user (root's record of it), only a
+    /// virtual console, the greeter and the lock screen get the finger until the next local
+    /// unlock (PresenceRule). Off: a remote login counts only while its session is open.
+    public var remoteLoginGuard = true
     /// `fprint_dir`: fprintd's print storage, hashed into the domain state when readable.
     public var fprintDir = "/var/lib/fprint"
     /// `helper`: the helper's path (read by the module only, listed so it is not unknown).
@@ -205,6 +209,7 @@ extension Options {
         .path("lid_path", \.lidPath),
         .choice("lid_closed", \.lidClosed, [LidClosedChoice.password, .scan]),
         .bool("require_presence", \.requirePresence),
+        .bool("remote_login_guard", \.remoteLoginGuard),
         .path("fprint_dir", \.fprintDir),
         .path("helper", \.helper),
         .path("config", \.config),

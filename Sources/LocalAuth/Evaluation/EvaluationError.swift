@@ -33,6 +33,8 @@ public struct EvaluationError: Error, Equatable, CustomStringConvertible, Sendab
         case sessionIdle
         case otherUser
         case remoteSessionOpen
+        /// A remote login of the user newer than the last local unlock (root's records).
+        case remoteLoginSinceUnlock
         case noTerminal
         case lidClosed
         case passwordTyped
@@ -98,6 +100,7 @@ extension EvaluationError.Reason {
         case .sessionIdle: return "session-idle"
         case .otherUser: return "other-user"
         case .remoteSessionOpen: return "remote-session-open"
+        case .remoteLoginSinceUnlock: return "remote-login-since-unlock"
         case .noTerminal: return "no-terminal"
         case .lidClosed: return "lid-closed"
         case .passwordTyped: return "password-typed"

@@ -26,6 +26,8 @@ public enum UserMessage: Equatable, Sendable {
     case readerBusy
     /// No scan while the user also has a remote session open (PresenceRule).
     case signedInRemotely
+    /// No scan after a remote login until the next local unlock (PresenceRule, rule 5).
+    case signedInRemotelySinceUnlock
     /// No scan while the configuration cannot be trusted (Rules.refusal): about the
     /// installation, not the account, so it is said to whoever is at the terminal.
     case configurationUntrusted
@@ -69,6 +71,8 @@ public enum UserMessage: Equatable, Sendable {
         case .fingerprintUnavailable: return tr(l, "Fingerprint sign-in is not available - use the password")
         case .readerBusy: return tr(l, "The fingerprint reader is in use by another session - use your password")
         case .signedInRemotely: return tr(l, "You are also signed in remotely - use your password")
+        case .signedInRemotelySinceUnlock:
+            return tr(l, "You signed in remotely since this computer was last unlocked here - use your password")
         case .configurationUntrusted:
             return tr(l, "Fingerprint sign-in is off: its configuration file cannot be trusted - use your password")
         case .readerDisconnected: return tr(l, "The fingerprint reader was disconnected - use your password")

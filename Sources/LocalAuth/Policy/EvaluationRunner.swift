@@ -244,14 +244,19 @@ final class EvaluationRunner {
 /// Recording a successful password: clears the lockout and the password preconditions.
 /// Used after `deviceOwnerAuthentication`'s own password and by the module's `authsucc` line.
 public enum PasswordRecord {
-    public static func record(env: EvaluationEnvironment, rules: Rules, domainState: String?) throws(StoreError) {
+    /// `localUnlock`: the password was typed on a handle that is not networked, which ends
+    /// what a remote login before it holds back (PresenceRule's rule 5).
+    public static func record(env: EvaluationEnvironment, rules: Rules, domainState: String?,
+                              localUnlock: Bool = false) throws(StoreError) {
         let now = env.clock.now()
         let boot = env.system.bootID()
         try env.store.update(env.user, durability: .loosening) { stored in
             if case .damaged(let cause) = stored {
                 env.log.log(.notice, "rewriting damaged state of \(env.user) after the password: \(cause)")
             }
-            return rules.afterPassword(stored.userState, now: now, bootID: boot, domainState: domainState)
+            var next = rules.afterPassword(stored.userState, now: now, bootID: boot, domainState: domainState)
+            if localUnlock { next.lastLocalUnlockAt = now }
+            return next
         }
     }
 }

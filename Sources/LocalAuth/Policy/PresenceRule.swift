@@ -15,12 +15,22 @@
 ///    pseudo-terminal (tmux, screen, a desktop terminal, `systemd-run --user --pty`) or a
 ///    program the user started without a terminal could be typed into or started from that
 ///    remote login.
+/// 5. while root's records show a remote login of the user newer than the user's last local
+///    unlock (`remote_login_guard`, default on), a caller at the machine itself: a virtual
+///    console, or root's own greeter or lock screen. A remote login may have left something
+///    behind that outlives it (its own polkit agent, a timer's job, a cleared `LockedHint`),
+///    and only root's records of the unlock that followed are the user's own word that
+///    someone is back at the machine. Where logind does not run, this rule holds too.
 /// Any question logind could not answer is a "no". Where logind does not run, only the lid
-/// counts here; the terminal and PAM_RHOST checks of the helper decide the rest.
+/// and rule 5 count here; the terminal and PAM_RHOST checks of the helper decide the rest.
 public enum PresenceRule {
     /// Why no finger may be asked for, or nil when one may.
     public static func refusal(_ facts: PresenceFacts) -> EvaluationError? {
         if let refusal = lidRefusal(facts) { return refusal }
+        return vouchingRefusal(facts) ?? remoteLoginRefusal(facts)
+    }
+
+    static func vouchingRefusal(_ facts: PresenceFacts) -> EvaluationError? {
         switch facts.vouching {
         case .logindAbsent, .foregroundConsole:
             return nil
@@ -32,6 +42,16 @@ public enum PresenceRule {
             return sessionRefusal(session, facts, requireSameUser: true)
                 ?? remoteSessionRefusal(facts, vouching: session)
         }
+    }
+
+    /// Rule 5: a remote login newer than the last local unlock, and a caller that is not at
+    /// the machine itself. A desktop's dialog counts as not at the machine here: the agent
+    /// that shows it is the user's own program, which a remote login can start.
+    static func remoteLoginRefusal(_ facts: PresenceFacts) -> EvaluationError? {
+        guard let remote = facts.remoteLogin, !facts.caller.atTheMachine else { return nil }
+        let unlock = remote.lastUnlock.map { "the last local unlock at \($0)" } ?? "no local unlock recorded"
+        return no(.remoteLoginSinceUnlock, "the user signed in remotely (\(remote.from)) at \(remote.at), "
+                  + "\(unlock), and the caller (\(facts.caller.description)) could be driven from that login")
     }
 
     static func lidRefusal(_ facts: PresenceFacts) -> EvaluationError? {
@@ -95,15 +115,39 @@ public struct PresenceFacts: Equatable, Sendable {
     public var userSessions: [LogindSession]
     public var lid: Lid
     public var lidClosed: Options.LidClosedChoice
+    /// Root's record of a remote login newer than the last local unlock (rule 5); nil when
+    /// there is none or `remote_login_guard` is off.
+    public var remoteLogin: RemoteLogin?
 
     public init(vouching: Vouching, caller: CallerPlace, user: UInt32?, userSessions: [LogindSession] = [],
-                lid: Lid = .open, lidClosed: Options.LidClosedChoice = .password) {
+                lid: Lid = .open, lidClosed: Options.LidClosedChoice = .password, remoteLogin: RemoteLogin? = nil) {
         self.vouching = vouching
         self.caller = caller
         self.user = user
         self.userSessions = userSessions
         self.lid = lid
         self.lidClosed = lidClosed
+        self.remoteLogin = remoteLogin
+    }
+}
+
+/// A remote login of the user that no local unlock has followed (root's state file).
+public struct RemoteLogin: Equatable, Sendable {
+    public var at: Timestamp
+    /// How it came, one word (`ssh`, a host, `logind`).
+    public var from: String
+    public var lastUnlock: Timestamp?
+
+    public init(at: Timestamp, from: String, lastUnlock: Timestamp?) {
+        self.at = at
+        self.from = from
+        self.lastUnlock = lastUnlock
+    }
+
+    /// From a user's state, when the remote login is the newer of the two.
+    public init?(_ state: UserState) {
+        guard let at = state.remoteLoginSinceUnlock else { return nil }
+        self.init(at: at, from: state.lastRemoteLoginFrom ?? "?", lastUnlock: state.lastLocalUnlockAt)
     }
 }
 
@@ -173,8 +217,13 @@ public enum CallerPlace: Equatable, Sendable, CustomStringConvertible {
     case otherTerminal
     /// Root's own program with no terminal: a login manager's worker, GNOME's lock screen.
     case rootWithoutTerminal
-    /// polkit's agent helper for an agent with no terminal: a desktop's dialog.
+    /// polkit's agent helper for an agent with no terminal: the desktop's own dialog (an
+    /// agent in the session's scope, or in a service of the user's manager that is not
+    /// transient).
     case dialog
+    /// polkit's agent helper for any other agent with no terminal: one started in a scope or
+    /// a transient unit (`systemd-run --user`, a terminal's shell), which a remote login can do.
+    case otherAgentDialog
     /// A program the user started with no terminal (a screen locker through the launcher,
     /// sudo with an askpass program, an application).
     case userWithoutTerminal
@@ -182,8 +231,17 @@ public enum CallerPlace: Equatable, Sendable, CustomStringConvertible {
     /// Whether a remote login of the same user could have started it or be typing into it.
     public var drivableRemotely: Bool {
         switch self {
-        case .otherTerminal, .userWithoutTerminal: return true
+        case .otherTerminal, .userWithoutTerminal, .otherAgentDialog: return true
         case .console, .rootWithoutTerminal, .dialog: return false
+        }
+    }
+
+    /// The machine's own keyboard and screen, with nothing of the user's in between: a
+    /// virtual console, root's greeter or lock screen. A success here is a local unlock.
+    public var atTheMachine: Bool {
+        switch self {
+        case .console, .rootWithoutTerminal: return true
+        case .otherTerminal, .userWithoutTerminal, .dialog, .otherAgentDialog: return false
         }
     }
 
@@ -193,6 +251,7 @@ public enum CallerPlace: Equatable, Sendable, CustomStringConvertible {
         case .otherTerminal: return "a pseudo-terminal"
         case .rootWithoutTerminal: return "root's program with no terminal"
         case .dialog: return "a polkit dialog"
+        case .otherAgentDialog: return "a polkit agent that is not the desktop's own"
         case .userWithoutTerminal: return "the user's program with no terminal"
         }
     }

@@ -22,6 +22,9 @@ enum StateFileFormat {
         add("trusted_domain_state", s.trustedDomainState)
         // Only when there is something to say: files written before it existed stay valid.
         if s.passwordFailures > 0 { lines.append("password_failures=\(s.passwordFailures)") }
+        add("last_remote_login", s.lastRemoteLoginAt.map { String($0) })
+        add("last_remote_login_from", s.lastRemoteLoginFrom)
+        add("last_local_unlock", s.lastLocalUnlockAt.map { String($0) })
         let body = Array((lines.joined(separator: "\n") + "\n").utf8)
         return body + Array("sha256=\(Crypto.hex(Crypto.sha256(body)))\n".utf8)
     }
@@ -91,6 +94,13 @@ enum StateFileFormat {
         case "password_failures":
             guard let n = Int(value), n >= 0 else { return false }
             s.passwordFailures = n
+        case "last_remote_login":
+            guard let t = Timestamp(value) else { return false }
+            s.lastRemoteLoginAt = t
+        case "last_remote_login_from": s.lastRemoteLoginFrom = value
+        case "last_local_unlock":
+            guard let t = Timestamp(value) else { return false }
+            s.lastLocalUnlockAt = t
         default: return false
         }
         return true

@@ -17,8 +17,25 @@ public struct UserState: Equatable, Sendable {
     /// Wrong passwords the helper checked itself (through the launcher) since the last right
     /// one: kept for the log and `status`, never a reason to refuse the password.
     public var passwordFailures = 0
+    /// Root's own records for "who can be at the reader" (PresenceRule's remote-login rule):
+    /// the newest remote login of the user (sshd's account phase, or a remote logind session
+    /// seen open), how it came (one word: the remote host, `ssh`, `logind`), and the newest
+    /// local unlock (a finger at a virtual console, the greeter or the lock screen, or the
+    /// password on a handle that is not networked). Written only by root's helper: logind's
+    /// `LockedHint` and `IdleHint` are the user's own to set, these are not.
+    public var lastRemoteLoginAt: Timestamp?
+    public var lastRemoteLoginFrom: String?
+    public var lastLocalUnlockAt: Timestamp?
 
     public init() {}
+
+    /// The newest remote login, when it is not older than the newest local unlock (a tie
+    /// counts as remote: the two cannot be ordered within one second).
+    public var remoteLoginSinceUnlock: Timestamp? {
+        guard let remote = lastRemoteLoginAt else { return nil }
+        guard let unlock = lastLocalUnlockAt else { return remote }
+        return remote >= unlock ? remote : nil
+    }
 
     /// The most recent successful authentication of either kind.
     public var lastSuccessAt: Timestamp? {

@@ -1,0 +1,87 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+import LocalAuthProtocol
+
+/// Root's records for PresenceRule's rule 5, in the user's state file (only root writes it):
+/// the newest remote login and the newest local unlock. logind's `LockedHint` and `IdleHint`
+/// are the user's own to set, and a remote session that has ended leaves nothing in logind,
+/// so what a remote login may have left behind is judged from these.
+///
+/// * A remote login is recorded by sshd's account phase (`account optional pam_localauth.so`,
+///   `mode=remotelogin` on a networked handle) and whenever a request sees a remote logind
+///   session of the user open.
+/// * A local unlock is a finger at the machine itself (a virtual console, the greeter, the lock
+///   screen: `CallerPlace.atTheMachine`), or a proven password on a handle that is not
+///   networked (AuthSucc): whoever types the password has all the password gives anyway.
+///
+/// Only users who already have a state file get a remote login recorded: one without has
+/// never used the finger here, and its first finger needs a password first (PolicyRules).
+enum RemoteLogins {
+    /// The fact for the rule, or nil (the guard off, nothing recorded, an unlock since).
+    static func fact(_ user: UserName, options: Options) -> RemoteLogin? {
+        guard options.remoteLoginGuard else { return nil }
+        guard case .state(let state)? = try? FileStateStore(directory: options.stateDir).load(user) else { return nil }
+        return RemoteLogin(state)
+    }
+
+    /// A remote login now, `from` one word (a host, `ssh`, a logind session).
+    static func recordLogin(_ user: UserName, from: String, options: Options, log: LogSink) -> String? {
+        let store = FileStateStore(directory: options.stateDir)
+        let now = SystemClock().now()
+        do {
+            var skipped: String?
+            // Synced: it tightens, and lost to a power cut it would give the finger back.
+            try store.update(user, durability: .synced) { stored in
+                guard case .state(var state) = stored else {
+                    skipped = stored == .fresh ? "no state yet (the finger has never been used)"
+                                               : "the state is damaged (the finger needs the password anyway)"
+                    return nil
+                }
+                state.lastRemoteLoginAt = now
+                state.lastRemoteLoginFrom = LogWords.word(from)
+                return state
+            }
+            if let skipped { return "remote login of \(user) not recorded: \(skipped)" }
+            return nil
+        } catch {
+            log.log(.error, "the remote login of \(user) could not be recorded: \(error)")
+            return "could not be recorded: \(error)"
+        }
+    }
+
+    /// A finger at the machine itself. Loosening: lost, the rule holds a little longer.
+    static func recordUnlock(_ user: UserName, options: Options, log: LogSink) {
+        let now = SystemClock().now()
+        do {
+            try FileStateStore(directory: options.stateDir).update(user, durability: .loosening) { stored in
+                guard case .state(var state) = stored else { return nil }
+                state.lastLocalUnlockAt = now
+                return state
+            }
+        } catch {
+            log.log(.notice, "the local unlock of \(user) could not be recorded: \(error)")
+        }
+    }
+
+    /// `mode=remotelogin`: root's module in an account phase on a networked handle (sshd).
+    /// Never through the launcher: a user could record a login, which only tightens, but
+    /// nothing of the user's has a reason to.
+    static func run(_ request: HelperRequest, unprivileged: Bool, options: Options, log: LogSink) -> Frame {
+        if unprivileged { return answer(.invalidContext, "remotelogin is root's module's request only: nothing recorded") }
+        guard let networked = AuthSucc.networkedHandle(request) else {
+            return answer(.invalidContext, "remotelogin on a handle that is not networked: nothing recorded")
+        }
+        let from = request.rhost.isEmpty ? request.service : request.rhost
+        if let problem = recordLogin(request.user, from: from, options: options, log: log) {
+            return answer(.invalidContext, "\(networked): \(problem)")
+        }
+        return HelperResult.frame(code: ResultCode.successValue, name: "success",
+                                  cause: "\(networked): remote login recorded (from \(LogWords.word(from)))")
+    }
+
+    private static func answer(_ code: EvaluationError.Code, _ cause: String) -> Frame {  // invalidContext only
+        HelperResult.frame(code: code.rawValue, name: "invalidContext", cause: cause)
+    }
+}
