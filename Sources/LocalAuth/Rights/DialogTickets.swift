@@ -5,7 +5,8 @@ import Glibc
 /// The open rights dialogs' tickets (DialogTicket), where only root reads and writes them:
 ///
 ///     <state_dir>/dialogs/               0700 root
-///         ticket-<32 hex digits>         0600, created with O_EXCL under a random name
+///         ticket-<32 hex digits>         0600, a random name, created with O_EXCL as
+///                                        new-<same digits> and linked when whole
 ///
 /// The dialog creates its ticket before it asks polkitd and removes it when it ends. A
 /// dialog ended by the hard deadline or a kill leaves its ticket behind: it names the
@@ -26,19 +27,25 @@ public struct DialogTickets {
         public let description: String
     }
 
-    /// A new ticket for `ticket`'s dialog; returns its path.
+    /// A new ticket for `ticket`'s dialog; returns its path. Written whole under a name no
+    /// reader looks at, then linked to its own (which fails if it exists, as O_EXCL does):
+    /// a writer or a sweep never sees a ticket without its header.
     public func create(_ ticket: DialogTicket) throws(Failure) -> String {
-        try prepare()
+        try prepare(create: true)
         guard let random = Crypto.randomBytes(16) else { throw Failure(description: "no random bytes for a ticket's name") }
-        let path = directory + "/ticket-" + Crypto.hex(random)
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Failure(description: "create \(path): \(errnoText(errno))") }
-        defer { close(fd) }
+        let name = Crypto.hex(random)
+        let draft = directory + "/new-" + name, path = directory + "/ticket-" + name
+        let fd = open(draft, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(description: "create \(draft): \(errnoText(errno))") }
+        var failure: String?
         if fchmod(fd, 0o600) != 0 || Posix.writeAll(fd, ticket.encodedHeader()) != nil {
-            let e = errno
-            unlink(path)
-            throw Failure(description: "write \(path): \(errnoText(e))")
+            failure = "write \(draft): \(errnoText(errno))"
+        } else if link(draft, path) != 0 {
+            failure = "link \(path): \(errnoText(errno))"
         }
+        close(fd)
+        unlink(draft)
+        if let failure { throw Failure(description: failure) }
         return path
     }
 
@@ -74,10 +81,10 @@ public struct DialogTickets {
     }
 
     /// Removes the tickets of dialogs that ended (or that cannot be read); returns the
-    /// paths of the others.
+    /// paths of the others. No directory (no dialog ever ran): none.
     @discardableResult
     public func sweep(isAlive: (DialogTicket.Process) -> Bool) -> [String] {
-        guard (try? prepare()) != nil else { return [] }
+        guard (try? prepare(create: false)) != nil else { return [] }
         var live: [String] = []
         for path in names().map({ directory + "/" + $0 }) {
             guard let ticket = try? read(path), isAlive(ticket.dialog) else {
@@ -91,12 +98,12 @@ public struct DialogTickets {
 
     // MARK: - Files
 
-    /// `dialogs/`: created 0700 when missing, else it must be the owner's directory (not a
-    /// symlink) closed to others.
-    private func prepare() throws(Failure) {
+    /// `dialogs/`: created 0700 when missing (by a dialog only: a writer finds nothing to
+    /// write to then), else it must be the owner's directory (not a symlink) closed to others.
+    private func prepare(create: Bool) throws(Failure) {
         var st = stat()
         if lstat(directory, &st) != 0 {
-            guard errno == ENOENT, mkdir(directory, 0o700) == 0 || errno == EEXIST, lstat(directory, &st) == 0 else {
+            guard create, errno == ENOENT, mkdir(directory, 0o700) == 0 || errno == EEXIST, lstat(directory, &st) == 0 else {
                 throw Failure(description: "\(directory): missing and cannot be created: \(errnoText(errno))")
             }
         }
