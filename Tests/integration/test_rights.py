@@ -421,6 +421,7 @@ def test_the_dialog_is_closed_when_the_program_goes_away(dialog_world, syslog):
     assert last and "right authorize notes: appCancel" in last[1], syslog.lines[mark:]
     logs = [m for i, m in syslog.lines[mark:] if i == "localauth-helper"]
     assert any("polkit dialog cancelled: the program went away" in m for m in logs), logs
+    assert list((world.state / "dialogs").iterdir()) == []            # its ticket went with it
 
 
 def sudo_with_the_finger(world):
@@ -452,3 +453,18 @@ def test_a_same_user_match_elsewhere_during_a_rights_dialog_does_not_count_for_i
     logs = [m for i, m in syslog.lines[mark:] if i == "localauth-helper"]
     assert any("this right needs the finger" in m for m in logs), logs
     assert list((world.state / "dialogs").iterdir()) == []            # the ticket went with the dialog
+
+
+def test_a_ticket_whose_dialog_ended_is_removed_and_the_next_dialog_works(dialog_world):
+    world = dialog_world
+    saved(world)
+    dialogs = world.state / "dialogs"
+    dialogs.mkdir(mode=0o700)
+    # Left by a dialog that was killed: its process (pid 2^22, above any pid_max) is gone.
+    stale = dialogs / ("ticket-" + "0" * 32)
+    stale.write_text(f"ticket 1\nuser {world.user.name}\ncreated 1\ndialog 4194304 1\n")
+    stale.chmod(0o600)
+    run = without_terminal(world, "open", "notes", fingers=[ENROLLED])
+    status, out = run.subject
+    assert status == 0 and f"SECRET {SECRET}" in out, run
+    assert list(dialogs.iterdir()) == []
