@@ -44,6 +44,7 @@ enum AuthSucc {
             log.log(.notice, "user \(request.user): lockout not cleared: \(refusal)")
             return unchanged(refusal)
         }
+        DialogMatch.note(.password, request, options: options, log: log)  // a rights dialog's password
         return record(request, store: store, options: options, log: log)
     }
 

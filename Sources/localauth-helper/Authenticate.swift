@@ -45,6 +45,7 @@ enum Authenticate {
                 .lockoutBegan(request.user, failures: failures, threshold: options.lockoutThreshold,
                               context: request.eventContext)
         }
+        DialogMatch.note(outcome, request, options: options, log: log)  // a rights dialog's finger
         return settle(outcome, ui: ui)
     }
 

@@ -9,9 +9,12 @@ import LocalAuthProtocol
 /// (PolkitDialog), whose `polkit-1` stack runs pam_localauth (the finger) and pam_unix (the
 /// password) on root's own path, with its presence, lockout and tries.
 ///
-/// polkit's yes is not taken as it is (DialogProof): the right is granted only when root's
-/// state file shows, since the dialog began, a new fingerprint match, or, for a right whose
-/// requirement allows it (`.default`), a new password (`authsucc` after pam_unix).
+/// polkit's yes is not taken as it is (DialogProof): the dialog has a ticket of its own
+/// (RightsDialogTicket), into which the helper serving polkit's `polkit-1` stack records
+/// its fingerprint match or, after pam_unix, its proven password (`authsucc`; DialogMatch).
+/// The right is granted only for exactly one authentication there: a finger, or for a right
+/// whose requirement allows it (`.default`) the password. The same user's `sudo` or lock
+/// screen during the dialog writes into no ticket.
 /// Presence (the program's own) and the right's preflight (lockout, enrollment, the
 /// enrolled set of a `.biometry(.current)` right) are judged before the dialog, as on the
 /// terminal path; the enrolled set again after it.
@@ -28,9 +31,8 @@ extension RightsMode.Context {
         let preflight = AppMode.preflight(request, policy: policy(record), unprivileged: true, options: options, log: log)
         guard Self.succeeded(preflight) else { return preflight }
 
-        let states = FileStateStore(directory: options.stateDir)
-        let before = try loadState(states)
-        let began = SystemClock().now()
+        let ticket = try openTicket()
+        defer { closeTicket(ticket) }
         let answer = askPolkit(record)
         log.log(.info, "polkit dialog for right \(LogWords.word(record.identifier)): \(answer)")
         switch answer {
@@ -55,16 +57,14 @@ extension RightsMode.Context {
             let why = e ?? EvaluationError(.appCancel, cause: "the program ended during the polkit dialog")
             throw RightsMode.Refusal(code: why.code, reason: "dialog-cancelled", cause: why.cause)
         }
-        let method = try proof(before: before, after: try loadState(states), since: began, record: record)
+        let method = try proof(try readTicket(ticket), record: record)
         return try grant(record, method: method)
     }
 
     /// What the dialog's yes rests on (DialogProof), and for `.biometry(.current)` the
     /// enrolled set again after the match.
-    private func proof(before: UserState, after: UserState, since began: Timestamp,
-                       record: RightRecord) throws -> EvaluationMachine.Outcome.Method {
-        switch DialogProof.judge(before: before, after: after, began: began,
-                                 allowsPassword: record.requirement.allowsPassword) {
+    private func proof(_ ticket: DialogTicket, record: RightRecord) throws -> EvaluationMachine.Outcome.Method {
+        switch DialogProof.judge(ticket, allowsPassword: record.requirement.allowsPassword) {
         case .fingerprint:
             if record.requirement == .biometryCurrentSet, try currentDomainState() != record.domainState {
                 throw invalidated()
@@ -78,6 +78,10 @@ extension RightsMode.Context {
         case .none:
             throw RightsMode.Refusal(code: .authenticationFailed, reason: "no-proof",
                                      cause: "polkit said yes, but no finger matched and no password was entered in the dialog")
+        case .several(let n):
+            throw RightsMode.Refusal(code: .authenticationFailed, reason: "several-proofs",
+                                     cause: "polkit said yes, but \(n) authentications in polkit dialogs of this user were "
+                                         + "recorded while this one was open: which one was this dialog's is unknown")
         }
     }
 
@@ -93,25 +97,13 @@ extension RightsMode.Context {
                           watch: [channel.input] + (pin.map { [$0.descriptor] } ?? []))
     }
 
-    /// The dialog's text: the program and its reason (polkit honours `polkit.message` from
-    /// a root caller; the agent shows it in place of the action's message).
+    /// The dialog's text: the program's reason, cleaned and quoted, then who asks, its full
+    /// path and pid from the kernel (DialogText); polkit honours `polkit.message` from a root
+    /// caller, and the agent shows it in place of the action's message.
     private func details() -> [(String, String)] {
-        let name = binding.path.split(separator: "/").last.map(String.init) ?? binding.path
-        var reason = ""
-        if let hex = request.keys.value("localized_reason"), let bytes = Hex.decode(hex) {
-            // One line, no control characters: the agent shows it as it is.
-            let text = String(decoding: bytes.prefix(512), as: UTF8.self).unicodeScalars
-            reason = String(String.UnicodeScalarView(text.map { $0.value < 0x20 || $0.value == 0x7f ? " " : $0 }))
-        }
-        let message = reason.isEmpty ? "\(name) asks for a secret it saved behind your fingerprint"
-                                     : "\(name): \(reason)"
+        let reason = request.keys.value("localized_reason").flatMap(Hex.decode) ?? []
+        let message = DialogText.message(reason: reason, program: binding.path, pid: caller.callerPID)
         return [("polkit.message", message), ("program", binding.path)]
-    }
-
-    private func loadState(_ states: FileStateStore) throws -> UserState {
-        do { return try states.load(request.user).userState } catch {
-            throw RightsMode.Refusal.unavailable("the user's state cannot be read: \(error)")
-        }
     }
 
     static func succeeded(_ frame: Frame) -> Bool {

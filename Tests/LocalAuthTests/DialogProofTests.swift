@@ -1,42 +1,51 @@
 import Testing
 @testable import LocalAuth
 
-/// DialogProof: what a polkit yes in a right's dialog is worth, from the state before and after.
+/// DialogProof: what a polkit yes in a right's dialog is worth, from the dialog's own ticket.
 @Suite struct DialogProofTests {
-    private func state(finger: Timestamp? = nil, password: Timestamp? = nil) -> UserState {
-        var s = UserState()
-        s.lastFingerprintAt = finger
-        s.lastPasswordAt = password
-        return s
+    private let agent = DialogTicket.Process(pid: 700, startTime: 5)
+    private let helper = DialogTicket.Process(pid: 710, startTime: 9)
+
+    private func ticket(_ matches: DialogTicket.Match...) -> DialogTicket {
+        DialogTicket(user: "alice", createdAt: 1_000, dialog: .init(pid: 42, startTime: 1), matches: matches)
     }
 
-    @Test func aMatchRecordedDuringTheDialogIsTheFinger() {
-        #expect(DialogProof.judge(before: state(), after: state(finger: 100), began: 100, allowsPassword: false) == .fingerprint)
-        #expect(DialogProof.judge(before: state(finger: 50), after: state(finger: 101), began: 100, allowsPassword: false) == .fingerprint)
+    private func match(_ at: UInt64, _ method: DialogTicket.Match.Method,
+                       helper: DialogTicket.Process? = nil) -> DialogTicket.Match {
+        DialogTicket.Match(at: at, method: method, agent: agent, transaction: helper ?? self.helper)
     }
 
-    @Test func aYesWithNothingNewIsNoProof() {
-        // polkit's yes from a rule or default: the state did not move.
-        #expect(DialogProof.judge(before: state(finger: 90, password: 80), after: state(finger: 90, password: 80),
-                                  began: 100, allowsPassword: true) == .none)
-        #expect(DialogProof.judge(before: state(), after: state(), began: 100, allowsPassword: true) == .none)
+    @Test func oneFingerInTheTicketIsTheFinger() {
+        #expect(DialogProof.judge(ticket(match(1_500, .fingerprint)), allowsPassword: false) == .fingerprint)
     }
 
-    @Test func aMatchFromBeforeTheDialogDoesNotCount() {
-        // Written after `before` was read but dated before the dialog began.
-        #expect(DialogProof.judge(before: state(), after: state(finger: 99), began: 100, allowsPassword: false) == .none)
-        // The same second as the earlier match: the time did not move, refused.
-        #expect(DialogProof.judge(before: state(finger: 100), after: state(finger: 100), began: 100, allowsPassword: false) == .none)
+    @Test func aYesWithAnEmptyTicketIsNoProof() {
+        // polkit's yes from a rule or default, or the same user's sudo meanwhile: nothing here.
+        #expect(DialogProof.judge(ticket(), allowsPassword: true) == .none)
+    }
+
+    @Test func aMatchDatedBeforeTheTicketDoesNotCount() {
+        #expect(DialogProof.judge(ticket(match(999, .fingerprint)), allowsPassword: true) == .none)
+        #expect(DialogProof.judge(ticket(match(1_000, .fingerprint)), allowsPassword: true) == .fingerprint)
     }
 
     @Test func thePasswordCountsOnlyWhereTheRightAllowsIt() {
-        #expect(DialogProof.judge(before: state(password: 10), after: state(password: 100), began: 100, allowsPassword: true) == .password)
-        #expect(DialogProof.judge(before: state(password: 10), after: state(password: 100), began: 100, allowsPassword: false) == .passwordNotAllowed)
-        #expect(DialogProof.judge(before: state(password: 10), after: state(password: 99), began: 100, allowsPassword: true) == .none)
+        #expect(DialogProof.judge(ticket(match(1_500, .password)), allowsPassword: true) == .password)
+        #expect(DialogProof.judge(ticket(match(1_500, .password)), allowsPassword: false) == .passwordNotAllowed)
     }
 
-    @Test func aNewMatchWinsOverANewPassword() {
-        #expect(DialogProof.judge(before: state(), after: state(finger: 101, password: 100), began: 100,
+    @Test func twoAuthenticationsAreRefused() {
+        // Another polkit dialog of the same user passed while this one was open.
+        let other = DialogTicket.Process(pid: 720, startTime: 11)
+        #expect(DialogProof.judge(ticket(match(1_500, .fingerprint), match(1_600, .fingerprint, helper: other)),
+                                  allowsPassword: true) == .several(2))
+        #expect(DialogProof.judge(ticket(match(1_500, .password), match(1_600, .fingerprint, helper: other)),
+                                  allowsPassword: true) == .several(2))
+    }
+
+    @Test func oneTransactionsFingerAndAccountPhaseAreOneAuthentication() {
+        // A directory account's account phase proves the password after the finger.
+        #expect(DialogProof.judge(ticket(match(1_500, .fingerprint), match(1_501, .password)),
                                   allowsPassword: false) == .fingerprint)
     }
 }

@@ -11,7 +11,8 @@ polkitd runs with, pkexec with pkttyagent, and pkexec through a dialog-shaped ag
   ``DialogRun``. ``command=[...]``: that program instead of pkexec, the agent registered for
   it (``register=False``: none is); its exit status and output are ``DialogRun.subject``;
   ``kill_at_info``: the command is killed when the dialog shows its first message;
-  ``dismiss``: the Cancel at the password prompt is reported to polkitd as a dismissal.
+  ``dismiss``: the Cancel at the password prompt is reported to polkitd as a dismissal;
+  ``at_prompt``: called at the first password prompt, before the answer is typed.
 """
 import io
 import sys
@@ -61,7 +62,7 @@ class DialogRun:
 
 
 def dialog(case, fingers=(), answers=(), display=True, command=None, register=True,
-           env=None, kill_at_info=False, dismiss=False) -> DialogRun:
+           env=None, kill_at_info=False, dismiss=False, at_prompt=None) -> DialogRun:
     """pkexec authorised through polkit_dialog.py, a dialog-shaped agent run as the user
     without a terminal (setsid), with DISPLAY=:0 when ``display``: presents ``fingers`` as
     the dialog asks for them; ``answers`` are typed at its password prompts, then Cancel."""
@@ -77,6 +78,7 @@ def dialog(case, fingers=(), answers=(), display=True, command=None, register=Tr
                                         *([] if register else ["--no-agent"]),
                                         *(["--kill-at-info"] if kill_at_info else []),
                                         *(["--dismiss"] if dismiss else []),
+                                        *(["--wait-at-prompt"] if at_prompt else []),
                                         case.user.name, *answers, *tail])]
     mark = case.bed.mark()
     agent = PopenSpawn(argv, env=env, timeout=60, encoding="utf-8")
@@ -86,6 +88,11 @@ def dialog(case, fingers=(), answers=(), display=True, command=None, register=Tr
         for p in fingers:
             agent.expect(f"INFO {SWIPE}", timeout=20)
             results.append(case.bed.reader.inject(f"SCAN {p}", timeout=15))
+        if at_prompt is not None:
+            agent.expect("PROMPT [^\n]*\n", timeout=20)
+            at_prompt()
+            for _ in answers:
+                agent.sendline("")
         agent.expect("(PKEXEC|SUBJECT) [^\n]*\n", timeout=90)
     finally:
         if agent.proc.poll() is None:

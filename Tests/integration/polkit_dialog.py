@@ -16,6 +16,8 @@ a program without a terminal does); COMMAND waits for that registration before i
 (a shell that reads one line, then execs it: the pid and start time stay the same).
 ``--no-agent``: COMMAND runs with no agent registered for it. ``--kill-at-info``: COMMAND
 is killed (SIGKILL) when the dialog shows its first message (the program gone mid-dialog).
+``--wait-at-prompt``: at a password prompt the dialog waits for a line on its own stdin
+before it types the answer (the test does something else meanwhile).
 ``--dismiss``: the dialog's Cancel is the dismissal desktop agents report (BeginAuthentication
 answers org.freedesktop.PolicyKit1.Error.Cancelled, which polkitd calls dismissed).
 polkitd's CancelAuthentication closes the dialog as a desktop's agent does: the event
@@ -50,7 +52,8 @@ AGENT_XML = """<node><interface name="org.freedesktop.PolicyKit1.AuthenticationA
 
 
 # The agent helper running now (CancelAuthentication kills it), and what --kill-at-info kills.
-current = {"helper": None, "kill_at_info": None, "dismiss": False, "dismissed": False}
+current = {"helper": None, "kill_at_info": None, "dismiss": False, "dismissed": False,
+           "wait_at_prompt": False}
 # Set once an authentication has ended: with --kill-at-info the agent stays until then, so
 # that a CancelAuthentication (or its absence) is seen before SUBJECT.
 authentication_ended = threading.Event()
@@ -78,6 +81,8 @@ def authenticate(user, cookie, answers):
         text = text.encode().decode("unicode_escape").encode("latin-1").decode()
         if kind in ("PAM_PROMPT_ECHO_OFF", "PAM_PROMPT_ECHO_ON"):
             say("PROMPT", text)
+            if current["wait_at_prompt"] and answers:
+                sys.stdin.readline()
             if not answers:
                 helper.stdin.close()          # the dialog's Cancel
                 current["dismissed"] = current["dismiss"]
@@ -114,13 +119,14 @@ def register(bus, pid):
 
 def main():
     args = sys.argv[1:]
-    flags = ("--no-agent", "--kill-at-info", "--dismiss")
+    flags = ("--no-agent", "--kill-at-info", "--dismiss", "--wait-at-prompt")
     given = set()
     while args and args[0] in flags:
         given.add(args.pop(0))
     agent = "--no-agent" not in given
     kill_at_info = "--kill-at-info" in given
     current["dismiss"] = "--dismiss" in given
+    current["wait_at_prompt"] = "--wait-at-prompt" in given
     command = args[args.index("--") + 1:] if "--" in args else None
     if command is not None:
         args = args[:args.index("--")]

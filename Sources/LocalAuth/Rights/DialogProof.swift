@@ -1,30 +1,32 @@
-/// What polkit's yes in a right's dialog rests on (the helper's RightsDialog): polkit says
+/// What polkit's yes in a right's dialog is worth (the helper's RightsDialog). polkit says
 /// the `polkit-1` stack succeeded, not how, and a rule or default could say yes with no
-/// prompt at all. So the user's state is read before the dialog and after it, and the yes
-/// counts only for a fingerprint match recorded since the dialog began (the stored time
-/// moved, and is not older than the start) or, where the right allows it, a password
-/// entered since then (`authsucc`). Pure: the times come in, tested without a dialog
+/// prompt at all; the user's state file cannot tell this dialog's finger from the same
+/// user's `sudo` elsewhere at the same time. So each dialog has a ticket of its own
+/// (DialogTicket), into which only the helper serving a `polkit-1` transaction writes its
+/// fingerprint match or proven password; the yes counts for exactly one authentication
+/// recorded there after the ticket was created. Pure: tested without a dialog
 /// (Tests/LocalAuthTests/DialogProofTests.swift).
-///
-/// Times are seconds: a match in the same second as one recorded before the dialog leaves
-/// the stored time as it was, and is refused (never the other way round).
 public enum DialogProof: Equatable, Sendable {
     case fingerprint
     case password
     /// A password, for a right that needs the finger.
     case passwordNotAllowed
-    /// Neither a new match nor a new password.
+    /// Nothing recorded in the ticket: polkit's yes came without an authentication.
     case none
+    /// Matches of this many authentications (PAM transactions): another dialog of the same
+    /// user was passed while this one was open, and which one was this dialog's is unknown.
+    case several(Int)
 
-    public static func judge(before: UserState, after: UserState, began: Timestamp,
-                             allowsPassword: Bool) -> DialogProof {
-        if isNew(before.lastFingerprintAt, after.lastFingerprintAt, since: began) { return .fingerprint }
-        guard isNew(before.lastPasswordAt, after.lastPasswordAt, since: began) else { return .none }
+    public static func judge(_ ticket: DialogTicket, allowsPassword: Bool) -> DialogProof {
+        // Lines dated before the ticket cannot be its own (a clock that went back, or a
+        // writer gone wrong): they prove nothing.
+        let matches = ticket.matches.filter { $0.at >= ticket.createdAt }
+        var transactions: [DialogTicket.Process] = []
+        for m in matches where !transactions.contains(m.transaction) { transactions.append(m.transaction) }
+        guard !transactions.isEmpty else { return .none }
+        guard transactions.count == 1 else { return .several(transactions.count) }
+        // One transaction: its finger, with perhaps the account phase's password after it.
+        if matches.contains(where: { $0.method == .fingerprint }) { return .fingerprint }
         return allowsPassword ? .password : .passwordNotAllowed
-    }
-
-    static func isNew(_ old: Timestamp?, _ now: Timestamp?, since began: Timestamp) -> Bool {
-        guard let now, now >= began else { return false }
-        return old != now
     }
 }

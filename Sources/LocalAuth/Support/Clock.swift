@@ -24,3 +24,13 @@ public enum MonotonicClock {
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 }
+
+/// Nanoseconds on CLOCK_BOOTTIME: never set back and counting suspend, so an order between
+/// two events of one boot (a dialog's ticket and a match) holds across a wall-clock change.
+public enum BootClock {
+    public static func nanos() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+}

@@ -1,0 +1,37 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+
+/// The match a rights dialog may count (RightsDialog, DialogProof): a fingerprint match or
+/// a proven password in the `polkit-1` stack run by polkit's agent helper, on root's path,
+/// goes into the user's open dialog tickets. A match on any other service (sudo, the lock
+/// screen, a program through the launcher, login) never does: it was not typed or touched
+/// in a polkit dialog.
+enum DialogMatch {
+    static let service = "polkit-1"
+
+    /// Authenticate's outcome: only a new fingerprint match (a reused one is no touch).
+    static func note(_ outcome: EvaluationMachine.Outcome, _ request: HelperRequest, options: Options, log: LogSink) {
+        if case .success(.fingerprint) = outcome { note(.fingerprint, request, options: options, log: log) }
+    }
+
+    static func note(_ method: DialogTicket.Match.Method, _ request: HelperRequest, options: Options, log: LogSink) {
+        guard request.service == service, let agent = PolkitAgent(request), let helper = request.callerPID,
+              let agentStart = ProcStat(pid: agent.pid)?.startTime,
+              let helperStart = ProcStat(pid: helper)?.startTime else { return }
+        let match = DialogTicket.Match(at: BootClock.nanos(), method: method,
+                                       agent: .init(pid: agent.pid, startTime: agentStart),
+                                       transaction: .init(pid: helper, startTime: helperStart))
+        let n = DialogTickets(stateDirectory: options.stateDir)
+            .record(match, user: request.user.value, isAlive: isAlive)
+        if n > 0 {
+            log.log(.info, "\(method.rawValue) in polkit's dialog (agent pid \(agent.pid)) recorded for \(n) open rights dialog(s)")
+        }
+    }
+
+    /// The process still runs: same pid, same start time.
+    static func isAlive(_ process: DialogTicket.Process) -> Bool {
+        ProcStat(pid: process.pid)?.startTime == process.startTime
+    }
+}
