@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shlex
+import time
 
 import pexpect
 import pytest
 
 from conftest import console_ready
-from guest import (PASSWORDS, PRINTS, WAIT, Console, GuestError, SshTerminal, TmuxPane,
+from guest import (PASSWORDS, POLL, PRINTS, WAIT, Console, GuestError, SshTerminal, TmuxPane,
                    attempt, flat, wait_for)
 
 PW = PASSWORDS["alice"]
@@ -32,6 +34,7 @@ PASSWORD_PROMPT = r"Password:"
 # The contract's words (its table ends the sentence with a period; the product's messages
 # end without one, as the issue writes this one).
 REMOTE_MESSAGE = "You are also signed in remotely - use your password"
+SINCE_UNLOCK_MESSAGE = "You signed in remotely since this computer was last unlocked here - use your password"
 NOBODYS_FINGER = "la-vm-nobody"   # a print id nobody enrolled: a finger that never matches
 
 TOOK_THE_FINGER = {"finger_offered": True, "scans": [PRINTS["alice"]], "password_prompts": 0,
@@ -63,20 +66,37 @@ def gnome_terminal(guest, con: Console, cleanup) -> str:
     app-org.gnome.Terminal-N.scope of alice's manager); its unit name."""
     n = guest.unique("")
     unit = f"app-org.gnome.Terminal-{n}.scope"
-    cgroup = f"/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/{unit}"
 
     def stop():
-        con.key("ctrl-c")
-        con.type_line("exit")
+        if terminal_runs(guest, unit):   # left already (leave_gnome_terminal): no typing
+            con.key("ctrl-c")
+            con.type_line("exit")
+        cgroup = terminal_cgroup(unit)
         guest.sh(f"if [ -e {cgroup}/cgroup.kill ]; then echo 1 > {cgroup}/cgroup.kill; fi")
     cleanup(stop)
     con.type_line(f"la-term {n}")
-    # (a process may leave the scope between the two reads: hence "|| true")
-    wait_for(f"a shell in {unit}", lambda: "bash" in guest.sh(
-        f"for p in $(cat {cgroup}/cgroup.procs 2>/dev/null); do cat /proc/$p/comm 2>/dev/null "
-        f"|| true; done").split())
+    wait_for(f"a shell in {unit}", lambda: terminal_runs(guest, unit))
     wait_for("the new shell's prompt", lambda: con.text().rstrip().endswith("$"))
     return unit
+
+
+def terminal_cgroup(unit: str) -> str:
+    return f"/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/{unit}"
+
+
+def terminal_runs(guest, unit: str) -> bool:
+    # (a process may leave the scope between the two reads: hence "|| true")
+    return "bash" in guest.sh(
+        f"for p in $(cat {terminal_cgroup(unit)}/cgroup.procs 2>/dev/null); do "
+        f"cat /proc/$p/comm 2>/dev/null || true; done").split()
+
+
+def leave_gnome_terminal(guest, con: Console, unit: str) -> None:
+    """Back to the console's own shell: the terminal's shell exits."""
+    con.key("ctrl-c")
+    con.type_line("exit")
+    wait_for(f"the shell in {unit} to end", lambda: not terminal_runs(guest, unit))
+    wait_for("the console's prompt", lambda: con.text().rstrip().endswith("$"))
 
 
 def in_a_tmux_pane(out) -> bool:
@@ -128,19 +148,32 @@ def test_gnome_shaped_terminal_while_alice_is_signed_in_over_ssh_takes_the_passw
     assert "uid=0(root)" in out.text
 
 
-def test_gnome_shaped_terminal_after_alice_s_ssh_login_ended_takes_the_finger(
+def test_gnome_shaped_terminal_after_alice_s_ssh_login_ended_takes_the_password_until_a_local_unlock(
         guest, tty1, cleanup):
-    """An SSH login that has ended is no remote session open: logind has removed it, though
-    systemd 252 (Debian 12) left its number in the user's state file
-    (/run/systemd/users/UID) until the user's next session change."""
+    """An SSH login that has ended is no remote session open (logind has removed it), but
+    root's record of it stays: until alice unlocks at the machine itself (here a finger at her
+    console's sudo), her terminal gets the password; then the finger again."""
     guest.m.ssh("true", user="alice")
     guest.wait_no_remote_session("alice")
-    users_file = guest.sh("grep SESSIONS /run/systemd/users/1000")
     unit = gnome_terminal(guest, tty1, cleanup)
     out = sudo(guest, tty1)
     assert out.line["user_unit"] == unit, "sudo did not run in the terminal's scope"
-    assert out.facts() == TOOK_THE_FINGER, \
-        f"{out.evidence()}\nlogind: {guest.sessions('alice')}\n/run/systemd/users/1000:\n{users_file}"
+    assert out.facts() == took_the_password("remote-login-since-unlock"), \
+        f"{out.evidence()}\nlogind: {guest.sessions('alice')}\nstatus: {guest.status('alice')}"
+    assert SINCE_UNLOCK_MESSAGE in flat(out.text)
+    leave_gnome_terminal(guest, tty1, unit)
+    owner_unlocks_at_the_console_then_the_terminal_takes_the_finger(guest, tty1, cleanup)
+
+
+def owner_unlocks_at_the_console_then_the_terminal_takes_the_finger(guest, tty1, cleanup):
+    """The owner back at the machine: sudo at the console by finger (a local unlock), then
+    sudo in a new terminal on tty1 by finger too."""
+    console = sudo(guest, tty1)
+    assert console.facts() == TOOK_THE_FINGER, console.evidence()
+    assert guest.status("alice")["remote_login_since_unlock"] is False, guest.status("alice")
+    gnome_terminal(guest, tty1, cleanup)
+    out = sudo(guest, tty1)
+    assert out.facts() == TOOK_THE_FINGER, out.evidence()
 
 
 def test_tmux_keys_sent_from_an_ssh_login_take_the_password(guest, tty1, cleanup):
@@ -199,6 +232,113 @@ def test_pkexec_with_pkttyagent_over_ssh_takes_the_password(guest, tty1, cleanup
                   prompt=PASSWORD_PROMPT, password=PW)
     assert out.facts() == took_the_password("remote"), out.evidence()
     assert "uid=0(root)" in out.text
+
+
+# --- what a remote login leaves behind gets no finger (PresenceRule, rule 5) -------------
+#
+# Each as an attacker with alice's SSH key (not her password) would do it: something started
+# from an SSH login that has ended, run later in alice's manager, while alice's console
+# session is local, active and in front of seat0. On a build without rule 5 each was offered
+# the finger, and the owner's next touch (the scan below) ran a command as root.
+
+def left_by_ssh(guest, cleanup, command: str, options: str = "") -> tuple[str, str]:
+    """`command` as a transient unit of alice's manager (systemd-run --user), started from an
+    SSH login of alice's that then ends; the command waits for a file the test writes once
+    logind shows no remote session of alice's (so the order is the test's, not a guess).
+    Returns the unit and that file."""
+    name = guest.unique("la-left-")
+    go = f"/tmp/la-vm/{name}.go"
+    unit = f"{name}.service"
+    cleanup(lambda: guest.m.ssh(f"runuser -u alice -- env XDG_RUNTIME_DIR=/run/user/1000 "
+                                f"systemctl --user stop {name}.timer {unit}", check=False))
+    wait = f"while [ ! -e {go} ]; do sleep 0.2; done; exec {command}"
+    guest.m.ssh(f"systemd-run --user --quiet --collect --unit={name} {options} "
+                f"sh -c {shlex.quote(wait)}", user="alice")
+    guest.wait_no_remote_session("alice")
+    return unit, go
+
+
+def owners_touch_until(guest, mark, ident: str, ended) -> tuple[dict, list]:
+    """Waits for the module's first line from ident; meanwhile each new finger-needed true
+    gets one scan of alice's finger (the owner touching the reader for something of hers).
+    Returns the line and the scans."""
+    scans: list[str] = []
+    end = time.monotonic() + WAIT
+    while True:
+        values = guest.finger(mark)
+        if values and values[-1] and values.count(True) > len(scans) and len(scans) < 3:
+            guest.scan(PRINTS["alice"])
+            scans.append(PRINTS["alice"])
+            continue
+        line = next((f for f in guest.module_lines(mark, ident) if f["phase"] == "auth"), None)
+        if line is not None and ended():
+            return line, scans
+        if time.monotonic() > end:
+            raise GuestError(f"no verdict from {ident} within {WAIT} s: finger-needed {values}, "
+                             f"scans {scans}, line {line}")
+        time.sleep(POLL)
+
+
+def verdict(guest, mark, line, scans, marker) -> dict:
+    return {"finger_offered": True in guest.finger(mark), "scans": scans,
+            "result": line.get("result"), "reason": line.get("reason"),
+            "ran_as_root": guest.m.ssh(f"test -e {marker}", check=False).returncode == 0}
+
+
+NO_FINGER_AFTER_REMOTE_LOGIN = {"finger_offered": False, "scans": [], "result": "notInteractive",
+                                "reason": "remote-login-since-unlock", "ran_as_root": False}
+
+
+def test_a_polkit_agent_of_its_own_started_from_ssh_gets_no_finger(guest, tty1, cleanup):
+    """Attack 1: a polkit agent with no terminal in a transient unit of alice's manager,
+    registered for its own process, runs pkexec; polkitd asks that agent, whose agent
+    helper runs the polkit-1 stack."""
+    log, marker = f"/tmp/la-vm/{guest.unique('rogue')}.log", f"/tmp/la-vm/{guest.unique('owned')}"
+    unit, go = left_by_ssh(guest, cleanup, f"la-rogue-agent {log} {marker}")
+    mark = guest.mark()
+    guest.sh(f"touch {go}")
+    line, scans = owners_touch_until(guest, mark, "polkit-agent-helper-1",
+                                     lambda: "pkexec rc=" in guest.sh(f"cat {log} 2>/dev/null || true"))
+    facts = verdict(guest, mark, line, scans, marker)
+    assert facts == NO_FINGER_AFTER_REMOTE_LOGIN, \
+        f"{facts}\nmodule: {line.get('message')}\nagent: {guest.sh(f'cat {log}')}"
+    owner_unlocks_at_the_console_then_the_terminal_takes_the_finger(guest, tty1, cleanup)
+
+
+def test_lock_hints_cleared_from_a_remote_login_do_not_unlock(guest, tty1, cleanup):
+    """Attack 2: alice's console is locked (LockedHint set at the console); from SSH she
+    clears the hint (logind lets a session's user set it) and leaves a job whose sudo runs on
+    a pseudo-terminal nobody sees."""
+    session = guest.console_session()["Id"]
+    cleanup(lambda: guest.sh(f"la-locked false {session}"))
+    tty1.type_line("la-locked true")
+    wait_for("LockedHint=yes", lambda: guest.console_session()["LockedHint"] == "yes")
+    marker = f"/tmp/la-vm/{guest.unique('owned')}"
+    guest.m.ssh(f"la-locked false {session}", user="alice")   # as alice, from SSH
+    assert guest.console_session()["LockedHint"] == "no"
+    unit, go = left_by_ssh(guest, cleanup, f"script -qfec {shlex.quote(f'sudo -k touch {marker}')} /dev/null")
+    mark = guest.mark()
+    guest.sh(f"touch {go}")
+    line, scans = owners_touch_until(guest, mark, "sudo", lambda: True)
+    facts = verdict(guest, mark, line, scans, marker)
+    assert facts == NO_FINGER_AFTER_REMOTE_LOGIN, f"{facts}\nmodule: {line.get('message')}"
+    assert line["user_unit"] == unit, line
+
+
+def test_a_job_left_behind_by_an_ssh_login_gets_no_finger(guest, tty1, cleanup):
+    """Attack 3: `systemd-run --user --on-active=…` from SSH, then exit: later, sudo on a
+    pseudo-terminal nobody sees. Then the owner's own sudo, after a local unlock, takes the
+    finger again."""
+    marker = f"/tmp/la-vm/{guest.unique('owned')}"
+    unit, go = left_by_ssh(guest, cleanup, f"script -qfec {shlex.quote(f'sudo -k touch {marker}')} /dev/null",
+                           options="--on-active=1")
+    mark = guest.mark()
+    guest.sh(f"touch {go}")
+    line, scans = owners_touch_until(guest, mark, "sudo", lambda: True)
+    facts = verdict(guest, mark, line, scans, marker)
+    assert facts == NO_FINGER_AFTER_REMOTE_LOGIN, f"{facts}\nmodule: {line.get('message')}"
+    assert line["user_unit"] == unit, line
+    owner_unlocks_at_the_console_then_the_terminal_takes_the_finger(guest, tty1, cleanup)
 
 
 # --- another user's lockout is nobody's business at alice's session ----------------------
