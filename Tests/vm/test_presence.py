@@ -251,7 +251,7 @@ def left_by_ssh(guest, cleanup, command: str, options: str = "") -> tuple[str, s
     unit = f"{name}.service"
     cleanup(lambda: guest.m.ssh(f"runuser -u alice -- env XDG_RUNTIME_DIR=/run/user/1000 "
                                 f"systemctl --user stop {name}.timer {unit}", check=False))
-    wait = f"while [ ! -e {go} ]; do sleep 0.2; done; exec {command}"
+    wait = f"while [ ! -e {go} ]; do sleep 0.2; done; {command}"
     guest.m.ssh(f"systemd-run --user --quiet --collect --unit={name} {options} "
                 f"sh -c {shlex.quote(wait)}", user="alice")
     guest.wait_no_remote_session("alice")
@@ -289,6 +289,21 @@ NO_FINGER_AFTER_REMOTE_LOGIN = {"finger_offered": False, "scans": [], "result": 
                                 "reason": "remote-login-since-unlock", "ran_as_root": False}
 
 
+def sudo_left_by_ssh_gets_no_finger(guest, cleanup, options: str = "") -> None:
+    """`sudo -k touch MARKER` on a pseudo-terminal nobody sees (script, its input held open
+    so that sudo waits there), left by SSH (left_by_ssh), while the owner touches the reader
+    whenever it asks."""
+    marker = f"/tmp/la-vm/{guest.unique('owned')}"
+    job = f"sleep 600 | script -qfec {shlex.quote(f'sudo -k touch {marker}')} /dev/null"
+    unit, go = left_by_ssh(guest, cleanup, job, options=options)
+    mark = guest.mark()
+    guest.sh(f"touch {go}")
+    line, scans = owners_touch_until(guest, mark, "sudo", lambda: True)
+    facts = verdict(guest, mark, line, scans, marker)
+    assert facts == NO_FINGER_AFTER_REMOTE_LOGIN, f"{facts}\nmodule: {line.get('message')}"
+    assert line["user_unit"] == unit, line
+
+
 def test_a_polkit_agent_of_its_own_started_from_ssh_gets_no_finger(guest, tty1, cleanup):
     """Attack 1: a polkit agent with no terminal in a transient unit of alice's manager,
     registered for its own process, runs pkexec; polkitd asks that agent, whose agent
@@ -313,31 +328,16 @@ def test_lock_hints_cleared_from_a_remote_login_do_not_unlock(guest, tty1, clean
     cleanup(lambda: guest.sh(f"la-locked false {session}"))
     tty1.type_line("la-locked true")
     wait_for("LockedHint=yes", lambda: guest.console_session()["LockedHint"] == "yes")
-    marker = f"/tmp/la-vm/{guest.unique('owned')}"
     guest.m.ssh(f"la-locked false {session}", user="alice")   # as alice, from SSH
     assert guest.console_session()["LockedHint"] == "no"
-    unit, go = left_by_ssh(guest, cleanup, f"script -qfec {shlex.quote(f'sudo -k touch {marker}')} /dev/null")
-    mark = guest.mark()
-    guest.sh(f"touch {go}")
-    line, scans = owners_touch_until(guest, mark, "sudo", lambda: True)
-    facts = verdict(guest, mark, line, scans, marker)
-    assert facts == NO_FINGER_AFTER_REMOTE_LOGIN, f"{facts}\nmodule: {line.get('message')}"
-    assert line["user_unit"] == unit, line
+    sudo_left_by_ssh_gets_no_finger(guest, cleanup)
 
 
 def test_a_job_left_behind_by_an_ssh_login_gets_no_finger(guest, tty1, cleanup):
     """Attack 3: `systemd-run --user --on-active=…` from SSH, then exit: later, sudo on a
     pseudo-terminal nobody sees. Then the owner's own sudo, after a local unlock, takes the
     finger again."""
-    marker = f"/tmp/la-vm/{guest.unique('owned')}"
-    unit, go = left_by_ssh(guest, cleanup, f"script -qfec {shlex.quote(f'sudo -k touch {marker}')} /dev/null",
-                           options="--on-active=1")
-    mark = guest.mark()
-    guest.sh(f"touch {go}")
-    line, scans = owners_touch_until(guest, mark, "sudo", lambda: True)
-    facts = verdict(guest, mark, line, scans, marker)
-    assert facts == NO_FINGER_AFTER_REMOTE_LOGIN, f"{facts}\nmodule: {line.get('message')}"
-    assert line["user_unit"] == unit, line
+    sudo_left_by_ssh_gets_no_finger(guest, cleanup, options="--on-active=1")
     owner_unlocks_at_the_console_then_the_terminal_takes_the_finger(guest, tty1, cleanup)
 
 
