@@ -11,6 +11,8 @@ public let LAErrorDomain = "com.apple.LocalAuthentication"
 ///     catch LAError.userCancel { … }                       // pattern matching an Error
 ///     switch (error as NSError).code { case LAError.userCancel.rawValue: … }
 ///     if let e = error as? LAError, e.code == .biometryLockout { … }
+///     var error: NSError?                                  // the preflight's NSError
+///     if !context.canEvaluatePolicy(policy, error: &error), let e = error as? LAError { … }
 ///
 /// `localizedDescription` is Apple's English text for the code; `NSDebugDescription` in
 /// `userInfo` says what happened here (the line the helper logged).
@@ -138,8 +140,11 @@ extension LAError: _ObjectiveCBridgeable {
         return true
     }
 
+    /// The runtime gives no nil here (there are no Objective-C nil returns on Linux); were
+    /// one to come, an error that says so rather than a trap.
     public static func _unconditionallyBridgeFromObjectiveC(_ source: NSError?) -> LAError {
-        LAError(_nsError: source ?? NSError(domain: LAErrorDomain, code: Code.invalidContext.rawValue))
+        source.map { LAError(_nsError: $0) }
+            ?? .make(.invalidContext, debug: "an LAError was made from no NSError")
     }
 }
 
