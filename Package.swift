@@ -58,7 +58,14 @@ let package = Package(
         // Apple's API for applications (Foundation is fine here: not on the helper's start-up
         // path). A thin client of the root side over the frame protocol; no policy of its own.
         // libgcrypt for the SHA-256 a right's key signs and for verifying its signatures.
-        .target(name: "LocalAuthentication", dependencies: ["LocalAuthProtocol", "CCrypto"]),
+        // In the Swift 5 language mode, as Apple's module is built: `@preconcurrency import
+        // LocalAuthentication` silences the Sendable diagnostics on its classes only if the
+        // module was not built with complete concurrency checking (a module built so marks
+        // every class without `Sendable` as explicitly non-Sendable, which the import only
+        // downgrades to warnings). scripts/test still compiles it in the Swift 6 mode, with
+        // warnings as errors, so its own data races stay compile errors.
+        .target(name: "LocalAuthentication", dependencies: ["LocalAuthProtocol", "CCrypto"],
+                swiftSettings: [.swiftLanguageMode(.v5)]),
 
         .executableTarget(name: "localauth-helper",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "LogindClient", "SystemBus",

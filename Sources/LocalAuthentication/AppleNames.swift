@@ -1,4 +1,7 @@
-import Foundation
+// Foundation, as Apple's LocalAuthentication module re-exports it: a program that imports
+// only LocalAuthentication uses `NSError`, `Data`, `Date` and `DispatchQueue`, and `catch
+// LAError.systemCancel` needs Foundation's error bridging in scope.
+@_exported import Foundation
 
 // Names Apple's SDK gives every Swift program that imports LocalAuthentication, from
 // Objective-C: `NSErrorPointer` (Foundation's on Apple's platforms) and the `kLAError…`

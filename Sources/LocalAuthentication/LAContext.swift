@@ -64,9 +64,12 @@ open class LAContext: NSObject {
     /// `.touchID` after a `canEvaluatePolicy` that found a reader, else `.none`.
     open var biometryType: LABiometryType { shared.withLock { $0.lastBiometryType } }
 
-    /// The enrolled set's opaque hash, after a `canEvaluatePolicy` with a biometric policy or
-    /// an evaluation that matched a finger succeeded; nil before that and when no finger is
-    /// enrolled. Compare it with a stored value to notice an added or removed finger.
+    /// The enrolled set's opaque hash, after the context's last `canEvaluatePolicy` or
+    /// evaluation succeeded with a finger's policy (a preflight) or a finger (a match); nil
+    /// before that, and again after a later preflight or evaluation that failed or succeeded
+    /// with the password, as on Apple's ("nil otherwise"): a program that reuses one context
+    /// and compares this with a stored value stops offering the finger after the enrolled
+    /// fingers changed and a preflight failed.
     open var evaluatedPolicyDomainState: Data? { shared.withLock { $0.lastDomainState } }
 
     /// Apple's newer form of the same (iOS 18, macOS 15).
@@ -91,6 +94,7 @@ open class LAContext: NSObject {
         let failure: LAError?
         if let refused = refusal(policy, reason: nil) {
             failure = refused
+            shared.record(AppResult(error: refused), biometry: false)
         } else {
             // The root side's answer, shared by the process's contexts and kept a few
             // seconds (PreflightAnswers): the first call starts the root side, later ones
@@ -114,7 +118,7 @@ open class LAContext: NSObject {
 
     /// The same as `async throws`: `true`, or an `LAError` thrown. Cancelling the task ends
     /// the evaluation with `appCancel`, as `invalidate()` does (the context stays usable).
-    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
+    nonisolated(nonsending) open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
         let handle = Handle()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, Error>) in
@@ -157,11 +161,14 @@ open class LAContext: NSObject {
                        reply: @escaping @Sendable (Bool, Error?) -> Void) {
         let queue = DispatchQueue(label: "localauth.LAContext.evaluatePolicy")
         if let refused = refusal(policy, reason: localizedReason) {
+            shared.record(AppResult(error: refused), biometry: false)
             queue.async { reply(false, refused) }
             return
         }
         if interactionNotAllowed {
-            queue.async { reply(false, LAError.make(.notInteractive, debug: "interactionNotAllowed is set")) }
+            let refused = LAError.make(.notInteractive, debug: "interactionNotAllowed is set")
+            shared.record(AppResult(error: refused), biometry: false)
+            queue.async { reply(false, refused) }
             return
         }
         let ui = userInterface ?? LATerminalInterface()
@@ -201,6 +208,11 @@ open class LAContext: NSObject {
         default:
             return nil
         }
+    }
+
+    /// An answer as if the root side had given it (for the tests: the domain state's rule).
+    func record(_ result: AppResult, biometry: Bool) {
+        shared.record(result, biometry: biometry)
     }
 
     private func request(_ operation: AppRequest.Operation, _ policy: LAPolicy) -> AppRequest {
@@ -245,11 +257,11 @@ private final class ContextState: @unchecked Sendable {
         return body(&fields)
     }
 
-    /// A preflight's or evaluation's answer: the domain state of a success, and the
-    /// biometry type a preflight reports.
+    /// A preflight's or evaluation's answer: the domain state it gave, which is nil unless it
+    /// succeeded with a finger's policy or a finger, and the biometry type a preflight reports.
     func record(_ result: AppResult, biometry: Bool) {
         withLock {
-            if result.error == nil, let state = result.domainState { $0.lastDomainState = state }
+            $0.lastDomainState = result.error == nil ? result.domainState : nil
             if biometry, let type = result.biometry { $0.lastBiometryType = type }
         }
     }

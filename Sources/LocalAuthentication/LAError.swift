@@ -11,6 +11,8 @@ public let LAErrorDomain = "com.apple.LocalAuthentication"
 ///     catch LAError.userCancel { … }                       // pattern matching an Error
 ///     switch (error as NSError).code { case LAError.userCancel.rawValue: … }
 ///     if let e = error as? LAError, e.code == .biometryLockout { … }
+///     var error: NSError?                                  // the preflight's NSError
+///     if !context.canEvaluatePolicy(policy, error: &error), let e = error as? LAError { … }
 ///
 /// `localizedDescription` is Apple's English text for the code; `NSDebugDescription` in
 /// `userInfo` says what happened here (the line the helper logged).
@@ -34,11 +36,50 @@ public struct LAError: _BridgedStoredNSError, Hashable, Sendable {
     public static var errorDomain: String { LAErrorDomain }
     public static var _nsErrorDomain: String { LAErrorDomain }
 
-    /// Apple's `LAError.Code`, every code of the current SDK with its raw value: the one
-    /// table of them, `ResultCode` (LocalAuthProtocol), which the root side's result frame
-    /// carries. The deprecated spellings (`touchIDLockout`, `watchNotAvailable`, …) are
-    /// aliases, as in Apple's overlay.
-    public typealias Code = ResultCode
+    /// Apple's `LAError.Code`, as Swift imports Apple's `LAError` enum: where two names share
+    /// a raw value, the one Apple's header lists first is the case and the later one a
+    /// static alias. So `touchIDNotAvailable`, `touchIDNotEnrolled`, `touchIDLockout` and
+    /// `watchNotAvailable` are the cases (deprecated, as there), `biometryNotAvailable`,
+    /// `biometryNotEnrolled`, `biometryLockout` and `companionNotAvailable` the aliases, and
+    /// a `switch` that is exhaustive against Apple's SDK is exhaustive here. The raw values
+    /// are those of `ResultCode` (LocalAuthProtocol), the table the root side's result frame
+    /// carries; `init(_:)` maps one to the other.
+    public enum Code: Int, Sendable {
+        case authenticationFailed = -1
+        case userCancel = -2
+        case userFallback = -3
+        case systemCancel = -4
+        case passcodeNotSet = -5
+        @available(*, deprecated, renamed: "biometryNotAvailable")
+        case touchIDNotAvailable = -6
+        @available(*, deprecated, renamed: "biometryNotEnrolled")
+        case touchIDNotEnrolled = -7
+        @available(*, deprecated, renamed: "biometryLockout")
+        case touchIDLockout = -8
+        case appCancel = -9
+        case invalidContext = -10
+        case notInteractive = -1004
+        @available(*, deprecated, renamed: "companionNotAvailable")
+        case watchNotAvailable = -11
+        case biometryNotPaired = -12
+        case biometryDisconnected = -13
+        case invalidDimensions = -14
+
+        public static var biometryNotAvailable: Code { Code(ResultCode.biometryNotAvailable) }
+        public static var biometryNotEnrolled: Code { Code(ResultCode.biometryNotEnrolled) }
+        public static var biometryLockout: Code { Code(ResultCode.biometryLockout) }
+        public static var companionNotAvailable: Code { Code(ResultCode.companionNotAvailable) }
+
+        /// The code of a result frame's code (the same raw value; both tables list every
+        /// code of Apple's, ErrorBridgingTests checks it).
+        init(_ result: ResultCode) {
+            self = Code(rawValue: result.rawValue)!
+        }
+
+        /// The code as the root side names it (Apple's current name: `biometryLockout`,
+        /// not `touchIDLockout`).
+        var name: String { ResultCode(rawValue: rawValue)!.name }
+    }
 
     // Apple's static members, so that `LAError.userCancel` is a `Code` (for `catch`,
     // `case` and `.rawValue`).
@@ -68,26 +109,51 @@ public struct LAError: _BridgedStoredNSError, Hashable, Sendable {
 }
 
 /// What makes the code an error code of `LAError`: `catch LAError.userCancel` matches an
-/// `LAError` of that code (the standard library's `~=` for such codes).
-extension ResultCode: _ErrorCodeProtocol {
+/// `LAError` of that code (the standard library's `~=` for such codes), and an `NSError` of
+/// `LAErrorDomain` too, by the bridging below.
+extension LAError.Code: _ErrorCodeProtocol {
     public typealias _ErrorType = LAError
 }
 
-extension LAError.Code {
-    @available(*, deprecated, renamed: "biometryNotAvailable")
-    public static var touchIDNotAvailable: LAError.Code { .biometryNotAvailable }
-    @available(*, deprecated, renamed: "biometryNotEnrolled")
-    public static var touchIDNotEnrolled: LAError.Code { .biometryNotEnrolled }
-    @available(*, deprecated, renamed: "biometryLockout")
-    public static var touchIDLockout: LAError.Code { .biometryLockout }
-    @available(*, deprecated, renamed: "companionNotAvailable")
-    public static var watchNotAvailable: LAError.Code { .companionNotAvailable }
+/// The bridge Apple's overlay gets from the Objective-C runtime, which Linux has not: with
+/// it, the Swift runtime casts an `NSError` of `LAErrorDomain` to `LAError`, so that
+///
+///     var error: NSError?
+///     if !context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error),
+///        let e = error as? LAError { … }
+///
+/// works as on Apple's platforms, and `catch LAError.userCancel` matches such an `NSError`
+/// thrown or passed on by the program. An `NSError` of another domain does not cast.
+extension LAError: _ObjectiveCBridgeable {
+    public func _bridgeToObjectiveC() -> NSError { _nsError }
 
+    public static func _forceBridgeFromObjectiveC(_ source: NSError, result: inout LAError?) {
+        result = LAError(_nsError: source)
+    }
+
+    public static func _conditionallyBridgeFromObjectiveC(_ source: NSError, result: inout LAError?) -> Bool {
+        guard source.domain == LAErrorDomain, Code(rawValue: source.code) != nil else {
+            result = nil
+            return false
+        }
+        result = LAError(_nsError: source)
+        return true
+    }
+
+    /// The runtime gives no nil here (there are no Objective-C nil returns on Linux); were
+    /// one to come, an error that says so rather than a trap.
+    public static func _unconditionallyBridgeFromObjectiveC(_ source: NSError?) -> LAError {
+        source.map { LAError(_nsError: $0) }
+            ?? .make(.invalidContext, debug: "an LAError was made from no NSError")
+    }
+}
+
+extension LAError.Code {
     /// The English text Apple's framework gives for the code (as its errors print it:
     /// `Error Domain=com.apple.LocalAuthentication Code=-2 "Canceled by user."`). Apple words
     /// some codes differently by cause and OS version; apps should switch on the code.
     public var appleDescription: String {
-        switch self {
+        switch ResultCode(rawValue: rawValue)! {
         case .authenticationFailed: return "Application retry limit exceeded."
         case .userCancel: return "Canceled by user."
         case .userFallback: return "Fallback authentication mechanism selected."
@@ -105,7 +171,6 @@ extension LAError.Code {
         case .notInteractive: return "User interaction is required."
         }
     }
-
 }
 
 /// Apple's `NSDebugDescriptionKey` (not exported by Foundation on Linux).

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import LocalAuthentication
+@testable import LocalAuthentication
 
 /// LAContext's behaviour that needs no root side: the reply on a private queue, invalidate,
 /// task cancellation, the refusals that come before the root side is asked. Everything the
@@ -99,6 +99,36 @@ import LocalAuthentication
         #expect(!context.isCredentialSet(.applicationPassword))
         #expect(context.setCredential(Data([1]), type: .applicationPassword))
         #expect(context.isCredentialSet(.applicationPassword))
+    }
+
+    /// The preflight's NSError casts to LAError, as on Apple's.
+    @Test func aFailedPreflightsErrorIsAnLAError() {
+        var error: NSError?
+        #expect(!LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithCompanion, error: &error))
+        #expect((error as? LAError)?.code == .companionNotAvailable)
+        #expect(!LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        #expect((error as? LAError)?.code == .biometryNotAvailable)
+    }
+
+    /// Apple: the domain state is there after a success with a finger's policy, "nil
+    /// otherwise": a later failed preflight or a password's success clears it.
+    @Test func theDomainStateIsNilAgainAfterAFailureOrThePassword() async {
+        let state = Data(repeating: 7, count: 32)
+        let context = LAContext()
+        context.record(AppResult(error: nil, domainState: state, biometry: .touchID), biometry: true)
+        #expect(context.evaluatedPolicyDomainState == state)
+        #expect(!context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
+        #expect(context.evaluatedPolicyDomainState == nil)
+
+        context.record(AppResult(error: nil, domainState: state), biometry: false)
+        context.record(AppResult(error: nil, domainState: nil), biometry: false)  // the password
+        #expect(context.evaluatedPolicyDomainState == nil)
+
+        context.record(AppResult(error: nil, domainState: state), biometry: false)
+        await #expect(throws: LAError.self) {
+            try await context.evaluatePolicy(.deviceOwnerAuthenticationWithCompanion, localizedReason: "x")
+        }
+        #expect(context.evaluatedPolicyDomainState == nil)
     }
 
     /// Seed 001 subclasses LAContext.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import LocalAuthentication
+@testable import LocalAuthentication
 
 /// LAError, LAPolicy and LABiometryType against Apple's current SDK, written out here
 /// independently of the library's enums: every name with its raw value, the domain and code
@@ -26,7 +26,9 @@ import LocalAuthentication
     ]
 
     @Test func everyCodeBridgesToAnNSErrorWithApplesDomainAndCode() throws {
-        #expect(LAError.Code.allCases.count == Self.appleCodes.count)
+        // Every raw value of the range is Apple's, or no code.
+        let known = (-1100...0).filter { LAError.Code(rawValue: $0) != nil }
+        #expect(known.sorted() == Self.appleCodes.map(\.1).sorted())
         for (name, raw, text) in Self.appleCodes {
             let code = try #require(LAError.Code(rawValue: raw), "no code \(raw)")
             #expect(code.name == name)
@@ -75,6 +77,36 @@ import LocalAuthentication
         #expect(Deprecated.matchesTouchIDLockout(lockout))
     }
 
+    /// Apple's `LAError` is bridged by the Objective-C runtime; here by the Swift runtime,
+    /// through `_ObjectiveCBridgeable`: an NSError of the domain casts, others do not.
+    @Test func anNSErrorOfTheDomainCastsToLAErrorAndMatchesCatch() {
+        let ns = NSError(domain: LAErrorDomain, code: -2, userInfo: ["why": "the test"])
+        let error: Error = ns
+        #expect((error as? LAError)?.code == .userCancel)
+        #expect(((ns as Any) as? LAError)?.userInfo["why"] as? String == "the test")
+        #expect((NSError(domain: "other", code: -2) as Error) as? LAError == nil)
+        #expect((NSError(domain: LAErrorDomain, code: 7) as Error) as? LAError == nil)
+        var caught = ""
+        do { throw ns } catch LAError.userFallback { caught = "fallback" } catch LAError.userCancel { caught = "cancel" } catch {}
+        #expect(caught == "cancel")
+        // Both ways: the LAError's NSError is the one it wraps.
+        #expect((LAError(_nsError: ns) as NSError) === ns)
+        #expect((LAError(.biometryLockout) as NSError).code == -8)
+    }
+
+    /// As Swift imports Apple's header: the first name of a raw value is the case, the later
+    /// one a static alias, so a switch listing the `touchID…` cases needs no `default`.
+    @Test func applesFirstNamesAreTheCasesAndTheCurrentNamesAliases() {
+        #expect(Deprecated.appleSwitch(.biometryNotAvailable) == "touchIDNotAvailable")
+        #expect(Deprecated.appleSwitch(.biometryNotEnrolled) == "touchIDNotEnrolled")
+        #expect(Deprecated.appleSwitch(.biometryLockout) == "touchIDLockout")
+        #expect(Deprecated.appleSwitch(.companionNotAvailable) == "watchNotAvailable")
+        #expect(Deprecated.appleSwitch(.notInteractive) == "notInteractive")
+        // The current names are what the library reports and prints.
+        #expect(LAError.Code.biometryLockout.name == "biometryLockout")
+        #expect(LAError(.biometryLockout).code == LAError.biometryLockout)
+    }
+
     @Test func userInfoCarriesTheCauseAndMayOverrideTheText() {
         let custom = LAError(.systemCancel, userInfo: [NSLocalizedDescriptionKey: "mine"])
         #expect(custom.localizedDescription == "mine")
@@ -113,6 +145,28 @@ enum Deprecated {
     static func matchesTouchIDLockout(_ error: Error) -> Bool {
         if case LAError.touchIDLockout = error { return true }
         return false
+    }
+
+    /// Exhaustive over Apple's cases, no `default`.
+    @available(*, deprecated)
+    static func appleSwitch(_ code: LAError.Code) -> String {
+        switch code {
+        case .authenticationFailed: return "authenticationFailed"
+        case .userCancel: return "userCancel"
+        case .userFallback: return "userFallback"
+        case .systemCancel: return "systemCancel"
+        case .passcodeNotSet: return "passcodeNotSet"
+        case .touchIDNotAvailable: return "touchIDNotAvailable"
+        case .touchIDNotEnrolled: return "touchIDNotEnrolled"
+        case .touchIDLockout: return "touchIDLockout"
+        case .appCancel: return "appCancel"
+        case .invalidContext: return "invalidContext"
+        case .notInteractive: return "notInteractive"
+        case .watchNotAvailable: return "watchNotAvailable"
+        case .biometryNotPaired: return "biometryNotPaired"
+        case .biometryDisconnected: return "biometryDisconnected"
+        case .invalidDimensions: return "invalidDimensions"
+        }
     }
 
     @available(*, deprecated)

@@ -54,4 +54,10 @@ import Testing
         #expect(right.state == .notAuthorized)
         await #expect { try await right.authorize(localizedReason: "") } throws: { ($0 as? LAError)?.code == .appCancel }
     }
+
+    /// Apple's async form of `loadData(completion:)` is a property, `rawData`.
+    @Test func aSecretsRawDataIsItsAsyncForm() async {
+        let secret = LASecret(identifier: "")
+        await #expect { try await secret.rawData } throws: { ($0 as? LAError)?.code == .invalidContext }
+    }
 }

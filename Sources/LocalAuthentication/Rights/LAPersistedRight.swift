@@ -47,7 +47,13 @@ open class LASecret: NSObject, @unchecked Sendable {
         self.identifier = identifier
     }
 
-    open func loadData() async throws -> Data {
+    /// Apple's async form of `loadData(completion:)`: the bytes, for the authorized process.
+    nonisolated(nonsending) open var rawData: Data {
+        get async throws { try await loadData() }
+    }
+
+    /// The same as `rawData` (kept for programs that call it so).
+    nonisolated(nonsending) open func loadData() async throws -> Data {
         let values = try await RightsClient.call("secret", identifier: identifier)
         guard let data = RightsClient.bytes(values["secret"]) else {
             throw LAError.make(.biometryNotAvailable, debug: "the root side sent no readable secret")

@@ -35,7 +35,7 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
     open func canExchangeKeys(using algorithm: SecKeyAlgorithm) -> Bool { false }
 
     /// The DER ECDSA signature of `data` (of its SHA-256, for the message algorithm).
-    open func sign(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
+    nonisolated(nonsending) open func sign(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
         let digest: Data
         switch algorithm {
         case .ecdsaSignatureMessageX962SHA256: digest = Digest.sha256(data)
@@ -68,7 +68,7 @@ open class LAPublicKey: NSObject, @unchecked Sendable {
     }
 
     /// The X9.63 uncompressed point (0x04 || x || y, 65 bytes), as Apple exports it.
-    open func export() async throws -> Data { bytes }
+    nonisolated(nonsending) open func export() async throws -> Data { bytes }
 
     open func export(completion: @escaping @Sendable (Data?, Error?) -> Void) {
         completion(bytes, nil)
@@ -79,7 +79,7 @@ open class LAPublicKey: NSObject, @unchecked Sendable {
     }
 
     /// Throws `authenticationFailed` when `signature` is not the key's over `signedData`.
-    open func verify(_ signedData: Data, signature: Data, algorithm: SecKeyAlgorithm) async throws {
+    nonisolated(nonsending) open func verify(_ signedData: Data, signature: Data, algorithm: SecKeyAlgorithm) async throws {
         guard algorithm == .ecdsaSignatureMessageX962SHA256, Digest.verify(signedData, signature, key: bytes) else {
             throw LAError.make(.authenticationFailed, debug: "the signature does not verify")
         }

@@ -41,7 +41,7 @@ open class LARight: NSObject, @unchecked Sendable {
 
     /// Asks the user (the reason and the reader's prompts on the terminal); throws an
     /// `LAError` when the right is not granted.
-    open func authorize(localizedReason: String) async throws {
+    nonisolated(nonsending) open func authorize(localizedReason: String) async throws {
         guard !localizedReason.isEmpty else {
             throw LAError.make(.appCancel, debug: "localizedReason must not be empty")
         }
@@ -60,7 +60,7 @@ open class LARight: NSObject, @unchecked Sendable {
     }
 
     /// Whether `authorize` can succeed now, without asking the user.
-    open func checkCanAuthorize() async throws {
+    nonisolated(nonsending) open func checkCanAuthorize() async throws {
         try await performCheck()
     }
 
@@ -69,7 +69,7 @@ open class LARight: NSObject, @unchecked Sendable {
     }
 
     /// Gives the authorization back.
-    open func deauthorize() async {
+    nonisolated(nonsending) open func deauthorize() async {
         await performDeauthorization()
         setState(.notAuthorized)
     }

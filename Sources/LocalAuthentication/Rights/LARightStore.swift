@@ -11,27 +11,27 @@ open class LARightStore: NSObject, @unchecked Sendable {
 
     override init() {}
 
-    open func right(forIdentifier identifier: String) async throws -> LAPersistedRight {
+    nonisolated(nonsending) open func right(forIdentifier identifier: String) async throws -> LAPersistedRight {
         persisted(identifier, try await RightsClient.call("get", identifier: identifier))
     }
 
-    open func saveRight(_ right: LARight, identifier: String) async throws -> LAPersistedRight {
+    nonisolated(nonsending) open func saveRight(_ right: LARight, identifier: String) async throws -> LAPersistedRight {
         try await save(right, identifier, secret: Data())
     }
 
-    open func saveRight(_ right: LARight, identifier: String, secret: Data) async throws -> LAPersistedRight {
+    nonisolated(nonsending) open func saveRight(_ right: LARight, identifier: String, secret: Data) async throws -> LAPersistedRight {
         try await save(right, identifier, secret: secret)
     }
 
-    open func removeRight(_ right: LAPersistedRight) async throws {
+    nonisolated(nonsending) open func removeRight(_ right: LAPersistedRight) async throws {
         _ = try await RightsClient.call("remove", identifier: right.identifier)
     }
 
-    open func removeRight(forIdentifier identifier: String) async throws {
+    nonisolated(nonsending) open func removeRight(forIdentifier identifier: String) async throws {
         _ = try await RightsClient.call("remove", identifier: identifier)
     }
 
-    open func removeAllRights() async throws {
+    nonisolated(nonsending) open func removeAllRights() async throws {
         _ = try await RightsClient.call("remove_all", identifier: nil)
     }
 
