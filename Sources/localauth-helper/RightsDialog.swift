@@ -80,8 +80,8 @@ extension RightsMode.Context {
                                      cause: "polkit said yes, but no finger matched and no password was entered in the dialog")
         case .several(let n):
             throw RightsMode.Refusal(code: .authenticationFailed, reason: "several-proofs",
-                                     cause: "polkit said yes, but \(n) authentications in polkit dialogs of this user were "
-                                         + "recorded while this one was open: which one was this dialog's is unknown")
+                                     cause: "polkit said yes, but \(n) agents' polkit dialogs of this user passed "
+                                         + "while this one was open: which one was this dialog's is unknown")
         }
     }
 

@@ -34,13 +34,22 @@ import Testing
         #expect(DialogProof.judge(ticket(match(1_500, .password)), allowsPassword: false) == .passwordNotAllowed)
     }
 
-    @Test func twoAuthenticationsAreRefused() {
-        // Another polkit dialog of the same user passed while this one was open.
-        let other = DialogTicket.Process(pid: 720, startTime: 11)
-        #expect(DialogProof.judge(ticket(match(1_500, .fingerprint), match(1_600, .fingerprint, helper: other)),
-                                  allowsPassword: true) == .several(2))
-        #expect(DialogProof.judge(ticket(match(1_500, .password), match(1_600, .fingerprint, helper: other)),
-                                  allowsPassword: true) == .several(2))
+    @Test func twoAgentsAreRefused() {
+        // Another polkit dialog of the same user, shown by another agent, passed meanwhile.
+        let otherAgent = DialogTicket.Process(pid: 800, startTime: 12)
+        let otherHelper = DialogTicket.Process(pid: 720, startTime: 11)
+        let elsewhere = DialogTicket.Match(at: 1_600, method: .fingerprint, agent: otherAgent, transaction: otherHelper)
+        #expect(DialogProof.judge(ticket(match(1_500, .fingerprint), elsewhere), allowsPassword: true) == .several(2))
+        #expect(DialogProof.judge(ticket(match(1_500, .password), elsewhere), allowsPassword: true) == .several(2))
+    }
+
+    @Test func theSameAgentsHelperStartedAgainIsTheSameDialog() {
+        // GNOME Shell starts the agent helper again when polkitd did not take the first answer.
+        let again = DialogTicket.Process(pid: 720, startTime: 11)
+        #expect(DialogProof.judge(ticket(match(1_500, .fingerprint), match(1_600, .fingerprint, helper: again)),
+                                  allowsPassword: false) == .fingerprint)
+        #expect(DialogProof.judge(ticket(match(1_500, .password), match(1_600, .password, helper: again)),
+                                  allowsPassword: false) == .passwordNotAllowed)
     }
 
     @Test func oneTransactionsFingerAndAccountPhaseAreOneAuthentication() {

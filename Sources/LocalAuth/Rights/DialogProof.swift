@@ -3,9 +3,15 @@
 /// prompt at all; the user's state file cannot tell this dialog's finger from the same
 /// user's `sudo` elsewhere at the same time. So each dialog has a ticket of its own
 /// (DialogTicket), into which only the helper serving a `polkit-1` transaction writes its
-/// fingerprint match or proven password; the yes counts for exactly one authentication
-/// recorded there after the ticket was created. Pure: tested without a dialog
+/// fingerprint match or proven password; the yes counts for the authentications of one
+/// agent recorded there after the ticket was created. Pure: tested without a dialog
 /// (Tests/LocalAuthTests/DialogProofTests.swift).
+///
+/// One agent, not one transaction: GNOME Shell's dialog starts polkit's agent helper again
+/// when polkitd did not take the first one's answer (seen in the Debian 13 guest: two
+/// matches of agent 1311 for one dialog, polkitd's one "successfully authenticated" after
+/// the second), and the desktop's agent shows one dialog at a time. Two agents are two
+/// dialogs: which one was this dialog's is unknown, and the yes counts for nothing.
 public enum DialogProof: Equatable, Sendable {
     case fingerprint
     case password
@@ -13,19 +19,20 @@ public enum DialogProof: Equatable, Sendable {
     case passwordNotAllowed
     /// Nothing recorded in the ticket: polkit's yes came without an authentication.
     case none
-    /// Matches of this many authentications (PAM transactions): another dialog of the same
-    /// user was passed while this one was open, and which one was this dialog's is unknown.
+    /// Matches from this many agents: another dialog of the same user was passed while this
+    /// one was open, and which one was this dialog's is unknown.
     case several(Int)
 
     public static func judge(_ ticket: DialogTicket, allowsPassword: Bool) -> DialogProof {
         // Lines dated before the ticket cannot be its own (a clock that went back, or a
         // writer gone wrong): they prove nothing.
         let matches = ticket.matches.filter { $0.at >= ticket.createdAt }
-        var transactions: [DialogTicket.Process] = []
-        for m in matches where !transactions.contains(m.transaction) { transactions.append(m.transaction) }
-        guard !transactions.isEmpty else { return .none }
-        guard transactions.count == 1 else { return .several(transactions.count) }
-        // One transaction: its finger, with perhaps the account phase's password after it.
+        var agents: [DialogTicket.Process] = []
+        for m in matches where !agents.contains(m.agent) { agents.append(m.agent) }
+        guard !agents.isEmpty else { return .none }
+        guard agents.count == 1 else { return .several(agents.count) }
+        // One agent: a finger in any of its transactions, else the password (a directory
+        // account's account phase after the finger is the same transaction).
         if matches.contains(where: { $0.method == .fingerprint }) { return .fingerprint }
         return allowsPassword ? .password : .passwordNotAllowed
     }
