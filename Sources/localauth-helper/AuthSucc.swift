@@ -125,7 +125,7 @@ enum AuthSucc {
                         + "(the trusted one stays; the next password that reaches fprintd trusts the set it sees)")
             }
             try PasswordRecord.record(env: env, rules: Rules(options), domainState: domain,
-                                      localUnlock: networkedHandle(request) == nil)
+                                      localUnlock: !RemoteLogins.fromElsewhere(request))
             if watch.lockedBefore {
                 SecurityRecord(program: "localauth-helper", log: log)
                     .lockoutCleared(request.user, failures: watch.failuresBefore ?? 0, by: .password,

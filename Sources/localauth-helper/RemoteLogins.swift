@@ -13,8 +13,8 @@ import LocalAuthProtocol
 ///   `mode=remotelogin` on a networked handle) and whenever a request sees a remote logind
 ///   session of the user open.
 /// * A local unlock is a finger at the machine itself (a virtual console, the greeter, the lock
-///   screen: `CallerPlace.atTheMachine`), or a proven password on a handle that is not
-///   networked (AuthSucc): whoever types the password has all the password gives anyway.
+///   screen: `CallerPlace.atTheMachine`), or a proven password on a handle that is no login
+///   from elsewhere (AuthSucc): whoever types the password has all the password gives anyway.
 ///
 /// Only users who already have a state file get a remote login recorded: one without has
 /// never used the finger here, and its first finger needs a password first (PolicyRules).
@@ -70,8 +70,8 @@ enum RemoteLogins {
     /// nothing of the user's has a reason to.
     static func run(_ request: HelperRequest, unprivileged: Bool, options: Options, log: LogSink) -> Frame {
         if unprivileged { return answer(.invalidContext, "remotelogin is root's module's request only: nothing recorded") }
-        guard let networked = AuthSucc.networkedHandle(request) else {
-            return answer(.invalidContext, "remotelogin on a handle that is not networked: nothing recorded")
+        guard fromElsewhere(request), let networked = AuthSucc.networkedHandle(request) else {
+            return answer(.invalidContext, "remotelogin on a handle that is not a login from elsewhere: nothing recorded")
         }
         let from = request.rhost.isEmpty ? request.service : request.rhost
         if let problem = recordLogin(request.user, from: from, options: options, log: log) {
@@ -79,6 +79,13 @@ enum RemoteLogins {
         }
         return HelperResult.frame(code: ResultCode.successValue, name: "success",
                                   cause: "\(networked): remote login recorded (from \(LogWords.word(from)))")
+    }
+
+    /// A login from elsewhere, as the module decides: sshd's PAM_TTY (a loopback `ssh -R`
+    /// tunnel too), or PAM_RHOST naming another machine. sudo's `pam_rhost` flag names this
+    /// one, on a local terminal: neither a remote login nor a reason to withhold an unlock.
+    static func fromElsewhere(_ request: HelperRequest) -> Bool {
+        request.tty == "ssh" || request.isRemote
     }
 
     private static func answer(_ code: EvaluationError.Code, _ cause: String) -> Frame {  // invalidContext only

@@ -298,6 +298,17 @@ static const char *la_networked_handle(pam_handle_t *pamh)
 }
 
 /*
+ * A login from elsewhere: sshd's (PAM_TTY `ssh`, a loopback `ssh -R` tunnel included) or a
+ * PAM_RHOST naming another machine (`login -h`). Not sudo's `pam_rhost` flag, which names
+ * this machine on a local terminal: recorded, it would stop the finger after every sudo.
+ */
+static bool la_login_from_elsewhere(pam_handle_t *pamh)
+{
+    return strcmp(la_item_string(pamh, PAM_TTY), "ssh") == 0
+        || la_rhost_is_remote(la_item_string(pamh, PAM_RHOST));
+}
+
+/*
  * A login over the network (sshd's account phase, which runs for a key as for a password)
  * is recorded in root's state: until the user's next local unlock, only a virtual console,
  * the greeter and the lock screen get the finger, whatever the login left behind (the
@@ -335,7 +346,7 @@ LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const ch
         return PAM_SUCCESS;
     const char *user = la_user(pamh);
     const char *networked = la_networked_handle(pamh);
-    if (networked != NULL && user != NULL)
+    if (user != NULL && la_login_from_elsewhere(pamh))
         la_record_remote_login(pamh, flags, &args, user);
     if (!la_first_line_ran(pamh, user, "account"))
         return PAM_SUCCESS;

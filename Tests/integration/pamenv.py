@@ -141,6 +141,15 @@ class Pamtester:
     def sendline(self, text):
         self.child.sendline(text)
 
+    def send_secret(self, text, timeout=15):
+        """Types a password once the program reading it has turned the terminal's echo off.
+        pam_misc's conversation and sudo turn it off with TCSAFLUSH, which throws away what
+        was typed between the prompt and that call: typed at once, the password was lost
+        now and then under load, and the program waited for it until the test's bound. A
+        prompt that keeps echo on gets the text after ``timeout``, as before."""
+        self.child.waitnoecho(timeout=timeout)
+        self.child.sendline(text)
+
     def interrupt(self):
         """Ctrl-C on the terminal: SIGINT to its foreground process group."""
         self.child.sendintr()

@@ -623,7 +623,7 @@ class PtyRun(pamenv.Pamtester):
         for answer in answers:
             self.expect(prompt, timeout=timeout)
             prompts += 1
-            self.sendline(answer)
+            self.send_secret(answer, timeout=timeout)
         if self.expect([prompt, pexpect.EOF], timeout=end_timeout) == 0:
             prompts += 1
             self.give_up(end_timeout)

@@ -244,7 +244,7 @@ final class EvaluationRunner {
 /// Recording a successful password: clears the lockout and the password preconditions.
 /// Used after `deviceOwnerAuthentication`'s own password and by the module's `authsucc` line.
 public enum PasswordRecord {
-    /// `localUnlock`: the password was typed on a handle that is not networked, which ends
+    /// `localUnlock`: the password was typed here, not in a login from elsewhere, which ends
     /// what a remote login before it holds back (PresenceRule's rule 5).
     public static func record(env: EvaluationEnvironment, rules: Rules, domainState: String?,
                               localUnlock: Bool = false) throws(StoreError) {

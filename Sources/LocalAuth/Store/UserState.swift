@@ -21,7 +21,7 @@ public struct UserState: Equatable, Sendable {
     /// the newest remote login of the user (sshd's account phase, or a remote logind session
     /// seen open), how it came (one word: the remote host, `ssh`, `logind`), and the newest
     /// local unlock (a finger at a virtual console, the greeter or the lock screen, or the
-    /// password on a handle that is not networked). Written only by root's helper: logind's
+    /// password typed here, not in a login from elsewhere). Written only by root's helper: logind's
     /// `LockedHint` and `IdleHint` are the user's own to set, these are not.
     public var lastRemoteLoginAt: Timestamp?
     public var lastRemoteLoginFrom: String?
