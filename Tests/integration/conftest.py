@@ -48,6 +48,18 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+# Ctrl-C and Ctrl-\\ reach the programs under test as on a user's terminal, however the suite
+# was started: a command run in the background of a shell without job control (`cmd &`,
+# `nohup`) starts with SIGINT and SIGQUIT ignored, which every child inherits through exec
+# (pamtester, sudo and the module then rightly leave them ignored, and every Ctrl-C case
+# failed). A handler here is reset to the default in each child at exec; an ignored signal
+# would not be.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 # The lock of ``alone`` tests: made by the controlling process before the workers start
 # (they inherit the variable), removed by it at the end.
 ALONE_LOCK = "LOCALAUTH_TEST_ALONE_LOCK"
