@@ -48,7 +48,7 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-# Ctrl-C and Ctrl-\\ reach the programs under test as on a user's terminal, however the suite
+# Ctrl-C and Ctrl-\ reach the programs under test as on a user's terminal, however the suite
 # was started: a command run in the background of a shell without job control (`cmd &`,
 # `nohup`) starts with SIGINT and SIGQUIT ignored, which every child inherits through exec
 # (pamtester, sudo and the module then rightly leave them ignored, and every Ctrl-C case
