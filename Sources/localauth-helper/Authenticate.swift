@@ -21,7 +21,7 @@ enum Authenticate {
         if !ctrlCSkips(request) { options.fallbackTitle = "" }
         let ui = FrameUI(channel: channel, language: request.language,
                          style: promptStyle(request, options), silent: request.silent,
-                         isOwner: { request.callerIsTheUser }, log: log)
+                         announcesMatch: PolkitAgent(request) == nil, isOwner: { request.callerIsTheUser }, log: log)
         if !options.reason.isEmpty { ui.show(.reason(options.reason), error: false) }
         let env = EvaluationEnvironment(
             user: request.user, terminal: ReuseScope.of(request),

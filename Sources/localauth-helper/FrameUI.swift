@@ -33,6 +33,12 @@ final class FrameUI: AuthenticationUI {
     private let log: LogSink
     /// PAM_SILENT: only what the user must act on is shown (PAM_SILENT never stops prompts).
     private let silent: Bool
+    /// False for polkit's agent helper: "Fingerprint recognized" would be its last line
+    /// before SUCCESS, and polkit's agent library (pkttyagent, GNOME Shell, KDE) reads one
+    /// line per wake-up and ends the session as failed when the helper's exit comes with
+    /// lines still unread. On a busy machine the agent wakes after the helper has exited,
+    /// so a genuine match was shown as "Sorry, that didn't work" and the dialog asked again.
+    private let announcesMatch: Bool
     /// False where the person at the terminal may not be the account's owner (login, su):
     /// the account's state (locked out, password required, enrollment changed) is not told.
     /// Asked only when such a line is to be shown (it looks the user up).
@@ -43,8 +49,9 @@ final class FrameUI: AuthenticationUI {
     private var deferred: [(UserMessage, Bool)] = []
 
     init(channel: FrameChannel, language: Language, style: PromptStyle, silent: Bool,
-         isOwner: @escaping () -> Bool = { true }, log: LogSink) {
+         announcesMatch: Bool = true, isOwner: @escaping () -> Bool = { true }, log: LogSink) {
         self.silent = silent
+        self.announcesMatch = announcesMatch
         self.isOwner = isOwner
         self.channel = channel
         self.language = language
@@ -55,6 +62,7 @@ final class FrameUI: AuthenticationUI {
     func show(_ original: UserMessage, error: Bool) {
         let message = !original.tellsAccountState || toOwner ? original : .fingerprintUnavailable
         if silent && message.isChatter { return }
+        if case .matched = message, !announcesMatch { return }
         // With a prompt, the prompt itself says how to skip; without one, Ctrl-C does.
         if case .fallbackHint = message, style.terminal != nil || isConcurrent { return }
         guard promptOpen else {

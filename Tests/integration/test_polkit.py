@@ -26,8 +26,11 @@ line protocol), from a process with neither. What ran for real there: the agent 
 PAM conversation and result, the module and helper; polkitd then refuses the made-up
 cookie.
 """
+import contextlib
 import os
 import re
+import signal
+import time
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,9 +82,11 @@ class Polkit(UserDesktop):
         super().__init__(inst, bed, syslog, user, lambda desktop: desktop.pam_file(
             "polkit-1", (REPO / "pam.d" / "polkit-1").read_text()))
 
-    def pkexec(self, fingers=(), answers=(), interrupt=False, **namespace) -> Run:
+    def pkexec(self, fingers=(), answers=(), interrupt=False, around_scan=None, **namespace) -> Run:
         """pkexec as the user: presents ``fingers`` as the agent asks for them, types
         ``answers`` at the password prompts in turn; a further prompt is interrupted.
+        ``around_scan``: a context manager entered once the agent has asked for a finger and
+        left once the scan's result is in.
         ``namespace``: a login session for it all, or logind running (desktop.Namespace)."""
         mark = self.bed.mark()
         pt = self.desktop.run_on_pty(["/bin/sh", "-c", PKEXEC], user=self.user, **namespace)
@@ -89,7 +94,8 @@ class Polkit(UserDesktop):
         try:
             for p in fingers:
                 pt.expect(ASK_FINGER, timeout=20)
-                results.append(self.bed.reader.inject(f"SCAN {p}", timeout=15))
+                with around_scan() if around_scan else contextlib.nullcontext():
+                    results.append(self.bed.reader.inject(f"SCAN {p}", timeout=15))
             prompts = pt.answer_passwords(PASSWORD_PROMPT, answers, interrupt, timeout=20, end_timeout=30)
             res = pt.finish(timeout=20)
         finally:
@@ -134,6 +140,66 @@ def test_pkexec_first_use_takes_the_password_then_the_finger(polkit):
     assert shown(r, SWIPE) == 1, r.screen              # the message reached the agent
     assert shown(r, "Ctrl-C") == 0, r.screen           # which would end pkexec, not skip
     assert polkit.state()["failures"] == "0"
+
+
+def test_a_match_is_authentication_complete_for_an_agent_that_wakes_late(polkit):
+    """polkit's agent library (pkttyagent's, GNOME Shell's, KDE's) reads one line of the
+    agent helper per wake-up, and when the helper's exit has come with lines still unread it
+    ends the session as failed: a line the module sent just before SUCCESS turned a match
+    into "AUTHENTICATION FAILED" (GNOME: "Sorry, that didn't work", and the dialog asks
+    again) whenever the agent woke after the helper had exited, as on a busy machine. Here
+    the agent is stopped while the finger is read and continued once its helper has exited."""
+    polkit.first_password()
+
+    @contextlib.contextmanager
+    def agent_asleep():
+        # The agent running a helper now (the first run's may still be on its way out).
+        [agent] = [pid for pid in processes_named("pkttyagent", polkit.user.uid)
+                   if children_states(pid)]
+        os.kill(agent, signal.SIGSTOP)
+        try:
+            yield
+            wait_until("the agent helper's exit after the match",
+                       lambda: all(state == "Z" for state in children_states(agent)), 30)
+        finally:
+            os.kill(agent, signal.SIGCONT)
+
+    r = polkit.pkexec([ENROLLED], around_scan=agent_asleep)
+    assert r.results == ["verify-match"] and r.authorized, r
+    assert (shown(r, "AUTHENTICATION COMPLETE"), shown(r, "AUTHENTICATION FAILED")) == (1, 0), r.screen
+
+
+def processes_named(comm: str, uid: int) -> list[int]:
+    return [pid for pid in system._processes_of(uid) if proc_stat(pid)[:1] == [comm]]
+
+
+def children_states(parent: int) -> list[str]:
+    """The state letter of each child of ``parent`` (Z: exited, not yet waited for). Only
+    the test's user runs pkttyagent, and its only child is polkit's agent helper."""
+    states = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        fields = proc_stat(int(entry))
+        if fields[2:3] == [str(parent)]:
+            states.append(fields[1])
+    return states
+
+
+def proc_stat(pid: int) -> list[str]:
+    """comm, state, ppid of /proc/PID/stat ([] once the process is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    comm = text[text.index("(") + 1:text.rindex(")")]
+    return [comm, *text[text.rindex(")") + 2:].split()[:2]]
+
+
+def wait_until(what: str, reached, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while not reached():
+        if time.monotonic() > end:
+            raise TimeoutError(f"no {what} within {seconds} s")
+        time.sleep(0.05)
 
 
 def test_pkexec_three_wrong_fingers_then_the_password(polkit):
