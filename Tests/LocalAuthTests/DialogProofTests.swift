@@ -44,7 +44,7 @@ import Testing
     }
 
     @Test func theSameAgentsHelperStartedAgainIsTheSameDialog() {
-        // GNOME Shell starts the agent helper again when polkitd did not take the first answer.
+        // GNOME Shell starts the agent helper again after an attempt its agent library counted as failed.
         let again = DialogTicket.Process(pid: 720, startTime: 11)
         #expect(DialogProof.judge(ticket(match(1_500, .fingerprint), match(1_600, .fingerprint, helper: again)),
                                   allowsPassword: false) == .fingerprint)

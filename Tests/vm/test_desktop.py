@@ -85,18 +85,20 @@ def test_sudo_in_gnome_terminal_takes_the_finger(desk, terminal):
 
 
 def test_gnome_shells_polkit_dialog_for_pkexec_takes_the_finger(desk, terminal):
-    """GNOME Shell begins its dialog's conversation again once the dialog has loaded its
-    user; under TCG a scan may complete the first one before that, and the dialog asks again.
-    So: every conversation a finger, none the password, and polkitd's yes."""
+    """One touch, one conversation, polkitd's yes. polkit's agent library ends a session as
+    failed when the agent helper has exited with a line unread, so the helper sends polkit's
+    agents no "Fingerprint recognized" after the match: before it did, GNOME Shell, slow
+    under TCG and a busy host, read that line with the helper's exit, said "Sorry, that
+    didn't work" and asked again, up to three times in a loaded run."""
     out = desk.run_in_terminal("pkexec id", ident="polkit-agent-helper-1",
                                password=PASSWORDS["alice"])
     firsts = [f for f in out.lines if f["phase"] == "auth" and "authsucc:" not in f["message"]]
     facts = {"finger_offered": out.finger_offered, "passwords_typed": out.passwords,
              "done": out.done, "rc": out.rc,
-             "verdicts": sorted({(f.get("result"), f.get("pam")) for f in firsts}),
-             "scanned": bool(out.scans), "polkitd_authorized": "successfully authenticated" in out.journal}
+             "verdicts": [(f.get("result"), f.get("pam")) for f in firsts],
+             "scans": len(out.scans), "polkitd_authorized": "successfully authenticated" in out.journal}
     assert facts == {"finger_offered": True, "passwords_typed": 0, "done": True, "rc": 0,
-                     "verdicts": [("success", "PAM_SUCCESS")], "scanned": True,
+                     "verdicts": [("success", "PAM_SUCCESS")], "scans": 1,
                      "polkitd_authorized": True}, out.evidence()
 
 

@@ -8,10 +8,12 @@
 /// (Tests/LocalAuthTests/DialogProofTests.swift).
 ///
 /// One agent, not one transaction: GNOME Shell's dialog starts polkit's agent helper again
-/// when polkitd did not take the first one's answer (seen in the Debian 13 guest: two
-/// matches of agent 1311 for one dialog, polkitd's one "successfully authenticated" after
-/// the second), and the desktop's agent shows one dialog at a time. Two agents are two
-/// dialogs: which one was this dialog's is unknown, and the yes counts for nothing.
+/// after every attempt its agent library counts as failed (a conversation that ended in the
+/// password module's failure; and, before the helper stopped sending "Fingerprint recognized"
+/// to polkit's agents, a match whose last line was read after the helper had exited: seen in
+/// the Debian 13 guest as two matches of agent 1311 for one dialog), and the desktop's agent
+/// shows one dialog at a time. Two agents are two dialogs: which one was this dialog's is
+/// unknown, and the yes counts for nothing.
 public enum DialogProof: Equatable, Sendable {
     case fingerprint
     case password
