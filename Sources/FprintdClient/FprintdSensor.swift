@@ -140,6 +140,10 @@ public final class FprintdSensor: FingerprintSensor {
         pendingClaim = pending
     }
 
+    public func awaitClaim() throws(EvaluationError) {
+        try settleClaim()
+    }
+
     /// Waits for the answer to the Claim `requestClaim` sent: the reader is then claimed,
     /// or the error is what a waiting `claim` would have thrown.
     func settleClaim() throws(EvaluationError) {

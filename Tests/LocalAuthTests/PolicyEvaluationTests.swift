@@ -120,6 +120,45 @@ import LocalAuthProtocol
         #expect(h.sensor.scansStarted == 0)
     }
 
+    @Test func otherTransactionsTriesInFlightAtABusyReaderAreNoLockout() {
+        // Four other prompts' tries are counted while fprintd answers this one's Claim: the
+        // count reaches the threshold, but the reader is busy, and that is what is said.
+        let h = Harness()
+        h.passwordEntered()
+        h.sensor.answersLater = true
+        h.sensor.claimError = EvaluationError(.systemCancel, reason: .readerBusy, cause: "AlreadyInUse")
+        h.sensor.whileClaiming = {
+            try! h.store.update(h.user) { stored in
+                var s = stored.userState
+                s.consecutiveFailures = 5
+                return s
+            }
+        }
+        let r = h.evaluate(events: [.match])
+        #expect(r.error?.code == .systemCancel)
+        #expect(r.error?.reason == .readerBusy)
+        #expect(h.ui.texts.contains("The fingerprint reader is in use by another session - use your password"))
+        #expect(h.sensor.scansStarted == 0)
+        #expect(h.state.consecutiveFailures == 5)  // this try wrote nothing, gave nothing back
+    }
+
+    @Test func aLockoutReachedWhileClaimingAFreeReaderIsALockout() {
+        let h = Harness()
+        h.passwordEntered()
+        h.sensor.answersLater = true
+        h.sensor.whileClaiming = {
+            try! h.store.update(h.user) { stored in
+                var s = stored.userState
+                s.consecutiveFailures = 5
+                return s
+            }
+        }
+        let r = h.evaluate(events: [.match])
+        #expect(r.error?.code == .biometryLockout)
+        #expect(h.sensor.scansStarted == 0)
+        #expect(h.sensor.calls.contains("awaitClaim"))
+    }
+
     @Test func aDisconnectedReaderEndsWithBiometryDisconnected() {
         let h = Harness()
         h.passwordEntered()

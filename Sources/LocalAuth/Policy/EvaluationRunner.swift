@@ -167,7 +167,15 @@ final class EvaluationRunner {
             if let damaged {
                 return .stepFailed(EvaluationError(.biometryLockout, reason: .stateUnreadable, cause: damaged))
             }
-            if let locked { return .attemptRefused(locked) }
+            if let locked {
+                // Every try is counted before its scan, so the tries of other transactions
+                // still waiting for fprintd's answer count here too; those that find the
+                // reader busy give theirs back. This one may be such a try: the reader's
+                // answer comes first, and a busy reader is said as busy (eight sudo prompts
+                // at a reader another one held were told "locked out" under load).
+                do { try env.sensor.awaitClaim() } catch { return .stepFailed(readerBusyShown(error)) }
+                return .attemptRefused(locked)
+            }
             return .attemptRecorded(s)
         } catch {
             // A try that cannot be counted is not started.

@@ -17,6 +17,10 @@ public protocol FingerprintSensor: AnyObject {
     /// `claim` would have. The default claims at once.
     func requestClaim(user: String) throws(EvaluationError)
 
+    /// Waits for the answer to `requestClaim` without starting anything: throws what `claim`
+    /// would have (a busy reader). The default has nothing to wait for.
+    func awaitClaim() throws(EvaluationError)
+
     /// Starts one verification on the claimed reader. Events that arrive before this returns
     /// are dropped by the implementation.
     func startVerify() throws(EvaluationError) -> VerifyStarted
@@ -44,6 +48,8 @@ extension FingerprintSensor {
     public func requestClaim(user: String) throws(EvaluationError) {
         try claim(user: user)
     }
+
+    public func awaitClaim() throws(EvaluationError) {}
 }
 
 /// What is enrolled for one user on the chosen reader.

@@ -27,7 +27,26 @@ final class ScriptedSensor: FingerprintSensor {
         if let claimError { throw claimError }
     }
 
+    /// With `answersLater`, the claim's error comes at `awaitClaim` or `startVerify`, as
+    /// fprintd's answer does; `whileClaiming` runs between the request and the answer.
+    var answersLater = false
+    var whileClaiming: (() -> Void)?
+    private var pendingClaimError: EvaluationError?
+
+    func requestClaim(user: String) throws(EvaluationError) {
+        guard answersLater else { return try claim(user: user) }
+        calls.append("requestClaim")
+        pendingClaimError = claimError
+        whileClaiming?()
+    }
+
+    func awaitClaim() throws(EvaluationError) {
+        calls.append("awaitClaim")
+        if let error = pendingClaimError { pendingClaimError = nil; throw error }
+    }
+
     func startVerify() throws(EvaluationError) -> VerifyStarted {
+        if let error = pendingClaimError { pendingClaimError = nil; throw error }
         calls.append("startVerify")
         return VerifyStarted(finger: "right-index-finger", scanType: .press)
     }
