@@ -125,15 +125,8 @@ import LocalAuthProtocol
         // count reaches the threshold, but the reader is busy, and that is what is said.
         let h = Harness()
         h.passwordEntered()
-        h.sensor.answersLater = true
         h.sensor.claimError = EvaluationError(.systemCancel, reason: .readerBusy, cause: "AlreadyInUse")
-        h.sensor.whileClaiming = {
-            try! h.store.update(h.user) { stored in
-                var s = stored.userState
-                s.consecutiveFailures = 5
-                return s
-            }
-        }
+        failuresReachFiveWhileClaiming(h)
         let r = h.evaluate(events: [.match])
         #expect(r.error?.code == .systemCancel)
         #expect(r.error?.reason == .readerBusy)
@@ -145,6 +138,16 @@ import LocalAuthProtocol
     @Test func aLockoutReachedWhileClaimingAFreeReaderIsALockout() {
         let h = Harness()
         h.passwordEntered()
+        failuresReachFiveWhileClaiming(h)
+        let r = h.evaluate(events: [.match])
+        #expect(r.error?.code == .biometryLockout)
+        #expect(h.sensor.scansStarted == 0)
+        #expect(h.sensor.calls.contains("awaitClaim"))
+    }
+
+    /// fprintd answers the Claim later, and meanwhile other prompts' counted tries bring
+    /// the stored failures to the threshold.
+    private func failuresReachFiveWhileClaiming(_ h: Harness) {
         h.sensor.answersLater = true
         h.sensor.whileClaiming = {
             try! h.store.update(h.user) { stored in
@@ -153,10 +156,6 @@ import LocalAuthProtocol
                 return s
             }
         }
-        let r = h.evaluate(events: [.match])
-        #expect(r.error?.code == .biometryLockout)
-        #expect(h.sensor.scansStarted == 0)
-        #expect(h.sensor.calls.contains("awaitClaim"))
     }
 
     @Test func aDisconnectedReaderEndsWithBiometryDisconnected() {
