@@ -211,7 +211,9 @@ def test_sudo_while_another_session_is_the_seats_active_one_takes_the_password(
     alice = guest.console_session()["Id"]
 
     def undo():
-        guest.sh("chvt 1; la-vt-login 2 off")
+        # logind ends bob's session itself (SIGHUP to the scope): the new getty's hangup of
+        # tty2 alone once left it open past the wait in a loaded run.
+        guest.sh("chvt 1; la-vt-login 2 off; loginctl terminate-user bob || true")  # gone already: fine
         wait_for("bob's tty2 session to end", lambda: not [
             s for s in guest.sessions("bob") if s.get("State") != "closing"])
     cleanup(undo)
