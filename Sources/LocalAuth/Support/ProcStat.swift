@@ -2,32 +2,32 @@
 import Glibc
 #endif
 
-/// The fields of /proc/PID/stat the helper needs: the controlling terminal and the start
+/// The fields of /proc/PID/stat the helper and the service need: the controlling terminal and the start
 /// time, which together with the session id tell one login session from a later one, the
 /// job-control state that says whether the process is the terminal's foreground job, and
 /// the parent, which for polkit's agent helper is the agent.
-struct ProcStat {
+public struct ProcStat {
     /// Field 3: R, S, D, T (stopped), t (traced), Z, ...
-    let state: Character
+    public let state: Character
     /// Field 4: the parent process.
-    let parent: Int32
+    public let parent: Int32
     /// Field 5: the process group.
-    let processGroup: Int32
+    public let processGroup: Int32
     /// Field 7: the controlling terminal's device number (0: none).
-    let terminal: UInt64
+    public let terminal: UInt64
     /// Field 8: the terminal's foreground process group (-1: none).
-    let foregroundGroup: Int32
+    public let foregroundGroup: Int32
     /// Field 22: when the process started, in clock ticks since boot.
-    let startTime: UInt64
+    public let startTime: UInt64
 
     /// In the terminal's foreground job and not stopped (Ctrl-Z, `&` and a read from the
     /// terminal, a debugger).
-    var runsInForeground: Bool {
+    public var runsInForeground: Bool {
         terminal != 0 && processGroup > 0 && processGroup == foregroundGroup
             && state != "T" && state != "t"
     }
 
-    init?(pid: Int32) {
+    public init?(pid: Int32) {
         let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
