@@ -11,6 +11,7 @@ The module is pointed at the socket with ``service=PATH``.
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_service.py
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -26,6 +27,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
+from launcherbed import LauncherInstallation  # noqa: E402
 from launcherbed import namespace_prefix  # noqa: E402
 from pamenv import PamWorld  # noqa: E402
 from test_e2e_pam import E2E, ENROLLED, FINGER, OK, PASSWORD, PROMPT, SWIPE, USER  # noqa: E402
@@ -274,3 +276,58 @@ def test_a_request_killed_mid_scan_ends_its_helper_and_frees_the_reader(e2e, ser
     e2e.bed.wait_event("finger-needed", since=mark, timeout=30, where=lambda e: e.args == (False,))
     r = e2e.run([ENROLLED])
     assert (r.status, r.results) == (0, ["verify-match"]), r
+
+
+# --- applications: the library reaches the service; no setuid program is needed ---------
+
+@pytest.fixture(scope="module")
+def launcher_inst_for_apps():
+    """The product with its setuid launcher (launcherbed), as the app tests use it."""
+    with LauncherInstallation() as inst:
+        yield inst
+
+
+@pytest.fixture
+def app_service(launcher_inst_for_apps, bed, syslog):
+    from appbed import app_binary, app_world
+    with app_world(launcher_inst_for_apps, bed, syslog, app_binary("la-probe"), "la-svc-") as world:
+        s = Service(launcher_inst_for_apps, syslog)
+        try:
+            yield world, s
+        finally:
+            s.stop()
+
+
+def run_app_without_new_privileges(world, socket_path, fingers=()):
+    """la-probe `eval biometrics` as the user under NoNewPrivileges (as Flatpak and
+    sandboxed units run apps: a setuid program gains nothing there)."""
+    from appbed import parse_result
+    u = world.user
+    argv = ["setpriv", f"--reuid={u.uid}", f"--regid={u.gid}", "--init-groups", "--no-new-privs", "--",
+            str(world.app), "eval", "biometrics"]
+    env = system.default_env(LOCALAUTH_PREFIX=str(world.inst.prefix), LOCALAUTH_SERVICE=str(socket_path))
+    mark = world.syslog.mark()
+    pt = system.run_on_pty(argv, env=env, prefix=namespace_prefix(world.syslog), timeout=60)
+    injection = world.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
+    res = pt.finish(timeout=60)
+    if injection:
+        injection.wait(20)
+    results = [parse_result(m) for m in re.findall(r"^RESULT (.*)$", res.output.replace("\r", ""), re.M)]
+    assert len(results) == 1, res.output
+    return results[0], world.syslog.lines[mark:]
+
+
+def test_an_app_without_new_privileges_gets_the_finger_through_the_service(app_service):
+    world, service = app_service
+    result, lines = run_app_without_new_privileges(world, service.socket, fingers=[ENROLLED])
+    assert (result["success"], result["code"]) == ("1", "0"), (result, lines)
+    assert any(i == "localauth-helper" and f"user {world.user.name} application la-probe" in m
+               and "evaluate biometrics: success" in m for i, m in lines), lines
+
+
+def test_an_app_without_new_privileges_and_no_service_gets_no_finger(app_service):
+    """The same app where no service is installed: the setuid launcher cannot become root
+    under NoNewPrivileges, so the root side is unreachable (biometryNotAvailable)."""
+    world, _ = app_service
+    result, lines = run_app_without_new_privileges(world, "/run/localauth-no-such-service/socket")
+    assert (result["success"], result["code"]) == ("0", "-6"), (result, lines)
