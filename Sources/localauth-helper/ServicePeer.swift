@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocalAuth
 import Synchronization
 
 /// The peer's pidfd that localauthd passes on fd 3: taken from the connection itself
@@ -29,16 +30,6 @@ enum ServicePeer {
     static var isServicePeer: Bool { adopted.load(ordering: .relaxed) != 0 }
 
     private static func pidOfDescriptor() -> Int32? {
-        let fd = open("/proc/self/fdinfo/\(descriptor)", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 2048)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return nil }
-        for line in buffer[0..<n].split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("Pid:".utf8)) {
-            let value = line.dropFirst(4).filter { $0 != 9 && $0 != 32 }
-            return Int32(String(decoding: value, as: UTF8.self))
-        }
-        return nil
+        ProcField.value("Pid", in: "/proc/self/fdinfo/\(descriptor)").flatMap { Int32($0) }
     }
 }

@@ -18,7 +18,7 @@ struct Peer {
 
     struct Problem: Error { let text: String }
 
-    static func of(_ connection: Int32) -> Result<Peer, Problem> {
+    static func of(_ connection: Int32, pinByPID: Bool = false) -> Result<Peer, Problem> {
         // The moment of accept, before anything is read about the pid: a process that
         // started later cannot be the one that connected.
         let acceptedAt = bootTicks()
@@ -26,6 +26,7 @@ struct Peer {
         guard la_socket_peer_cred(connection, &cred) == 0, cred.pid > 0 else {
             return .failure(Problem(text: "no peer credentials: \(String(cString: strerror(errno)))"))
         }
+        if pinByPID { return pinned(cred, notAfter: acceptedAt) }
         let pidfd = la_socket_peer_pidfd(connection)
         if pidfd >= 0 { return .success(Peer(uid: cred.uid, pid: cred.pid, pidfd: pidfd, source: "SO_PEERPIDFD")) }
         switch errno {
@@ -62,18 +63,8 @@ struct Peer {
 
     /// The `Uid:` line's first (real) id in /proc/PID/status.
     private static func realUID(of pid: Int32) -> uid_t? {
-        let fd = open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return nil }
-        let bytes = buffer[0..<n]
-        for line in bytes.split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("Uid:".utf8)) {
-            let fields = line.dropFirst(4).split(whereSeparator: { $0 == 9 || $0 == 32 })
-            guard let first = fields.first else { return nil }
-            return uid_t(String(decoding: first, as: UTF8.self))
-        }
-        return nil
+        guard let ids = ProcField.value("Uid", in: "/proc/\(pid)/status"),
+              let first = ids.split(whereSeparator: { $0 == "\t" || $0 == " " }).first else { return nil }
+        return uid_t(first)
     }
 }

@@ -68,7 +68,7 @@ struct Service {
 
     private mutating func take(_ connection: Int32) {
         let peer: Peer
-        switch Peer.of(connection) {
+        switch Peer.of(connection, pinByPID: arguments.pinByPID) {
         case .success(let p): peer = p
         case .failure(let problem):
             log.log(.warning, "a connection refused: \(problem.text)")
@@ -85,7 +85,7 @@ struct Service {
         switch Worker.start(for: peer, connection: connection, arguments: arguments) {
         case .success(let worker):
             running.append(worker)
-            log.log(.debug, "uid \(peer.uid) pid \(peer.pid) (\(peer.source)): helper pid \(worker.pid)")
+            log.log(.info, "uid \(peer.uid) pid \(peer.pid) (\(peer.source)): helper pid \(worker.pid)")
         case .failure(let problem):
             log.log(.error, "a request of uid \(peer.uid) (pid \(peer.pid)) could not start the helper: \(problem.text)")
         }

@@ -18,6 +18,9 @@ struct ServiceArguments {
     /// polkit's helper) share `rootLimit`.
     var perUserLimit = 4
     var rootLimit = 64
+    /// `--peer-pidfd pid`: pin every peer by its pid, as on kernels before 6.5 (Debian 12's),
+    /// so that path is tested where the kernel has SO_PEERPIDFD.
+    var pinByPID = false
 
     /// The helper installed beside this program (PREFIX/libexec/localauth/): the one the
     /// package or `scripts/install` put there with it.
@@ -33,7 +36,7 @@ struct ServiceArguments {
 
     static let usage = """
         usage: localauthd [--listen PATH] [--helper PATH] [--config PATH] [--idle-exit SECONDS]
-                          [--per-user-limit N]
+                          [--per-user-limit N] [--peer-pidfd kernel|pid]
         """
 
     static func parse(_ words: [String]) -> Result<ServiceArguments, Problem> {
@@ -45,6 +48,11 @@ struct ServiceArguments {
             case "--listen": parsed.listen = value
             case "--helper": parsed.helperPath = value
             case "--config": parsed.configPath = value
+            case "--peer-pidfd":
+                guard value == "kernel" || value == "pid" else {
+                    return .failure(Problem(text: "--peer-pidfd takes kernel or pid, not `\(value)`"))
+                }
+                parsed.pinByPID = value == "pid"
             case "--idle-exit", "--per-user-limit":
                 guard let n = Int(value), (0...86_400).contains(n) else {
                     return .failure(Problem(text: "\(word) takes a number of 0 to 86400, not `\(value)`"))

@@ -49,6 +49,7 @@ class Service:
         self.dir.chmod(0o755)
         self.socket = self.dir / "socket"
         self.syslog = syslog
+        self.pinning = extra[extra.index("--peer-pidfd") + 1] if "--peer-pidfd" in extra else "kernel"
         argv = namespace_prefix(syslog) + [str(SERVICE), "--listen", str(self.socket),
                                            "--helper", str(inst.helper), "--config", str(inst.config),
                                            *extra]
@@ -91,9 +92,11 @@ class Service:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-@pytest.fixture
-def service(inst, syslog):
-    s = Service(inst, syslog)
+@pytest.fixture(params=["kernel", "pid"], ids=["SO_PEERPIDFD", "pidfd-from-pid"])
+def service(inst, syslog, request):
+    """Both ways the service pins a peer: the kernel's SO_PEERPIDFD (Linux 6.5+), and the
+    pid checked at accept (Debian 12's 6.1, forced here with --peer-pidfd pid)."""
+    s = Service(inst, syslog, "--peer-pidfd", request.param)
     try:
         yield s
     finally:
@@ -105,6 +108,17 @@ def e2e(bed, inst):
     bed.enroll(USER, FINGER, ENROLLED)
     with PamWorld() as world:
         yield E2E(bed, world, inst)
+
+
+def kernel_has_peer_pidfd() -> bool:
+    """SO_PEERPIDFD (77; Linux 6.5): what the service uses unless told --peer-pidfd pid."""
+    a, b = socket.socketpair()
+    with a, b:
+        try:
+            a.getsockopt(socket.SOL_SOCKET, 77)
+            return True
+        except OSError:
+            return False
 
 
 def wait_until(what, check, bound=30.0):
@@ -146,6 +160,9 @@ def test_the_finger_through_the_service_as_through_a_helper_of_the_modules_own(e
     service.syslog._sync()
     outcomes = [m for m in service.lines("localauth-helper") if "result=" in m]
     assert any("result=success" in m for m in outcomes), service.syslog.lines
+    source = "(SO_PEERPIDFD)" if service.pinning == "kernel" and kernel_has_peer_pidfd() else "(pidfd_open)"
+    assert any(m.startswith("uid 0 pid ") and source in m for m in service.lines("localauthd")), \
+        service.lines("localauthd")
     assert not service.helpers(), "a helper outlived its request"
 
 

@@ -51,3 +51,22 @@ public struct ProcStat {
         startTime = start
     }
 }
+
+/// One `Name:` line's value of a /proc file of lines such as /proc/PID/status or
+/// /proc/self/fdinfo/N (tabs and spaces after the colon dropped); nil when absent.
+public enum ProcField {
+    public static func value(_ name: String, in path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        let key = Array((name + ":").utf8)
+        for line in buffer[0..<n].split(separator: UInt8(ascii: "\n")) where line.starts(with: key) {
+            let value = line.dropFirst(key.count).drop(while: { $0 == 9 || $0 == 32 })
+            return String(decoding: value, as: UTF8.self)
+        }
+        return nil
+    }
+}
