@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .executable(name: "localauth-helper", targets: ["localauth-helper"]),
         .executable(name: "localauthctl", targets: ["localauthctl"]),
+        .executable(name: "localauthd", targets: ["localauthd"]),
     ],
     targets: [
         // System C libraries from Debian's -dev packages.
@@ -70,6 +71,8 @@ let package = Package(
         .executableTarget(name: "localauth-helper",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "LogindClient", "SystemBus",
                                          "CSystemd", "CCrypt", "CLinux", "CPathOpen", "SystemEvents"]),
+        // The resident service (DESIGN.md §1): the socket, who connected, a helper per request.
+        .executableTarget(name: "localauthd", dependencies: ["LocalAuth", "CSystemd", "CLinux"]),
         .executableTarget(name: "localauthctl",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CPAM", "CLinux",
                                          "SystemEvents"]),

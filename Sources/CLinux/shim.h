@@ -51,3 +51,51 @@ static inline int la_pidfd_open(int pid)
 {
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
+
+/* The peer of a connected AF_UNIX socket, as the kernel recorded it at connect(2): never
+ * what the peer says about itself. struct ucred is behind _GNU_SOURCE, which a module map
+ * cannot set for glibc's headers: the same three fields, in the kernel's order. */
+#include <sys/socket.h>
+struct la_peer_cred {
+    int pid;
+    unsigned int uid;
+    unsigned int gid;
+};
+static inline int la_socket_peer_cred(int fd, struct la_peer_cred *out)
+{
+    socklen_t len = sizeof *out;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, out, &len) != 0)
+        return -1;
+    return len == sizeof *out ? 0 : -1;
+}
+
+/* SO_PEERPIDFD (Linux 6.5): a pidfd of the peer taken at connect(2), so no pid reuse can
+ * stand in for it. Debian 12's headers lack the constant (77 on the architectures Debian
+ * builds this for, but parisc and sparc). -1 with errno: ENOPROTOOPT on an older kernel,
+ * EINVAL when the peer has already been reaped (before 6.16). */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+static inline int la_socket_peer_pidfd(int fd)
+{
+    int pidfd = -1;
+    socklen_t len = sizeof pidfd;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) != 0)
+        return -1;
+    return pidfd;
+}
+
+/* POSIX_SPAWN_SETSID (glibc 2.26) is behind _GNU_SOURCE: the service's helpers lead a
+ * session of their own, as the module's do. */
+#include <spawn.h>
+#ifdef POSIX_SPAWN_SETSID
+static const int la_posix_spawn_setsid = POSIX_SPAWN_SETSID;
+#else
+static const int la_posix_spawn_setsid = 0x80;
+#endif
+
+/* accept4(2) is behind _GNU_SOURCE: the service's connections close-on-exec from the start. */
+static inline int la_accept_cloexec(int fd)
+{
+    return accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+}

@@ -73,7 +73,12 @@ final class Evaluation: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if cancelled { throw .make(.appCancel, debug: "cancelled before it started") }
-        let c = try RootConnection(program: RootSide.trustedProgram(program))
+        let c: RootConnection
+        switch ServiceSocket.connect() {
+        case .connected(let fd): c = RootConnection(service: fd)
+        case .absent: c = try RootConnection(program: RootSide.trustedProgram(program))
+        case .failed(let why): throw .make(.biometryNotAvailable, debug: why)
+        }
         connection = c
         return c
     }

@@ -6,7 +6,8 @@ import Glibc
 
 /// The system's root side: the lockout state, the enrolled-set check and the password
 /// check live in root-only files and in `localauth-helper`, which an ordinary process
-/// reaches only through the setuid `localauth-launcher` (docs/PROTOCOL.md, "Applications").
+/// reaches through localauthd's socket (docs/SERVICE.md), or where no service is installed
+/// through the setuid `localauth-launcher` (docs/PROTOCOL.md, "Applications").
 /// The application never reads or writes that state itself, so it cannot reset a lockout.
 enum RootSide {
     /// Where the product is installed: `/usr`, or `LOCALAUTH_PREFIX` for a self-contained
@@ -35,7 +36,8 @@ enum RootSide {
     }
 }
 
-/// One run of the root side: a child process whose fds 0 and 1 are one end of a socket
+/// One run of the root side: a connection to localauthd (ServiceSocket), or where no
+/// service is installed a child process whose fds 0 and 1 are one end of a socket
 /// pair (a socket rather than pipes so that a write to a helper that went away returns
 /// EPIPE instead of raising SIGPIPE in the application), fd 2 on /dev/null, the
 /// environment `PATH` only, as the module starts it.
@@ -71,6 +73,12 @@ final class RootConnection: @unchecked Sendable {
         }
         fd = pair[0]
         pid = spawned
+    }
+
+    /// A connection to localauthd: no child of ours (its helper is the service's).
+    init(service fd: Int32) {
+        self.fd = fd
+        pid = 0
     }
 
     private static func spawn(_ program: String, fd: Int32, pid: inout pid_t) -> Int32 {
@@ -144,6 +152,7 @@ final class RootConnection: @unchecked Sendable {
     func finish() {
         Glibc.close(fd)
         let child = pid
+        guard child > 0 else { return }
         for _ in 0..<200 {
             var status: Int32 = 0
             let r = waitpid(child, &status, WNOHANG)

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CLinux
+import LocalAuth
 
 /// The calling process, held by a pidfd while presence is judged. A pid alone names whatever
 /// process has it at the moment it is read: a caller killed mid-request (its own sudo, by the
@@ -14,6 +15,12 @@ struct CallerPin {
 
     /// nil when the pid cannot be pinned, or is not the caller's any more.
     init?(caller pid: Int32, viaLauncher: Bool) {
+        // Through localauthd the caller is the connection's peer, whose pidfd came with us.
+        if let inherited = ServicePeer.pidfd(for: pid) {
+            self.fd = inherited
+            return
+        }
+        if ServicePeer.isServicePeer { return nil }
         let fd = la_pidfd_open(pid)
         guard fd >= 0 else { return nil }
         guard Self.isCaller(pid, viaLauncher: viaLauncher) else {

@@ -17,6 +17,8 @@ enum CgroupEscape {
     enum Outcome: Equatable {
         case moved(from: String)
         case alreadyAtRoot
+        /// Started by localauthd: the service's cgroup is root's.
+        case underTheService
         case failed(String)
     }
 
@@ -43,6 +45,8 @@ enum CgroupEscape {
             log.log(.debug, "moved out of the caller's cgroup \(LogWords.clean(from)) to the root cgroup")
         case .alreadyAtRoot:
             log.log(.debug, "already in the root cgroup")
+        case .underTheService:
+            log.log(.debug, "in localauthd's cgroup")
         case .failed(let why):
             log.log(sd_booted() > 0 ? .notice : .debug,
                     "still in the caller's cgroup, which may be the user's to freeze or throttle: \(why)")

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocalAuth
 
 /// What a fingerprint success may be reused for (`reuse_duration`): not a terminal's name,
 /// which the next login on tty1 or the next window that gets pts/3 inherits, but that

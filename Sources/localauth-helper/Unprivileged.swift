@@ -25,6 +25,9 @@ import LocalAuthProtocol
 /// kernel gave it, after clearing the environment, descriptors, limits and signals.
 enum Launch {
     case root
+    /// Started by localauthd for a root peer (the module inside sudo, login, polkit's
+    /// helper): root's request, from the process the kernel named as the peer.
+    case rootPeer(RootPeer)
     case unprivileged(UnprivilegedCaller)
     case refused(String)
 
@@ -34,37 +37,58 @@ enum Launch {
             self = .root
             return
         }
-        guard rest.count == 6, rest[0] == "--unprivileged-uid", rest[2] == "--config",
-              rest[4] == "--caller-pid" else {
-            self = .refused("unexpected arguments; only localauth-launcher passes any")
+        let launcher = rest.count == 6 && rest[0] == "--unprivileged-uid" && rest[2] == "--config"
+            && rest[4] == "--caller-pid"
+        // localauthd: the peer's uid and pid from SO_PEERCRED, its pidfd on fd 3 (ServicePeer).
+        let service = rest.count == 6 && rest[0] == "--service-peer-uid" && rest[2] == "--service-peer-pid"
+            && rest[4] == "--config"
+        guard launcher || service else {
+            self = .refused("unexpected arguments; only localauth-launcher and localauthd pass any")
             return
         }
         guard realUID == 0, effectiveUID == 0 else {
-            self = .refused("--unprivileged-uid refused: the helper is not running as root "
-                            + "(only localauth-launcher may pass it)")
+            self = .refused("\(rest[0]) refused: the helper is not running as root "
+                            + "(only localauth-launcher and localauthd may pass it)")
             return
         }
+        if service {
+            self = Launch.servicePeer(uidText: rest[1], pidText: rest[3], config: rest[5])
+            return
+        }
+        self = Launch.launched(uidText: rest[1], config: rest[3], pidText: rest[5])
+    }
+
+    private static func servicePeer(uidText: String, pidText: String, config: String) -> Launch {
+        guard let pid = Int32(pidText), pid > 1, ServicePeer.adopt(pid: pid) else {
+            return .refused("--service-peer-pid refused: `\(Presence.printable(pidText))` is not the pidfd's process on fd 3")
+        }
+        if uidText == "0" {
+            guard Launch.configPathOK(config) else { return .refused("--config refused: not an absolute path") }
+            return .rootPeer(RootPeer(pid: pid, configPath: config))
+        }
+        return launched(uidText: uidText, config: config, pidText: pidText)
+    }
+
+    private static func configPathOK(_ config: String) -> Bool {
+        config.hasPrefix("/") && !config.split(separator: "/").contains("..")
+            && !config.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f })
+    }
+
+    /// A caller that is not root: through the launcher (its parent) or localauthd (its peer).
+    private static func launched(uidText: String, config: String, pidText: String) -> Launch {
+        let rest = ["--unprivileged-uid", uidText, "--config", config, "--caller-pid", pidText]
         guard let uid = Launch.parseUID(rest[1]) else {
-            self = .refused("--unprivileged-uid refused: `\(Presence.printable(rest[1]))` is not a user id")
-            return
+            return .refused("the peer's uid refused: `\(Presence.printable(rest[1]))` is not a user id")
         }
-        let config = rest[3]
-        guard config.hasPrefix("/"), !config.split(separator: "/").contains(".."),
-              !config.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
-            self = .refused("--config refused: not an absolute path")
-            return
-        }
+        guard configPathOK(config) else { return .refused("--config refused: not an absolute path") }
         guard let pw = getpwuid(uid), let raw = pw.pointee.pw_name,
               let name = try? UserName(String(cString: raw)) else {
-            self = .refused("uid \(uid) has no usable entry in the user database")
-            return
+            return .refused("uid \(uid) has no usable entry in the user database")
         }
         guard let callerPID = Int32(rest[5]), callerPID > 1 else {
-            self = .refused("--caller-pid refused: `\(Presence.printable(rest[5]))` is not a process id")
-            return
+            return .refused("--caller-pid refused: `\(Presence.printable(rest[5]))` is not a process id")
         }
-        self = .unprivileged(UnprivilegedCaller(uid: uid, name: name, configPath: config,
-                                                callerPID: callerPID))
+        return .unprivileged(UnprivilegedCaller(uid: uid, name: name, configPath: config, callerPID: callerPID))
     }
 
     /// A decimal uid as the launcher writes it: digits only, no sign, not root.
@@ -75,8 +99,11 @@ enum Launch {
     }
 
     var configPath: String {
-        if case .unprivileged(let caller) = self { return caller.configPath }
-        return ConfigFile.installedPath
+        switch self {
+        case .unprivileged(let caller): return caller.configPath
+        case .rootPeer(let peer): return peer.configPath
+        case .root, .refused: return ConfigFile.installedPath
+        }
     }
 
     /// Module arguments the request may set. From root's own service files, all of them;
@@ -85,9 +112,22 @@ enum Launch {
     /// from root's configuration, or a user could give themselves more tries than sudo allows.
     func allowsArgument(_ key: String) -> Bool {
         switch self {
-        case .root: return true
+        case .root, .rootPeer: return true
         case .unprivileged, .refused: return UnprivilegedCaller.argumentKeys.contains(key)
         }
+    }
+}
+
+/// A root peer of localauthd. Its request is root's (its PAM items and arguments are
+/// trusted as the module's are), but the process it names as the caller must be the one
+/// that connected: the pid the kernel gave, not one written into the request.
+struct RootPeer {
+    let pid: Int32
+    let configPath: String
+
+    func check(_ request: HelperRequest) -> String? {
+        request.callerPID == pid ? nil
+            : "the request names pid \(request.callerPID.map(String.init) ?? "none") as its caller; the peer is pid \(pid)"
     }
 }
 
@@ -172,6 +212,7 @@ extension Launch {
         HardDeadline.rearm()
         switch self {
         case .root: return nil
+        case .rootPeer(let peer): return peer.check(request)
         case .refused(let why): return why
         case .unprivileged(let caller): return caller.check(&request)
         }

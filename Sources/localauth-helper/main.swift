@@ -8,9 +8,16 @@ import Glibc
 import LocalAuth
 import LocalAuthProtocol
 
+// Root's module, localauth-launcher for a caller that is not root (Unprivileged.swift), or
+// localauthd for either (ServicePeer).
+let launch = Launch(arguments: CommandLine.arguments)
+
 // Before anything else: out of the caller's cgroup, which may be the user's to freeze or
-// throttle (CgroupEscape). Logged once the options say how much to log.
-let cgroupMove = CgroupEscape.leaveCallersCgroup()
+// throttle (CgroupEscape). Logged once the options say how much to log. Under localauthd
+// the helper is in the service's cgroup, root's, and stays there (systemd stops it with
+// the service).
+let cgroupMove = ServicePeer.isServicePeer ? CgroupEscape.Outcome.underTheService
+    : CgroupEscape.leaveCallersCgroup()
 
 // Ctrl-C and Ctrl-Z at the terminal reach the whole foreground process group; the module
 // turns Ctrl-C into a cancel frame, so the helper itself must not die or stop on them.
@@ -34,8 +41,6 @@ func finish(_ frame: Frame, log: LogSink) -> Never {
     exit(0)
 }
 
-// Root's module, or localauth-launcher for a caller that is not root (Unprivileged.swift).
-let launch = Launch(arguments: CommandLine.arguments)
 launch.boundRequestWait()
 
 var request: HelperRequest

@@ -1,5 +1,6 @@
 /* Module arguments; see args.h. */
 #include "args.h"
+#include "service.h"
 
 #include <string.h>
 #include <syslog.h>
@@ -96,6 +97,25 @@ static void la_args_helper(pam_handle_t *pamh, const char *value, struct la_args
     out->helper_path = value;
 }
 
+/* `service=PATH|none`: which service answers inside sudo and login, so only root moves it. */
+static void la_args_service(pam_handle_t *pamh, const char *value, struct la_args *out)
+{
+    if (geteuid() != 0) {
+        pam_syslog(pamh, LOG_NOTICE, "service= ignored: the caller is not root");
+        return;
+    }
+    if (strcmp(value, "none") == 0) {
+        out->service_path = NULL;
+        return;
+    }
+    if (!la_path_plain(value)) {
+        pam_syslog(pamh, LOG_ERR, "service= must be an absolute path or none; keeping %s",
+                   out->service_path ? out->service_path : "none");
+        return;
+    }
+    out->service_path = value;
+}
+
 void la_args_parse(pam_handle_t *pamh, int argc, const char **argv, struct la_args *out)
 {
     /* A caller that is not root (a screen locker) cannot run the helper with the rights it
@@ -104,6 +124,7 @@ void la_args_parse(pam_handle_t *pamh, int argc, const char **argv, struct la_ar
     *out = (struct la_args){
         .helper_path = unprivileged ? LA_LAUNCHER_PATH : LA_HELPER_PATH,
         .unprivileged = unprivileged,
+        .service_path = LA_SERVICE_PATH,
         .helper_timeout_ms = LA_HELPER_TIMEOUT_DEFAULT_MS,
         .argc = argc,
         .argv = argv,
@@ -118,6 +139,8 @@ void la_args_parse(pam_handle_t *pamh, int argc, const char **argv, struct la_ar
             out->debug = la_parse_yes(v);
         else if ((v = la_arg_value(argv[i], "helper")) != NULL)
             la_args_helper(pamh, v, out);
+        else if ((v = la_arg_value(argv[i], "service")) != NULL)
+            la_args_service(pamh, v, out);
         else if ((v = la_arg_value(argv[i], "helper_timeout")) != NULL)
             la_args_timeout(pamh, v, out);
         /* Everything else belongs to the helper's option table. */

@@ -22,6 +22,8 @@ struct la_args {
     const char *helper_path; /* what to start: the compiled-in helper, or `helper=` when the
                               * caller is root; the setuid launcher when it is not */
     bool unprivileged;       /* the caller is not root: the launcher path (PROTOCOL.md) */
+    const char *service_path; /* localauthd's socket (`service=`, root only; `service=none`:
+                               * NULL, always start the helper) */
     bool pass_authtok;       /* send authtok as an `A` (`N`: none) right after the request */
     const char *authtok;     /* PAM_AUTHTOK for the lines after the password; a secret */
     const char *proof;       /* authsucc mode: "authtok" (auth line) or "account" (account

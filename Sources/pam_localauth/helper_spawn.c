@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -178,6 +179,7 @@ bool la_helper_start(struct la_helper *h, const char *path, char *why, size_t ca
     h->pidfd = -1;
     h->to_helper = h->from_helper = -1;
     h->gone = false;
+    h->service = false;
 
     if (!la_open_fds(req, resp, &devnull)) {
         snprintf(why, cap, "could not create pipes for the helper: %s", strerror(errno));
@@ -277,6 +279,8 @@ bool la_helper_send(struct la_helper *h, uint8_t type, const void *payload, size
 
 void la_helper_close_input(struct la_helper *h)
 {
+    if (h->service && h->to_helper >= 0)
+        shutdown(h->to_helper, SHUT_WR);
     la_close(&h->to_helper);
 }
 
@@ -374,6 +378,8 @@ enum la_reap la_helper_reap(struct la_helper *h, int64_t grace_ms, int *status, 
 {
     *status = 0;
     *killed = false;
+    if (h->service)
+        return LA_REAP_SERVICE;
     if (h->pid <= 0)
         return LA_REAP_LOST;
     enum la_reap r = h->pidfd >= 0 ? la_reap_pidfd(h, grace_ms, status, killed)

@@ -19,6 +19,8 @@ struct la_helper {
     int to_helper;         /* its fd 0; non-blocking on our side */
     int from_helper;       /* its fd 1 */
     bool gone;             /* a write met a closed pipe: the helper has ended */
+    bool service;          /* a connection to localauthd (service.c), not a child: both fds
+                            * are the one socket, and there is no process to reap */
 };
 
 /* How a helper ended, as far as the module could see. */
@@ -26,6 +28,8 @@ enum la_reap {
     LA_REAP_STATUS,        /* reaped: the wait status is known */
     LA_REAP_EXITED,        /* it exited, but the host reaped it (its status is unknown) */
     LA_REAP_LOST,          /* it could not be seen to end (killed in vain: not ours to kill) */
+    LA_REAP_SERVICE,       /* localauthd's helper: the service reaps it; closing the
+                            * connection ends its request */
 };
 
 /* Milliseconds on the monotonic clock: all helper timing, never the wall clock. */
@@ -50,7 +54,8 @@ bool la_helper_start(struct la_helper *h, const char *path, char *why, size_t ca
 bool la_helper_send(struct la_helper *h, uint8_t type, const void *payload, size_t len,
                     int64_t *budget_ms, char *why, size_t cap);
 
-/* Closes the pipe to the helper: it sees end of file on its fd 0. */
+/* Closes the pipe to the helper (or our sending side of the service's connection): it
+ * sees end of file on its fd 0. */
 void la_helper_close_input(struct la_helper *h);
 
 /* Closes our ends of both pipes. */

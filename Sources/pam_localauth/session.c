@@ -1,5 +1,6 @@
 /* One helper run; see session.h. */
 #include "session.h"
+#include "service.h"
 
 #include "conv.h"
 #include "frame.h"
@@ -111,6 +112,8 @@ static bool la_read_some(struct la_session *s)
         s->in_len += (size_t)n;
         return true;
     }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return true; /* the service's connection is non-blocking: nothing yet */
     if (n == 0) {
         s->helper_ended = true;
         if (s->in_len != 0)
@@ -340,15 +343,25 @@ void la_session_run(pam_handle_t *pamh, const struct la_args *args, const char *
     struct la_session s;
     char why[256];
     la_session_init(&s, pamh, args, silent, out);
-    if (!la_helper_path_trusted(args->helper_path, why, sizeof why)) {
+    enum la_connect via = args->service_path == NULL ? LA_CONNECT_ABSENT
+        : la_service_connect(&s.helper, args->service_path, s.start_deadline - la_clock_ms(),
+                             why, sizeof why);
+    if (via == LA_CONNECT_FAILED) {
+        la_fail(&s, "%s", why);
+        return;
+    }
+    /* No service here (no systemd: a container, a rescue shell): the same helper, started
+     * for this one request. */
+    if (via == LA_CONNECT_ABSENT && !la_helper_path_trusted(args->helper_path, why, sizeof why)) {
         la_fail(&s, "%s", why);
         return;
     }
     if (!la_interrupt_open(&s.interrupt)) {
         la_fail(&s, "could not create the interrupt pipe: %s", strerror(errno));
+        la_helper_close_pipes(&s.helper);
         return;
     }
-    if (!la_helper_start(&s.helper, args->helper_path, why, sizeof why)) {
+    if (via == LA_CONNECT_ABSENT && !la_helper_start(&s.helper, args->helper_path, why, sizeof why)) {
         la_fail(&s, "%s", why);
     } else {
         if (la_send(&s, 'Q', request, request_len) && la_send_authtok(&s) && la_exchange(&s))

@@ -58,6 +58,8 @@ public struct Options: Equatable, Sendable {
     public var fprintDir = "/var/lib/fprint"
     /// `helper`: the helper's path (read by the module only, listed so it is not unknown).
     public var helper = ""
+    /// The module's `service=`: localauthd's socket, or `none` (read by the module only).
+    public var service = ""
     /// `config`: another configuration file, read instead of the default (root's module
     /// arguments only; applied before the other arguments).
     public var config = ConfigFile.defaultPath
@@ -212,16 +214,24 @@ extension Options {
         .bool("remote_login_guard", \.remoteLoginGuard),
         .path("fprint_dir", \.fprintDir),
         .path("helper", \.helper),
+        OptionSpec(key: "service", accepts: { l in tr(l, "an absolute path, or none") }, apply: {
+            let v = trimmed($1)
+            guard v == "none" || (v.hasPrefix("/") && isPlainText(v) && !v.split(separator: "/").contains(".."))
+            else { return false }
+            $0.service = v
+            return true
+        }, show: { $0.service }),
         .path("config", \.config),
         .seconds("helper_timeout", 1...3600, \.helperTimeout),
     ]
 
     /// Keys that change where the product reads or writes, or what it talks to. On the
     /// unprivileged path they are taken from root's configuration only.
-    public static let privilegedKeys: Set<String> = ["state_dir", "dbus_address", "helper", "lid_path", "fprint_dir", "config"]
+    public static let privilegedKeys: Set<String> = ["state_dir", "dbus_address", "helper", "service", "lid_path",
+                                                     "fprint_dir", "config"]
 
     /// Keys only the module reads, from its arguments; the config file cannot set them.
-    public static let moduleOnlyKeys: Set<String> = ["helper", "helper_timeout", "config"]
+    public static let moduleOnlyKeys: Set<String> = ["helper", "service", "helper_timeout", "config"]
 
     static func spec(for key: String) -> OptionSpec? {
         table.first { $0.key == key }

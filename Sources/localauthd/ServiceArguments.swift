@@ -1,0 +1,69 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+
+/// localauthd's options. Under systemd it takes none: the socket comes from the unit, the
+/// helper and the configuration from their installed paths.
+struct ServiceArguments {
+    /// nil: the socket systemd passed (LISTEN_FDS).
+    var listen: String?
+    var helperPath = ServiceArguments.installedHelper
+    var configPath = ConfigFile.installedPath
+    /// Seconds with no request running after which the service exits; 0: never. systemd
+    /// starts it again at the next connection.
+    var idleExitSeconds = 0
+    /// Requests that may run at once for one user who is not root (a loop of one user's
+    /// programs must not start root processes without end); root's callers (sudo, login,
+    /// polkit's helper) share `rootLimit`.
+    var perUserLimit = 4
+    var rootLimit = 64
+    /// `--peer-pidfd pid`: pin every peer by its pid, as on kernels before 6.5 (Debian 12's),
+    /// so that path is tested where the kernel has SO_PEERPIDFD.
+    var pinByPID = false
+
+    /// The helper installed beside this program (PREFIX/libexec/localauth/): the one the
+    /// package or `scripts/install` put there with it.
+    static var installedHelper: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return "/usr/libexec/localauth/localauth-helper" }
+        let exe = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(exe[..<(exe.lastIndex(of: "/") ?? exe.startIndex)]) + "/localauth-helper"
+    }
+
+    struct Problem: Error { let text: String }
+
+    static let usage = """
+        usage: localauthd [--listen PATH] [--helper PATH] [--config PATH] [--idle-exit SECONDS]
+                          [--per-user-limit N] [--peer-pidfd kernel|pid]
+        """
+
+    static func parse(_ words: [String]) -> Result<ServiceArguments, Problem> {
+        var parsed = ServiceArguments()
+        var rest = words[...]
+        while let word = rest.popFirst() {
+            guard let value = rest.popFirst() else { return .failure(Problem(text: "\(word) needs a value")) }
+            switch word {
+            case "--listen": parsed.listen = value
+            case "--helper": parsed.helperPath = value
+            case "--config": parsed.configPath = value
+            case "--peer-pidfd":
+                guard value == "kernel" || value == "pid" else {
+                    return .failure(Problem(text: "--peer-pidfd takes kernel or pid, not `\(value)`"))
+                }
+                parsed.pinByPID = value == "pid"
+            case "--idle-exit", "--per-user-limit":
+                guard let n = Int(value), (0...86_400).contains(n) else {
+                    return .failure(Problem(text: "\(word) takes a number of 0 to 86400, not `\(value)`"))
+                }
+                if word == "--idle-exit" { parsed.idleExitSeconds = n } else { parsed.perUserLimit = max(1, n) }
+            default: return .failure(Problem(text: "unknown option `\(word)`"))
+            }
+        }
+        for path in [parsed.listen, parsed.helperPath, parsed.configPath].compactMap({ $0 }) where !path.hasPrefix("/") {
+            return .failure(Problem(text: "`\(path)` is not an absolute path"))
+        }
+        return .success(parsed)
+    }
+}

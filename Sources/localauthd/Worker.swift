@@ -1,0 +1,81 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+
+/// One request's helper: `localauth-helper --service-peer-uid U --service-peer-pid P
+/// --config PATH`, its fd 0 and 1 the connection, fd 2 /dev/null (it logs to syslog), fd 3
+/// the peer's pidfd; its own session, default signals, an empty mask, and the fixed
+/// environment the module gives it. The helper trusts these arguments because only root
+/// can start it with real uid 0 (Unprivileged.swift).
+struct Worker {
+    let pid: pid_t
+    /// Readable once the helper has exited.
+    let pidfd: Int32
+    let uid: uid_t
+
+    struct Problem: Error { let text: String }
+
+    static let environment = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
+
+    static func start(for peer: Peer, connection: Int32, arguments: ServiceArguments) -> Result<Worker, Problem> {
+        let argv = [arguments.helperPath, "--service-peer-uid", String(peer.uid), "--service-peer-pid",
+                    String(peer.pid), "--config", arguments.configPath]
+        let devnull = open("/dev/null", O_RDWR | O_CLOEXEC)
+        guard devnull >= 0 else { return .failure(Problem(text: "/dev/null: \(String(cString: strerror(errno)))")) }
+        defer { close(devnull) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // In this order: fd 0-2 are held open by the service (ensureStandardDescriptors), so
+        // neither the connection nor the pidfd sits on 0-3 except where it is put.
+        posix_spawn_file_actions_adddup2(&actions, connection, 0)
+        posix_spawn_file_actions_adddup2(&actions, connection, 1)
+        posix_spawn_file_actions_adddup2(&actions, devnull, 2)
+        posix_spawn_file_actions_adddup2(&actions, peer.pidfd, 3)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var all = sigset_t(), none = sigset_t()
+        sigfillset(&all)
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | la_posix_spawn_setsid))
+        var pid: pid_t = 0
+        let result = withCStrings(argv) { cargv in
+            withCStrings(environment) { cenv in
+                posix_spawn(&pid, arguments.helperPath, &actions, &attributes, cargv, cenv)
+            }
+        }
+        guard result == 0 else { return .failure(Problem(text: "\(arguments.helperPath): \(String(cString: strerror(result)))")) }
+        let pidfd = la_pidfd_open(pid)
+        guard pidfd >= 0 else {
+            // Not watchable: wait for it here rather than lose it (it has the connection and
+            // ends with the request; the hard deadline bounds it).
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+            return .failure(Problem(text: "pidfd_open(\(pid)): \(String(cString: strerror(errno)))"))
+        }
+        return .success(Worker(pid: pid, pidfd: pidfd, uid: peer.uid))
+    }
+
+    /// Reaps the exited helper; nil for a normal exit, else how it ended.
+    func collect() -> String? {
+        defer { close(pidfd) }
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return "could not be reaped: \(String(cString: strerror(errno)))" }
+        let signalNumber = status & 0x7f
+        if signalNumber != 0 { return "was killed by signal \(signalNumber)" }
+        let code = (status >> 8) & 0xff
+        return code == 0 ? nil : "exited with status \(code)"
+    }
+}
+
+/// argv/envp for posix_spawn: NUL-terminated copies that live for the call.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    pointers.append(nil)
+    defer { pointers.forEach { free($0) } }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}

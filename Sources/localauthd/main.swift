@@ -1,0 +1,46 @@
+// localauthd: the resident root service behind the PAM module, the lock screens and the
+// applications (DESIGN.md §1). systemd starts it on the first connection to
+// /run/localauth/socket (localauth.socket, Accept=no); it learns who connected from the
+// kernel (SO_PEERCRED and the peer's pidfd, never a pid the peer names), and runs each
+// request in a helper process of its own, outside the caller's cgroup, sandbox and session.
+//
+// Without systemd (the test bed, a container) `--listen PATH` binds the socket itself.
+#if canImport(Glibc)
+import Glibc
+#endif
+import CSystemd
+import LocalAuth
+
+signal(SIGPIPE, SIG_IGN)
+// fd 0-2 held open, so no connection or pidfd is ever numbered where a helper's standard
+// descriptors go (Worker.start).
+for fd in Int32(0)...2 where fcntl(fd, F_GETFD) < 0 {
+    _ = open("/dev/null", O_RDWR)
+}
+
+let log = SyslogSink(ident: "localauthd")
+let arguments: ServiceArguments
+switch ServiceArguments.parse(Array(CommandLine.arguments.dropFirst())) {
+case .success(let parsed): arguments = parsed
+case .failure(let problem):
+    let text = "localauthd: \(problem.text)\n\(ServiceArguments.usage)\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
+    exit(2)
+}
+
+let listener: Listener
+switch Listener.open(arguments.listen) {
+case .success(let opened): listener = opened
+case .failure(let problem):
+    log.log(.error, "cannot listen: \(problem.text)")
+    exit(1)
+}
+
+var service = Service(listener: listener, arguments: arguments, log: log)
+log.log(.info, "listening on \(listener.description); requests run \(arguments.helperPath)")
+_ = sd_notify(0, "READY=1")
+let reason = service.run()
+_ = sd_notify(0, "STOPPING=1")
+log.log(.info, "stopping: \(reason)")
+listener.close()
+exit(0)

@@ -1,0 +1,350 @@
+"""localauthd, the resident service (DESIGN.md §1), with the real module under libpam
+(pam_wrapper, pamtester), the real helper and the real fprintd with the virtual reader.
+
+The service runs from build/ with ``--listen`` on a socket of the test's own under /run
+(no systemd here: the units are the VM tier's), its helper and configuration the shared
+installation's, in a mount namespace whose /dev/log is the test's syslog (launcherbed):
+so a helper line in that syslog is a helper the service started, never one the module
+started itself (pamtester is not in the namespace, and the host has no syslog daemon).
+The module is pointed at the socket with ``service=PATH``.
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_service.py
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
+from launcherbed import LauncherInstallation  # noqa: E402
+from launcherbed import namespace_prefix  # noqa: E402
+from pamenv import PamWorld  # noqa: E402
+from test_e2e_pam import E2E, ENROLLED, FINGER, OK, PASSWORD, PROMPT, SWIPE, USER  # noqa: E402
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+SERVICE = system.REPO / "build" / "libexec" / "localauth" / "localauthd"
+# Bounds on what the service does at start and per request; none is a guess of speed:
+# each wait ends as soon as the named thing is seen.
+STARTED_WITHIN = 30
+NOBODY = 65534
+
+
+class Service:
+    """One localauthd on a socket of its own; stopped by its PID on every exit path."""
+
+    def __init__(self, inst, syslog, *extra):
+        self.dir = Path(tempfile.mkdtemp(prefix="localauth-service-", dir="/run"))
+        self.dir.chmod(0o755)
+        self.socket = self.dir / "socket"
+        self.syslog = syslog
+        self.pinning = extra[extra.index("--peer-pidfd") + 1] if "--peer-pidfd" in extra else "kernel"
+        argv = namespace_prefix(syslog) + [str(SERVICE), "--listen", str(self.socket),
+                                           "--helper", str(inst.helper), "--config", str(inst.config),
+                                           *extra]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, env={"PATH": system.SAFE_PATH})
+        deadline = time.monotonic() + STARTED_WITHIN
+        while not self.answers():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"localauthd ended: {self.proc.stdout.read().decode()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"localauthd's socket did not answer within {STARTED_WITHIN} s")
+            time.sleep(0.05)
+
+    def answers(self) -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(str(self.socket))
+                return True
+            except OSError:
+                return False
+
+    def lines(self, ident):
+        return [m for i, m in self.syslog.lines if i == ident]
+
+    def helpers(self) -> list:
+        """The service's running children (its helpers)."""
+        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)],
+                             capture_output=True, text=True).stdout
+        return out.split()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(params=["kernel", "pid"], ids=["SO_PEERPIDFD", "pidfd-from-pid"])
+def service(inst, syslog, request):
+    """Both ways the service pins a peer: the kernel's SO_PEERPIDFD (Linux 6.5+), and the
+    pid checked at accept (Debian 12's 6.1, forced here with --peer-pidfd pid)."""
+    s = Service(inst, syslog, "--peer-pidfd", request.param)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def e2e(bed, inst):
+    bed.enroll(USER, FINGER, ENROLLED)
+    with PamWorld() as world:
+        yield E2E(bed, world, inst)
+
+
+def kernel_has_peer_pidfd() -> bool:
+    """SO_PEERPIDFD (77; Linux 6.5): what the service uses unless told --peer-pidfd pid."""
+    a, b = socket.socketpair()
+    with a, b:
+        try:
+            a.getsockopt(socket.SOL_SOCKET, 77)
+            return True
+        except OSError:
+            return False
+
+
+def wait_until(what, check, bound=30.0):
+    deadline = time.monotonic() + bound
+    while not check():
+        assert time.monotonic() < deadline, f"{what} not seen within {bound} s"
+        time.sleep(0.05)
+
+
+def frame(kind, payload=b""):
+    return struct.pack(">I", len(payload) + 1) + kind.encode() + payload
+
+
+def read_frames(sock, bound=30.0):
+    """Every frame until the service's helper closes the connection."""
+    sock.settimeout(bound)
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    frames = []
+    while len(data) >= 4:
+        (length,) = struct.unpack(">I", data[:4])
+        frames.append((chr(data[4]), data[5:4 + length].decode()))
+        data = data[4 + length:]
+    return frames
+
+
+# --- the same product through the service ---------------------------------------------
+
+def test_the_finger_through_the_service_as_through_a_helper_of_the_modules_own(e2e, service):
+    e2e.args.append(f"service={service.socket}")
+    e2e.service = e2e.stack()
+    r = e2e.run(password=PASSWORD)
+    assert r.status == 0 and r.screen[-2:] == [PROMPT, OK], r.screen
+    r = e2e.run([ENROLLED])
+    assert (r.status, r.screen, r.results) == (0, [SWIPE, "Fingerprint recognized", OK], ["verify-match"])
+    # The helpers ran under the service: their lines reached the service's syslog, and the
+    # service saw root's peer (pamtester's module) by the kernel's credentials.
+    service.syslog._sync()
+    outcomes = [m for m in service.lines("localauth-helper") if "result=" in m]
+    assert any("result=success" in m for m in outcomes), service.syslog.lines
+    source = "(SO_PEERPIDFD)" if service.pinning == "kernel" and kernel_has_peer_pidfd() else "(pidfd_open)"
+    assert any(m.startswith("uid 0 pid ") and source in m for m in service.lines("localauthd")), \
+        service.lines("localauthd")
+    assert not service.helpers(), "a helper outlived its request"
+
+
+def test_without_a_service_the_module_starts_its_own_helper(e2e):
+    """The test bed's default and a machine without systemd: no socket at the path."""
+    e2e.args.append("service=/run/localauth-no-such-service/socket")
+    e2e.service = e2e.stack()
+    e2e.first_password()
+    r = e2e.run([ENROLLED])
+    assert (r.status, r.results) == (0, ["verify-match"]), r
+
+
+# --- a service that cannot be used: the password at once, never the finger -----------
+
+def stale_socket(directory: Path) -> Path:
+    """A root-owned socket file nothing listens on (a service that crashed)."""
+    path = directory / "socket"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(path))
+    s.close()
+    return path
+
+
+@pytest.mark.parametrize("kind", ["stale", "not-roots"])
+def test_a_service_that_cannot_be_used_gives_the_password_at_once(e2e, kind):
+    d = Path(tempfile.mkdtemp(prefix="localauth-service-", dir="/run"))
+    listener = None
+    try:
+        if kind == "stale":
+            path = stale_socket(d)
+            why = "did not take the connection"
+        else:
+            # A listening socket a user owns: whoever answers there is not root's service.
+            path = d / "socket"
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(str(path))
+            listener.listen(4)
+            listener.setblocking(False)
+            os.chown(path, NOBODY, NOBODY)
+            why = "not a socket of root's"
+        e2e.args.append(f"service={path}")
+        e2e.service = e2e.stack()
+        r = e2e.run(password=PASSWORD)
+        assert (r.status, r.screen, r.scans_started) == (0, [PROMPT, OK], []), r
+        assert any(why in o["cause"] for o in r.logs), r.logs
+        if listener is not None:
+            with pytest.raises(BlockingIOError):
+                listener.accept()        # the module never connected to it
+    finally:
+        if listener is not None:
+            listener.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# --- who asks is the kernel's word -----------------------------------------------------
+
+def test_a_root_peer_cannot_name_another_process_as_the_caller(service):
+    kv = dict(version="1", mode="status", user="root", service="sudo", tty="", rhost="", ruser="",
+              silent="1", stdin_tty="0", display="0", locale="", language="", caller_uid="0",
+              pid="1")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(service.socket))
+        s.sendall(frame("Q", "\n".join(f"{k}={v}" for k, v in kv.items()).encode()))
+        s.shutdown(socket.SHUT_WR)
+        frames = read_frames(s)
+    results = [dict(l.split("=", 1) for l in p.split("\n")) for t, p in frames if t == "R"]
+    assert len(results) == 1 and results[0]["name"] == "biometryNotAvailable", frames
+    assert f"the peer is pid {os.getpid()}" in results[0]["cause"], results
+
+
+CONNECT_MANY = r"""
+import socket, sys
+path, n = sys.argv[1], int(sys.argv[2])
+held = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    held.append(s)
+# The service takes connections in order: once it has closed the last one (end of file),
+# it has taken the others, which stay open while their helpers wait for a request.
+held[-1].settimeout(60)
+last = "closed" if held[-1].recv(1) == b"" else "data"
+states = []
+for s in held[:-1]:
+    s.setblocking(False)
+    try:
+        states.append("closed" if s.recv(1) == b"" else "data")
+    except BlockingIOError:
+        states.append("open")
+print(" ".join(states + [last]), flush=True)
+"""
+
+
+def test_one_users_requests_are_capped(service):
+    """A user's programs cannot start root helpers without end: the fifth request at once
+    of one uid is refused, the four before it wait for their requests."""
+    r = subprocess.run([sys.executable, "-c", CONNECT_MANY, str(service.socket), "5"], user=NOBODY,
+                       group=NOBODY, capture_output=True, text=True, timeout=60)
+    states = r.stdout.split()
+    assert states == ["open"] * 4 + ["closed"], (r.stdout, r.stderr)
+    service.syslog._sync()
+    assert any(f"uid {NOBODY}" in m and "4 of its requests run already" in m
+               for m in service.lines("localauthd")), service.syslog.lines
+    # Their connections closed, the four helpers end (no request came).
+    wait_until("the four helpers' end", lambda: not service.helpers())
+
+
+def test_a_request_killed_mid_scan_ends_its_helper_and_frees_the_reader(e2e, service):
+    """The user kills their own sudo while the reader waits: the connection closes with the
+    process, the service's helper stops the verify and ends, and the next request gets the
+    reader."""
+    e2e.args.append(f"service={service.socket}")
+    e2e.service = e2e.stack()
+    e2e.first_password()
+    mark = e2e.bed.mark()
+    pt = e2e.world.pamtester(e2e.service, USER, operation=("authenticate", "acct_mgmt"))
+    try:
+        assert e2e.bed.wait_finger_needed(timeout=30), "the reader never waited for a finger"
+        assert len(service.helpers()) == 1, service.helpers()
+        # pamtester and whatever wraps it, at once: no module code runs, the kernel closes.
+        os.killpg(os.getpgid(pt.child.pid), signal.SIGKILL)
+    finally:
+        pt.kill()
+    wait_until("the helper's end", lambda: not service.helpers())
+    service.syslog._sync()
+    assert any('result=appCancel cause="the module went away' in m for m in service.lines("localauth-helper")), \
+        service.lines("localauth-helper")
+    e2e.bed.wait_event("finger-needed", since=mark, timeout=30, where=lambda e: e.args == (False,))
+    r = e2e.run([ENROLLED])
+    assert (r.status, r.results) == (0, ["verify-match"]), r
+
+
+# --- applications: the library reaches the service; no setuid program is needed ---------
+
+@pytest.fixture(scope="module")
+def launcher_inst_for_apps():
+    """The product with its setuid launcher (launcherbed), as the app tests use it."""
+    with LauncherInstallation() as inst:
+        yield inst
+
+
+@pytest.fixture
+def app_service(launcher_inst_for_apps, bed, syslog):
+    from appbed import app_binary, app_world
+    with app_world(launcher_inst_for_apps, bed, syslog, app_binary("la-probe"), "la-svc-") as world:
+        s = Service(launcher_inst_for_apps, syslog)
+        try:
+            yield world, s
+        finally:
+            s.stop()
+
+
+def run_app_without_new_privileges(world, socket_path, fingers=()):
+    """la-probe `eval biometrics` as the user under NoNewPrivileges (as Flatpak and
+    sandboxed units run apps: a setuid program gains nothing there)."""
+    from appbed import parse_result
+    u = world.user
+    argv = ["setpriv", f"--reuid={u.uid}", f"--regid={u.gid}", "--init-groups", "--no-new-privs", "--",
+            str(world.app), "eval", "biometrics"]
+    env = system.default_env(LOCALAUTH_PREFIX=str(world.inst.prefix), LOCALAUTH_SERVICE=str(socket_path))
+    mark = world.syslog.mark()
+    pt = system.run_on_pty(argv, env=env, prefix=namespace_prefix(world.syslog), timeout=60)
+    injection = world.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
+    res = pt.finish(timeout=60)
+    if injection:
+        injection.wait(20)
+    results = [parse_result(m) for m in re.findall(r"^RESULT (.*)$", res.output.replace("\r", ""), re.M)]
+    assert len(results) == 1, res.output
+    return results[0], world.syslog.lines[mark:]
+
+
+def test_an_app_without_new_privileges_gets_the_finger_through_the_service(app_service):
+    world, service = app_service
+    result, lines = run_app_without_new_privileges(world, service.socket, fingers=[ENROLLED])
+    assert (result["success"], result["code"]) == ("1", "0"), (result, lines)
+    assert any(i == "localauth-helper" and f"user {world.user.name} application la-probe" in m
+               and "evaluate biometrics: success" in m for i, m in lines), lines
+
+
+def test_an_app_without_new_privileges_and_no_service_gets_no_finger(app_service):
+    """The same app where no service is installed: the setuid launcher cannot become root
+    under NoNewPrivileges, so the root side is unreachable (biometryNotAvailable)."""
+    world, _ = app_service
+    result, lines = run_app_without_new_privileges(world, "/run/localauth-no-such-service/socket")
+    assert (result["success"], result["code"]) == ("0", "-6"), (result, lines)
