@@ -20,6 +20,7 @@ import contextlib
 import re
 import shlex
 import time
+from pathlib import Path
 
 import pexpect
 import pytest
@@ -417,6 +418,41 @@ def test_loopback_ssh_wrong_password_then_a_key_keeps_the_lockout(guest, tty1, c
     assert got == {"consecutive_failures": 5, "locked_out": True,
                    "last_password": before["last_password"]}, \
         "\n".join(["sshd's lines of the module:"] + [m for m in sshd if "pam_localauth" in m])
+
+
+# --- localauthd under the real systemd (docs/SERVICE.md) -----------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+SERVICE_BINARY = REPO / "build" / "libexec" / "localauth" / "localauthd"
+UNITS = (REPO / "systemd" / "localauth.socket", REPO / "systemd" / "localauth.service")
+
+
+def test_console_sudo_through_localauthd_under_systemd_takes_the_finger(guest, tty1, cleanup):
+    """The units of systemd/ (socket activation, the sandbox) with the built service, not
+    yet in the package: console sudo's request goes to the service, whose helper runs in
+    localauth.service (not in sudo's session), and takes the finger as without it. The
+    units are removed afterwards, and with them the socket file (RemoveOnStop)."""
+    assert SERVICE_BINARY.is_file(), f"{SERVICE_BINARY} is not built (scripts/build)"
+    cleanup(lambda: guest.sh(
+        "systemctl stop localauth.socket localauth.service; "
+        "rm -f /etc/systemd/system/localauth.socket /etc/systemd/system/localauth.service "
+        "/usr/libexec/localauth/localauthd; systemctl daemon-reload; test ! -e /run/localauth/socket"))
+    guest.m.put([SERVICE_BINARY], "/usr/libexec/localauth/localauthd")
+    guest.m.put(list(UNITS), "/etc/systemd/system/")
+    guest.sh("chown root:root /usr/libexec/localauth/localauthd && chmod 755 /usr/libexec/localauth/localauthd "
+             "&& systemctl daemon-reload && systemctl start localauth.socket")
+    mark = guest.mark()
+    out = sudo(guest, tty1)
+    entries = guest.journal(mark)
+    service = [e["MESSAGE"] for e in entries if e.get("SYSLOG_IDENTIFIER") == "localauthd"]
+    helper_units = {e.get("_SYSTEMD_UNIT") for e in entries
+                    if e.get("SYSLOG_IDENTIFIER") == "localauth-helper" and "result=success" in e.get("MESSAGE", "")}
+    facts = {**out.facts(),
+             "peer_pinned_by_the_kernel": any(re.match(r"uid 0 pid \d+ \(SO_PEERPIDFD\): helper pid \d+", m)
+                                              for m in service),
+             "helper_units": helper_units}
+    assert facts == {**TOOK_THE_FINGER, "peer_pinned_by_the_kernel": True,
+                     "helper_units": {"localauth.service"}}, out.evidence(facts)
 
 
 # --- last: a reboot, then the password first ---------------------------------------------
