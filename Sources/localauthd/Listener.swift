@@ -36,12 +36,8 @@ struct Listener: CustomStringConvertible {
     /// Binds PATH (mode 0666: every user may connect; what a peer may ask is decided from
     /// its credentials). An existing socket there is replaced only when nothing answers it.
     private static func bind(_ path: String) -> Result<Listener, Problem> {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.utf8.count < capacity else { return .failure(Problem(text: "\(path): longer than a socket path may be")) }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+        guard var address = unixAddress(path) else {
+            return .failure(Problem(text: "\(path): longer than a socket path may be"))
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return .failure(Problem(text: "socket: \(String(cString: strerror(errno)))")) }
@@ -73,11 +69,7 @@ struct Listener: CustomStringConvertible {
     }
 
     private static func answers(_ path: String) -> Bool {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
-        }
+        guard var address = unixAddress(path) else { return false }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { Glibc.close(fd) }
@@ -96,4 +88,16 @@ struct Listener: CustomStringConvertible {
         Glibc.close(fd)
         if let boundPath { unlink(boundPath) }
     }
+}
+
+/// A path socket's address; nil when the path does not fit (sun_path holds 107 bytes and
+/// the NUL).
+private func unixAddress(_ path: String) -> sockaddr_un? {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+    }
+    return address
 }

@@ -51,11 +51,14 @@ struct Worker {
         guard result == 0 else { return .failure(Problem(text: "\(arguments.helperPath): \(String(cString: strerror(result)))")) }
         let pidfd = la_pidfd_open(pid)
         guard pidfd >= 0 else {
-            // Not watchable: wait for it here rather than lose it (it has the connection and
-            // ends with the request; the hard deadline bounds it).
+            // Not watchable (out of descriptors): ended at once rather than waited for, which
+            // would hold every other caller for as long as this request could run. Its
+            // caller sees the connection close before any frame: the password.
+            let why = String(cString: strerror(errno))
+            kill(pid, SIGKILL)
             var status: Int32 = 0
-            _ = waitpid(pid, &status, 0)
-            return .failure(Problem(text: "pidfd_open(\(pid)): \(String(cString: strerror(errno)))"))
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return .failure(Problem(text: "pidfd_open(\(pid)): \(why); the helper was stopped"))
         }
         return .success(Worker(pid: pid, pidfd: pidfd, uid: peer.uid))
     }
