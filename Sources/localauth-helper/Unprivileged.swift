@@ -76,17 +76,16 @@ enum Launch {
 
     /// A caller that is not root: through the launcher (its parent) or localauthd (its peer).
     private static func launched(uidText: String, config: String, pidText: String) -> Launch {
-        let rest = ["--unprivileged-uid", uidText, "--config", config, "--caller-pid", pidText]
-        guard let uid = Launch.parseUID(rest[1]) else {
-            return .refused("the peer's uid refused: `\(Presence.printable(rest[1]))` is not a user id")
+        guard let uid = Launch.parseUID(uidText) else {
+            return .refused("--unprivileged-uid refused: `\(Presence.printable(uidText))` is not a user id")
         }
         guard configPathOK(config) else { return .refused("--config refused: not an absolute path") }
         guard let pw = getpwuid(uid), let raw = pw.pointee.pw_name,
               let name = try? UserName(String(cString: raw)) else {
             return .refused("uid \(uid) has no usable entry in the user database")
         }
-        guard let callerPID = Int32(rest[5]), callerPID > 1 else {
-            return .refused("--caller-pid refused: `\(Presence.printable(rest[5]))` is not a process id")
+        guard let callerPID = Int32(pidText), callerPID > 1 else {
+            return .refused("--caller-pid refused: `\(Presence.printable(pidText))` is not a process id")
         }
         return .unprivileged(UnprivilegedCaller(uid: uid, name: name, configPath: config, callerPID: callerPID))
     }

@@ -902,6 +902,14 @@ def test_helper_run_directly_by_the_user_refuses_the_flag(locker):
     assert not locker.state_file.exists()
 
 
+def test_helper_run_directly_by_the_user_refuses_the_services_flags(locker):
+    argv = [str(locker.inst.helper), "--service-peer-uid", str(locker.user.uid), "--service-peer-pid",
+            str(os.getpid()), "--config", str(locker.inst.config)]
+    r = direct(locker, request(locker.user), argv=argv)
+    assert r["code"] == "-6" and "not running as root" in r["cause"], r
+    assert not locker.state_file.exists()
+
+
 @pytest.mark.parametrize("argv,why", [
     (["--unprivileged-uid", "0", "--config", "/etc/x", "--caller-pid", "2"], "is not a user id"),
     (["--unprivileged-uid", "-1", "--config", "/etc/x", "--caller-pid", "2"], "is not a user id"),
@@ -919,6 +927,12 @@ def test_helper_run_directly_by_the_user_refuses_the_flag(locker):
     (["--unprivileged-uid", "1000", "--config", "/etc/x"], "unexpected arguments"),
     (["--unprivileged-uid", "1000"], "unexpected arguments"),
     (["--state-dir", "/tmp"], "unexpected arguments"),
+    # localauthd's form: the peer's pidfd must be on fd 3 (here nothing is).
+    (["--service-peer-uid", "0", "--service-peer-pid", "2", "--config", "/etc/x"],
+     "is not the pidfd's process on fd 3"),
+    (["--service-peer-uid", "1000", "--service-peer-pid", "x", "--config", "/etc/x"],
+     "is not the pidfd's process on fd 3"),
+    (["--service-peer-uid", "0", "--service-peer-pid", "2"], "unexpected arguments"),
 ])
 def test_helper_refuses_malformed_launcher_arguments(locker, argv, why):
     r = direct(locker, request(locker.user), user="root",
