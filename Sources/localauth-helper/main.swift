@@ -46,6 +46,11 @@ launch.boundRequestWait()
 var request: HelperRequest
 do {
     request = try HelperRequest.parse(try channel.receive())
+} catch FrameError.endOfStream {
+    // A connection closed before any byte (a check that the service answers, such as
+    // localauthctl doctor's): nothing was asked, so nothing failed.
+    bootLog.log(.info, "the connection closed before a request")
+    exit(0)
 } catch {
     bootLog.log(.error, "bad request: \(error)")
     finish(HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",

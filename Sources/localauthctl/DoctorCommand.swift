@@ -12,6 +12,8 @@ enum DoctorCommand {
                              "the helper to check (default: beside this program); the launcher "
                              + "is looked for in its directory")
     static let module = Flag("--module", .value("PATH"), "the PAM module to check (default: where libpam finds it)")
+    static let service = Flag("--service", .value("PATH"),
+                              "localauthd's socket to check (default \(DoctorService.defaultSocket), the module's)")
 
     static let spec = CommandSpec(
         name: "doctor", synopsis: "doctor [USER]",
@@ -19,7 +21,9 @@ enum DoctorCommand {
         help: """
         Checks, and for each problem prints the line to fix: fprintd answers and has a
         reader; USER (default: you) has enrolled prints; the module, the helper and the
-        setuid launcher are root's and nobody else can write them; the state directory is
+        setuid launcher are root's and nobody else can write them; localauthd's socket is
+        root's and answers (where systemd runs and the unit is installed, that it is
+        there at all); the state directory is
         root's and 0700 (and USER is not locked out); the config file is root's and every
         line parses (file:line for each issue); /etc/pam.d/localauthctl takes the password of
         every password module the other services use; sudo and sudo -i both ask for the finger; and every PAM service that uses
@@ -37,7 +41,7 @@ enum DoctorCommand {
         severity ok, warning or problem, a stable code such as state.mode, message, and fix
         or null), problems and warnings.
         """,
-        flags: Flag.common + [pamDir, helper, module, .json], run: run)
+        flags: Flag.common + [pamDir, helper, module, service, .json], run: run)
 
     enum Severity: String {
         case ok, warning, problem
@@ -101,6 +105,7 @@ enum DoctorCommand {
         findings += configFile(configPath)
         findings += DoctorInstall(prefix: installPrefix(), moduleOverride: inv.value(module),
                                   helper: helperPath).check()
+        findings += DoctorService(socket: inv.value(service) ?? DoctorService.defaultSocket).check()
         findings += DoctorPam(directory: inv.value(pamDir) ?? "/etc/pam.d").check()
 
         let problems = findings.filter { $0.severity == .problem }.count

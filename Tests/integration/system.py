@@ -60,6 +60,7 @@ SUDOERS_DIR = Path("/etc/sudoers.d")
 SAFE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 HELPER_REL = Path("libexec/localauth/localauth-helper")
 MODULE_REL = Path("lib/security/pam_localauth.so")
+SERVICE_REL = Path("libexec/localauth/localauthd")
 CTL_REL = Path("bin/localauthctl")
 
 
@@ -450,7 +451,7 @@ class PamServiceOverlay(_Created):
 # The product installed into a temporary prefix.
 
 def swift_executables(source: Path = REPO, build: bool = True) -> dict:
-    """{path under build/: built file} for the helper and localauthctl, built by
+    """{path under build/: built file} for the helper, localauthctl and localauthd, built by
     `scripts/build --swift-only` (they do not depend on the install prefix), or taken from
     build/ as it is when `build` is False."""
     if build:
@@ -458,7 +459,7 @@ def swift_executables(source: Path = REPO, build: bool = True) -> dict:
         if Path("/opt/swift/usr/bin").is_dir():
             env["PATH"] = "/opt/swift/usr/bin:" + env.get("PATH", SAFE_PATH)
         _run([str(source / "scripts" / "build"), "--swift-only"], env=env)
-    return {rel: source / "build" / rel for rel in (HELPER_REL, CTL_REL)}
+    return {rel: source / "build" / rel for rel in (HELPER_REL, CTL_REL, SERVICE_REL)}
 
 
 def source_copy(source: Path, dest: Path) -> Path:

@@ -38,6 +38,14 @@ MODULE = f"/lib/{MULTIARCH}/security/pam_localauth.so"   # where libpam-modules 
 HELPER = "/usr/libexec/localauth/localauth-helper"
 CTL = "/usr/bin/localauthctl"
 LAUNCHER = "/usr/libexec/localauth/localauth-launcher"
+SERVICE = "/usr/libexec/localauth/localauthd"
+UNITS = ("/lib/systemd/system/localauth.socket", "/lib/systemd/system/localauth.service")
+# What enabling the socket writes (deb-systemd-helper, with or without a running systemd).
+ENABLED = [Path("/etc/systemd/system/sockets.target.wants/localauth.socket"),
+           Path("/var/lib/systemd/deb-systemd-helper-enabled/localauth.socket.dsh-also"),
+           Path("/var/lib/systemd/deb-systemd-helper-enabled/sockets.target.wants/localauth.socket"),
+           Path("/etc/systemd/system/localauth.socket"),          # a mask, after remove
+           Path("/var/lib/systemd/deb-systemd-helper-masked/localauth.socket")]
 STATE = Path("/var/lib/localauth")
 PAM_SNAPSHOT = [Path("/etc/pam.d") / n
                 for n in ("common-auth", "common-account", "common-password", "common-session",
@@ -66,6 +74,8 @@ def test_the_files_are_where_a_debian_system_expects_them(deb):
     m = deb_members(deb)
     expect = {
         MODULE[1:]: "-rw-r--r--", HELPER[1:]: "-rwxr-xr-x", CTL[1:]: "-rwxr-xr-x",
+        SERVICE[1:]: "-rwxr-xr-x", UNITS[0][1:]: "-rw-r--r--", UNITS[1][1:]: "-rw-r--r--",
+        "usr/share/man/man8/localauthd.8.gz": "-rw-r--r--",
         "etc/security/localauth.conf": "-rw-r--r--", "etc/pam.d/localauthctl": "-rw-r--r--",
         "usr/share/pam-configs/localauth": "-rw-r--r--",
         "usr/share/pam-configs/localauth-authsucc": "-rw-r--r--",
@@ -100,9 +110,12 @@ def test_control_fields_and_conffiles(deb, tmp_path):
         assert os.access(tmp_path / "DEBIAN" / script, os.X_OK), script
     postinst = (tmp_path / "DEBIAN" / "postinst").read_text()
     assert "mkdir -m 0700 /var/lib/localauth" in postinst
+    assert "deb-systemd-helper enable localauth.socket" in postinst
     prerm = (tmp_path / "DEBIAN" / "prerm").read_text()
     assert "pam-auth-update --package --remove localauth localauth-authsucc" in prerm
-    assert "rm -rf /var/lib/localauth" in (tmp_path / "DEBIAN" / "postrm").read_text()
+    assert "deb-systemd-invoke stop localauth.socket localauth.service" in prerm
+    postrm = (tmp_path / "DEBIAN" / "postrm").read_text()
+    assert "rm -rf /var/lib/localauth" in postrm and "deb-systemd-helper purge localauth.socket" in postrm
 
 
 def test_md5sums_match_the_files(deb, tmp_path):
@@ -129,7 +142,7 @@ def test_the_packaged_man_pages_have_no_warning(deb, tmp_path):
     subprocess.run(["dpkg-deb", "--extract", str(deb), str(tmp_path)], check=True)
     pages = sorted((tmp_path / "usr/share/man").rglob("*.gz"))
     assert [p.name for p in pages] == ["localauth.conf.5.gz", "localauthctl.8.gz",
-                                       "pam_localauth.8.gz"]
+                                       "localauthd.8.gz", "pam_localauth.8.gz"]
     for page in pages:
         proc = subprocess.run(["man", "--warnings", "-l", str(page)], capture_output=True,
                               text=True, env={**os.environ, "LC_ALL": "C.UTF-8", "MANWIDTH": "80"})
@@ -170,7 +183,8 @@ def build_id(binary: Path) -> str:
 DEBUGGER_FINDS = [(MODULE, "info line pam_sm_authenticate", "Line "),
                   (LAUNCHER, "info line main", "Line "),
                   (HELPER, "info address localauth_helper_main", "is a function at"),
-                  (CTL, "info line Sources/localauthctl/main.swift:1", "Line ")]
+                  (CTL, "info line Sources/localauthctl/main.swift:1", "Line "),
+                  (SERVICE, "info line Sources/localauthd/main.swift:1", "Line ")]
 
 
 def test_debug_information_is_in_the_dbgsym_package_where_gdb_finds_it(deb, tmp_path):
@@ -292,7 +306,7 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
     ours = [Path("/" + p) for p, (perms, _) in members.items() if perms.startswith("-")]
     # Nothing of ours may be on the machine already: it would be overwritten, then purged.
     assert not _installed(), f"{PKG} is already installed on this machine"
-    present = [str(p) for p in ours + [STATE] if p.exists()]
+    present = [str(p) for p in ours + [STATE] + ENABLED if p.exists() or p.is_symlink()]
     assert not present, f"refusing to install over files that exist: {present}"
 
     snapshot = _snapshot()
@@ -310,6 +324,10 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
         assert (st.st_mode & 0o7777) == 0o700, oct(st.st_mode)
         # pam-auth-update notes the new profiles in /var/lib/pam/seen; the stacks stay.
         assert _changed(snapshot, PAM_SNAPSHOT) == [], "installing changed the PAM stacks"
+        # The service's socket is enabled (no systemd runs here to start it, so the module
+        # below starts its helper itself: no socket file).
+        assert os.readlink(ENABLED[0]) == UNITS[0], os.readlink(ENABLED[0])
+        assert not Path("/run/localauth/socket").exists()
 
         with ThrowawayAccount("la-pkg-") as account:
             bed.enroll(account.name, "right-index-finger", "f1")
@@ -363,8 +381,9 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
         proc = _dpkg("--purge", PKG)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert not _installed()
-        left = [str(p) for p in ours + [STATE, Path("/usr/libexec/localauth"),
-                                        Path("/usr/share/doc/localauth")] if p.exists()]
+        left = [str(p) for p in ours + ENABLED + [STATE, Path("/usr/libexec/localauth"),
+                                                  Path("/usr/share/doc/localauth")]
+                if p.exists() or p.is_symlink()]
         assert left == [], f"left behind after purge: {left}"
         assert _changed(snapshot) == [], "purging left the PAM configuration changed"
     finally:

@@ -348,3 +348,42 @@ def test_an_app_without_new_privileges_and_no_service_gets_no_finger(app_service
     world, _ = app_service
     result, lines = run_app_without_new_privileges(world, "/run/localauth-no-such-service/socket")
     assert (result["success"], result["code"]) == ("0", "-6"), (result, lines)
+
+
+# --- localauthctl doctor's look at the service ---------------------------------------------
+
+def service_findings(socket_path) -> dict:
+    """doctor's findings about localauthd's socket, by code → message."""
+    from ctl_support import localauthctl_binary
+    import json
+    proc = subprocess.run([localauthctl_binary(), "doctor", "--service", str(socket_path), "--json"],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    found = json.loads(proc.stdout)["findings"]
+    return {f["code"]: f["message"] for f in found if f["code"].startswith("service.")}
+
+
+def test_doctor_sees_the_service_answer_and_its_check_is_not_a_bad_request(inst, syslog):
+    s = Service(inst, syslog)
+    try:
+        found = service_findings(s.socket)
+        assert found == {"service.ok": f"service {s.socket}: root's socket, answering"}, found
+        # The check's connection, closed before a request, is nothing asked: no error line.
+        wait_until("the helper of doctor's connection", lambda: (
+            syslog._sync(), any("closed before a request" in m for m in s.lines("localauth-helper")))[1])
+        assert not [m for m in s.lines("localauth-helper") if "bad request" in m], s.lines("localauth-helper")
+    finally:
+        s.stop()
+
+
+def test_doctor_names_a_socket_that_cannot_be_used(tmp_path):
+    d = Path(tempfile.mkdtemp(prefix="localauth-service-", dir="/run"))
+    try:
+        stale = stale_socket(d)
+        found = service_findings(stale)
+        assert list(found) == ["service.refused"] and "Connection refused" in found["service.refused"], found
+        plain = d / "file"
+        plain.write_text("")
+        assert list(service_findings(plain)) == ["service.not-socket"]
+        assert list(service_findings(d / "nothing")) == ["service.missing"]
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -1,0 +1,83 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+
+/// `doctor`'s look at localauthd (docs/SERVICE.md): the module's socket, whether it answers,
+/// and, where systemd runs, whether the socket unit is there to answer at all.
+struct DoctorService {
+    typealias Finding = DoctorCommand.Finding
+
+    /// The module's default (`service=`); `--service` names another for a check.
+    static let defaultSocket = "/run/localauth/socket"
+    static let unitDirectories = ["/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system"]
+    let socket: String
+
+    func check() -> [Finding] {
+        let socket = self.socket
+        var st = stat()
+        guard lstat(socket, &st) == 0 else { return absent() }
+        // What the module requires before it connects (service.c): a socket of root's.
+        guard (st.st_mode & S_IFMT) == S_IFSOCK, st.st_uid == 0 else {
+            let uid = st.st_uid
+            return [Finding(.problem, "service.not-socket", { l in
+                tr(l, "service %s: not a socket of root's (owner uid %s): the module gives every caller the password",
+                   socket, uid)
+            }, fix: DoctorCommand.verbatim("systemctl restart localauth.socket"))]
+        }
+        if let failure = DoctorService.connectFails(socket) {
+            return [Finding(.problem, "service.refused", { l in
+                tr(l, "service %s: %s: the module gives every caller the password", socket, failure)
+            }, fix: DoctorCommand.verbatim("systemctl restart localauth.socket"))]
+        }
+        return [Finding(.ok, "service.ok", { l in tr(l, "service %s: root's socket, answering", socket) })]
+    }
+
+    /// No socket file: the module starts its helper inside each caller. That is the design
+    /// where systemd does not run; where it runs, the unit was left off or stopped.
+    private func absent() -> [Finding] {
+        let socket = self.socket
+        let systemd = access("/run/systemd/system", F_OK) == 0
+        let unit = DoctorService.unitDirectories.contains { access($0 + "/localauth.socket", F_OK) == 0 }
+        if socket != DoctorService.defaultSocket {
+            return [Finding(.problem, "service.missing", { l in tr(l, "service %s: no such socket", socket) })]
+        }
+        if !systemd {
+            return [Finding(.ok, "service.none", { l in
+                tr(l, "service %s: none (systemd does not run): the module starts its helper for each request", socket)
+            })]
+        }
+        if !unit {
+            return [Finding(.ok, "service.none", { l in
+                tr(l, "service %s: none (no localauth.socket unit): the module starts its helper for each request", socket)
+            })]
+        }
+        return [Finding(.warning, "service.stopped", { l in
+            tr(l, "service %s: absent while systemd runs: the module starts its helper inside each caller, where polkit's sandboxed agent helper and Flatpak apps get no finger",
+               socket)
+        }, fix: DoctorCommand.verbatim("systemctl enable --now localauth.socket"))]
+    }
+
+    /// Connects and closes at once (the service's helper takes a connection closed before
+    /// a request as nothing asked); nil when the connection was accepted.
+    static func connectFails(_ path: String) -> String? {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return String(cString: strerror(errno)) }
+        defer { close(fd) }
+        // A full backlog would block connect: the same bound the module's start-up has.
+        var limit = timeval(tv_sec: 3, tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else { return "path too long" }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return rc == 0 ? nil : String(cString: strerror(errno))
+    }
+}
