@@ -85,6 +85,27 @@ static inline int la_socket_peer_pidfd(int fd)
     return pidfd;
 }
 
+/* A copy of descriptor `target` of the process `pidfd` refers to (pidfd_getfd, Linux 5.6):
+ * the caller needs ptrace rights over that process, which root's helper has. The copy is
+ * close-on-exec. */
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+static inline int la_pidfd_getfd(int pidfd, int target)
+{
+    return (int)syscall(SYS_pidfd_getfd, pidfd, target, 0);
+}
+
+/* The address family of a socket (SO_DOMAIN), or -1 when `fd` is not one. */
+static inline int la_socket_domain(int fd)
+{
+    int domain = -1;
+    socklen_t len = sizeof domain;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0)
+        return -1;
+    return domain;
+}
+
 /* POSIX_SPAWN_SETSID (glibc 2.26) is behind _GNU_SOURCE: the service's helpers lead a
  * session of their own, as the module's do. */
 #include <spawn.h>

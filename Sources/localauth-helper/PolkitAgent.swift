@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import LocalAuth
 import LogindClient
 
@@ -10,16 +11,47 @@ import LogindClient
 /// display never show anyone. Who can be at the reader is a question about the agent, the
 /// agent helper's parent: polkitd asks only the agent registered for the subject's session
 /// or process, so the agent's session is the subject's (Presence asks logind about it).
+///
+/// polkit 127 and later start the agent helper from a socket instead
+/// (polkit-agent-helper.socket, Accept=yes): the agent connects, the service manager runs
+/// the helper on that connection, and the agent is the peer of the helper's stdin, while
+/// its parent is the service manager.
 struct PolkitAgent {
     let pid: Int32
+    /// True when the agent was found at the other end of the helper's socket.
+    let bySocket: Bool
 
     /// The agent, when the caller is polkit's agent helper (whatever directory the system
-    /// keeps it in). Only on the root path: polkit's agent helper is setuid root.
+    /// keeps it in). Only on the root path: polkit's agent helper runs as root.
     init?(_ request: HelperRequest) {
         guard request.terminalOwner == nil, let caller = request.callerPID, caller > 0,
-              Self.executable(of: caller)?.hasSuffix("/polkit-agent-helper-1") == true,
-              let parent = ProcStat(pid: caller)?.parent else { return nil }
+              Self.executable(of: caller)?.hasSuffix("/polkit-agent-helper-1") == true else { return nil }
+        if let agent = Self.peerOfStandardInput(of: caller) {
+            pid = agent
+            bySocket = true
+            return
+        }
+        guard let parent = ProcStat(pid: caller)?.parent else { return nil }
         pid = parent
+        bySocket = false
+    }
+
+    /// The process at the other end of `caller`'s stdin when that is a Unix socket, as the
+    /// kernel recorded it at connect(2). Only through localauthd, which passed the caller's
+    /// pidfd: a helper the module starts inside the socket-activated agent helper shares
+    /// its sandbox (a read-only file system: no try could be counted), so there the agent
+    /// stays unfound and the password is asked.
+    private static func peerOfStandardInput(of caller: Int32) -> Int32? {
+        guard let pidfd = ServicePeer.pidfd(for: caller) else { return nil }
+        defer { close(pidfd) }
+        let input = la_pidfd_getfd(pidfd, 0)
+        guard input >= 0 else { return nil }
+        defer { close(input) }
+        var cred = la_peer_cred()
+        guard la_socket_domain(input) == AF_UNIX, la_socket_peer_cred(input, &cred) == 0, cred.pid > 0 else {
+            return nil
+        }
+        return cred.pid
     }
 
     /// With `require_presence`: why nobody can be at the reader for this agent beyond what

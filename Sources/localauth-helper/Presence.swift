@@ -27,6 +27,9 @@ enum Presence {
                                             cause: "the calling process could not be pinned (it ended, or is not the caller)"))
         }
         defer { subject.pin.close() }
+        if let agent = subject.polkit, agent.bySocket {
+            log.log(.info, "polkit's agent helper runs on a connection from its agent: judged for pid \(agent.pid), the peer of its stdin")
+        }
         let gathered = gather(request, subject, options, log: log)
         if let refusal = PresenceRule.refusal(gathered.facts) { return Verdict(refusal: refusal) }
         if gathered.facts.vouching == .logindAbsent {

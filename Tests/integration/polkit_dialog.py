@@ -18,6 +18,9 @@ a program without a terminal does); COMMAND waits for that registration before i
 is killed (SIGKILL) when the dialog shows its first message (the program gone mid-dialog).
 ``--wait-at-prompt``: at a password prompt the dialog waits for a line on its own stdin
 before it types the answer (the test does something else meanwhile).
+``--helper-socket PATH``: the agent helper is reached by connecting to PATH, as polkit 127
+and later do (polkit_helper_socket.py stands in for the service manager there), instead of
+being started as the dialog's child.
 ``--dismiss``: the dialog's Cancel is the dismissal desktop agents report (BeginAuthentication
 answers org.freedesktop.PolicyKit1.Error.Cancelled, which polkitd calls dismissed).
 polkitd's CancelAuthentication closes the dialog as a desktop's agent does: the event
@@ -53,7 +56,7 @@ AGENT_XML = """<node><interface name="org.freedesktop.PolicyKit1.AuthenticationA
 
 # The agent helper running now (CancelAuthentication kills it), and what --kill-at-info kills.
 current = {"helper": None, "kill_at_info": None, "dismiss": False, "dismissed": False,
-           "wait_at_prompt": False}
+           "wait_at_prompt": False, "helper_socket": None}
 # Set once an authentication has ended: with --kill-at-info the agent stays until then, so
 # that a CancelAuthentication (or its absence) is seen before SUBJECT.
 authentication_ended = threading.Event()
@@ -68,10 +71,61 @@ def start_time(pid):
     return int(fields[19])
 
 
+class SocketHelper:
+    """polkit 127's agent helper, reached through its socket (polkit_helper_socket.py): the
+    user on the first line, then the same line protocol; the agent cannot kill it, only
+    close the connection."""
+
+    def __init__(self, path, user):
+        import socket
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self.sock.sendall((user + "\n").encode())
+        self.stdout = self.sock.makefile("r", encoding="utf-8")
+        self.stdin = self.Input(self.sock)
+        self.ended = False
+
+    class Input:
+        """The helper's stdin: closing it is the end of the agent's half of the connection."""
+
+        def __init__(self, sock):
+            self.sock, self.closed = sock, False
+
+        def write(self, text):
+            self.sock.sendall(text.encode())
+
+        def flush(self):
+            pass
+
+        def close(self):
+            import socket
+            if not self.closed:
+                self.closed = True
+                with __import__("contextlib").suppress(OSError):
+                    self.sock.shutdown(socket.SHUT_WR)
+
+    def poll(self):
+        return 0 if self.ended else None
+
+    def kill(self):
+        import socket
+        self.sock.shutdown(socket.SHUT_RDWR)
+
+    def wait(self):
+        self.stdin.close()
+        while self.stdout.readline():
+            pass
+        self.ended = True
+        return 0
+
+
 def authenticate(user, cookie, answers):
     """One run of the agent helper; True when it said SUCCESS."""
-    helper = subprocess.Popen([AGENT_HELPER, user], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    if current["helper_socket"]:
+        helper = SocketHelper(current["helper_socket"], user)
+    else:
+        helper = subprocess.Popen([AGENT_HELPER, user], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
     current["helper"] = helper
     helper.stdin.write(cookie + "\n")
     helper.stdin.flush()
@@ -121,7 +175,11 @@ def main():
     args = sys.argv[1:]
     flags = ("--no-agent", "--kill-at-info", "--dismiss", "--wait-at-prompt")
     given = set()
-    while args and args[0] in flags:
+    while args and (args[0] in flags or args[0] == "--helper-socket"):
+        if args[0] == "--helper-socket":
+            current["helper_socket"] = args[1]
+            args = args[2:]
+            continue
         given.add(args.pop(0))
     agent = "--no-agent" not in given
     kill_at_info = "--kill-at-info" in given

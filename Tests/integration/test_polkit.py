@@ -30,6 +30,7 @@ import contextlib
 import os
 import re
 import signal
+import subprocess
 import time
 import sys
 from dataclasses import dataclass, field
@@ -326,3 +327,77 @@ def test_an_agent_with_no_terminal_and_no_display_gets_no_scan(polkit):
     assert r.texts("INFO") == [] and len(r.texts("PROMPT")) == 1, r.events
     r = dialog(polkit, display=False)                      # and the Cancel fails it
     assert not r.authorized and r.verify_starts == [], r.events
+
+
+# --- polkit 127+: the agent helper started from a socket, through localauthd ----------------
+
+class HelperSocket:
+    """polkit_helper_socket.py in the desktop's namespace: the service manager's part of a
+    socket-activated agent helper (the helper's parent is it, not the agent), with no
+    terminal, as a service manager has none. Stopped by its PID."""
+
+    def __init__(self, polkit):
+        script = polkit.desktop.ns.root / "polkit_helper_socket.py"
+        script.write_text((Path(__file__).parent / "polkit_helper_socket.py").read_text())
+        script.chmod(0o644)
+        self.path = polkit.desktop.ns.root / "agent-helper.socket"
+        self.log = polkit.desktop.ns.root / "agent-helper.log"
+        argv = polkit.desktop.ns.prefix() + ["/usr/bin/python3", str(script), str(self.path)]
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         start_new_session=True)
+        deadline = time.monotonic() + 30
+        while "READY" not in self.output():
+            assert self.proc.poll() is None and time.monotonic() < deadline, self.output()
+            time.sleep(0.05)
+
+    def output(self) -> str:
+        """What it and the helpers it started wrote (their stderr)."""
+        return self.log.read_text()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def helper_socket(polkit):
+    s = HelperSocket(polkit)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def test_a_socket_activated_agent_helper_through_localauthd_judges_the_agent_on_its_stdin(polkit, helper_socket):
+    """polkit 127 and later: the agent connects to polkit-agent-helper.socket and the
+    helper runs on that connection, a child of the service manager. Through localauthd
+    the helper's agent is the peer of its stdin (here the dialog, which names a display):
+    the finger; without the service, the helper the module starts cannot reach that
+    socket, judges the parent (no terminal, no display): the password, never a scan."""
+    from test_service import Service
+    service = Service(polkit.desktop.inst, polkit.syslog, prefix=polkit.desktop.ns.prefix(),
+                      parent=str(polkit.desktop.ns.root))
+    try:
+        shipped = (REPO / "pam.d" / "polkit-1").read_text()
+        polkit.desktop.pam_file("polkit-1", shipped.replace("pam_localauth.so",
+                                                            f"pam_localauth.so service={service.socket}"))
+        first = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
+        assert first.authorized and first.verify_starts == [], "\n".join(map(str, first.events + polkit.syslog.lines + [helper_socket.output()]))
+        r = dialog(polkit, fingers=[ENROLLED], helper_socket=helper_socket.path)
+        polkit.syslog._sync()
+        found = [m for m in service.lines("localauth-helper") if "the peer of its stdin" in m]
+        assert (r.authorized, r.results, r.texts("PROMPT"), len(found) >= 2) == \
+            (True, ["verify-match"], [], True), (r.events, service.lines("localauth-helper"))
+        assert any(m.startswith("uid 0 pid ") for m in service.lines("localauthd")), service.lines("localauthd")
+    finally:
+        service.stop()
+
+    polkit.desktop.pam_file("polkit-1", shipped)       # no service: the module's own helper
+    r = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
+    assert r.authorized and r.verify_starts == [] and len(r.texts("PROMPT")) == 1, r.events

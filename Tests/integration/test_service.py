@@ -44,13 +44,15 @@ NOBODY = 65534
 class Service:
     """One localauthd on a socket of its own; stopped by its PID on every exit path."""
 
-    def __init__(self, inst, syslog, *extra):
-        self.dir = Path(tempfile.mkdtemp(prefix="localauth-service-", dir="/run"))
+    def __init__(self, inst, syslog, *extra, prefix=None, parent="/run"):
+        """``prefix``: the namespace to run in (default: one whose /dev/log is ``syslog``);
+        ``parent``: where the socket's directory is made (visible to the callers)."""
+        self.dir = Path(tempfile.mkdtemp(prefix="localauth-service-", dir=parent))
         self.dir.chmod(0o755)
         self.socket = self.dir / "socket"
         self.syslog = syslog
         self.pinning = extra[extra.index("--peer-pidfd") + 1] if "--peer-pidfd" in extra else "kernel"
-        argv = namespace_prefix(syslog) + [str(SERVICE), "--listen", str(self.socket),
+        argv = (prefix or namespace_prefix(syslog)) + [str(SERVICE), "--listen", str(self.socket),
                                            "--helper", str(inst.helper), "--config", str(inst.config),
                                            *extra]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -17,6 +17,7 @@ The guest is booted once for this file; the reboot case is last.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import shlex
 import time
@@ -425,37 +426,48 @@ def test_loopback_ssh_wrong_password_then_a_key_keeps_the_lockout(guest, tty1, c
 
 # --- localauthd under the real systemd (docs/SERVICE.md) -----------------------------------
 
-REPO = Path(__file__).resolve().parents[2]
-SERVICE_BINARY = REPO / "build" / "libexec" / "localauth" / "localauthd"
-UNITS = (REPO / "systemd" / "localauth.socket", REPO / "systemd" / "localauth.service")
+def test_console_sudo_goes_through_the_packaged_localauthd_which_exits_when_idle(guest, tty1, cleanup):
+    """The package enabled and started localauth.socket (every case of this tier runs
+    through the service): console sudo's request goes to it, its helper runs in
+    localauth.service (not in sudo's session) and takes the finger; doctor says the socket
+    answers. With the idle bound made short (a drop-in: the unit's is 60 s), the service
+    exits when idle and the next sudo starts it again through the socket."""
+    state = guest.sh("systemctl is-enabled localauth.socket; systemctl is-active localauth.socket; "
+                     "stat -c '%U %F' /run/localauth/socket").split("\n")[:3]
+    assert state == ["enabled", "active", "root socket"], state
+    doctor = guest.sh("localauthctl doctor alice --json", check=False)
+    service_findings = [f["code"] for f in json.loads(doctor)["findings"] if f["code"].startswith("service.")]
+    assert service_findings == ["service.ok"], doctor
 
-
-def test_console_sudo_through_localauthd_under_systemd_takes_the_finger(guest, tty1, cleanup):
-    """The units of systemd/ (socket activation, the sandbox) with the built service, not
-    yet in the package: console sudo's request goes to the service, whose helper runs in
-    localauth.service (not in sudo's session), and takes the finger as without it. The
-    units are removed afterwards, and with them the socket file (RemoveOnStop)."""
-    assert SERVICE_BINARY.is_file(), f"{SERVICE_BINARY} is not built (scripts/build)"
-    cleanup(lambda: guest.sh(
-        "systemctl stop localauth.socket localauth.service; "
-        "rm -f /etc/systemd/system/localauth.socket /etc/systemd/system/localauth.service "
-        "/usr/libexec/localauth/localauthd; systemctl daemon-reload; test ! -e /run/localauth/socket"))
-    guest.m.put([SERVICE_BINARY], "/usr/libexec/localauth/localauthd")
-    guest.m.put(list(UNITS), "/etc/systemd/system/")
-    guest.sh("chown root:root /usr/libexec/localauth/localauthd && chmod 755 /usr/libexec/localauth/localauthd "
-             "&& systemctl daemon-reload && systemctl start localauth.socket")
     mark = guest.mark()
     out = sudo(guest, tty1)
-    entries = guest.journal(mark)
-    service = [e["MESSAGE"] for e in entries if e.get("SYSLOG_IDENTIFIER") == "localauthd"]
-    helper_units = {e.get("_SYSTEMD_UNIT") for e in entries
-                    if e.get("SYSLOG_IDENTIFIER") == "localauth-helper" and "result=success" in e.get("MESSAGE", "")}
-    facts = {**out.facts(),
-             "peer_pinned_by_the_kernel": any(re.match(r"uid 0 pid \d+ \(SO_PEERPIDFD\): helper pid \d+", m)
-                                              for m in service),
-             "helper_units": helper_units}
+    facts = {**out.facts(), **service_facts(guest.journal(mark))}
     assert facts == {**TOOK_THE_FINGER, "peer_pinned_by_the_kernel": True,
                      "helper_units": {"localauth.service"}}, out.evidence(facts)
+
+    dropin = "/run/systemd/system/localauth.service.d"
+    cleanup(lambda: guest.sh(f"rm -rf {dropin} && systemctl daemon-reload && systemctl restart localauth.socket"))
+    guest.sh(f"mkdir -p {dropin} && printf '%s\\n' '[Service]' 'ExecStart=' "
+             f"'ExecStart=/usr/libexec/localauth/localauthd --idle-exit 2' > {dropin}/50-vm-idle.conf "
+             "&& systemctl daemon-reload && systemctl restart localauth.service")
+    wait_for("localauth.service to exit when idle",
+             lambda: guest.sh("systemctl is-active localauth.service", check=False).strip() == "inactive")
+    assert guest.sh("systemctl is-active localauth.socket").strip() == "active"
+    tty1.clear()
+    mark = guest.mark()
+    again = sudo(guest, tty1)
+    facts = {**again.facts(), **service_facts(guest.journal(mark))}
+    assert facts == {**TOOK_THE_FINGER, "peer_pinned_by_the_kernel": True,
+                     "helper_units": {"localauth.service"}}, again.evidence(facts)
+
+
+def service_facts(entries: list[dict]) -> dict:
+    service = [e["MESSAGE"] for e in entries if e.get("SYSLOG_IDENTIFIER") == "localauthd"]
+    return {"peer_pinned_by_the_kernel": any(re.match(r"uid 0 pid \d+ \(SO_PEERPIDFD\): helper pid \d+", m)
+                                             for m in service),
+            "helper_units": {e.get("_SYSTEMD_UNIT") for e in entries
+                             if e.get("SYSLOG_IDENTIFIER") == "localauth-helper"
+                             and "result=success" in e.get("MESSAGE", "")}}
 
 
 # --- last: a reboot, then the password first ---------------------------------------------
