@@ -76,7 +76,9 @@ static int64_t la_wait_limit(const struct la_session *s)
 
 static void la_fail_timeout(struct la_session *s)
 {
-    if (!s->started && s->budget_ms > 0)
+    if (!s->started && s->budget_ms > 0 && s->helper.service)
+        la_fail(s, "the service sent nothing within %d ms of the connection", LA_START_TIMEOUT_MS);
+    else if (!s->started && s->budget_ms > 0)
         la_fail(s, "helper sent nothing within %d ms of its start", LA_START_TIMEOUT_MS);
     else if (s->out->have_result)
         la_fail(s, "helper did not end within %d ms after its result", LA_GRACE_MS);

@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pexpect
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,6 +32,8 @@ from launcherbed import LauncherInstallation  # noqa: E402
 from launcherbed import namespace_prefix  # noqa: E402
 from pamenv import PamWorld  # noqa: E402
 from test_e2e_pam import E2E, ENROLLED, FINGER, OK, PASSWORD, PROMPT, SWIPE, USER  # noqa: E402
+from test_e2e_pam import PROMPT_TEXT  # noqa: E402
+from pamenv import outcomes  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
@@ -44,12 +47,17 @@ NOBODY = 65534
 class Service:
     """One localauthd on a socket of its own; stopped by its PID on every exit path."""
 
-    def __init__(self, inst, syslog, *extra, prefix=None, parent="/run"):
+    def __init__(self, inst, syslog, *extra, prefix=None, parent="/run", socket_path=None):
         """``prefix``: the namespace to run in (default: one whose /dev/log is ``syslog``);
-        ``parent``: where the socket's directory is made (visible to the callers)."""
-        self.dir = Path(tempfile.mkdtemp(prefix="localauth-service-", dir=parent))
-        self.dir.chmod(0o755)
-        self.socket = self.dir / "socket"
+        ``parent``: where the socket's directory is made (visible to the callers);
+        ``socket_path``: an existing service's socket to take over (its directory stays the
+        first service's)."""
+        if socket_path is None:
+            self.dir = Path(tempfile.mkdtemp(prefix="localauth-service-", dir=parent))
+            self.dir.chmod(0o755)
+            self.socket = self.dir / "socket"
+        else:
+            self.dir, self.socket = None, Path(socket_path)
         self.syslog = syslog
         self.pinning = extra[extra.index("--peer-pidfd") + 1] if "--peer-pidfd" in extra else "kernel"
         argv = (prefix or namespace_prefix(syslog)) + [str(SERVICE), "--listen", str(self.socket),
@@ -91,7 +99,8 @@ class Service:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture(params=["kernel", "pid"], ids=["SO_PEERPIDFD", "pidfd-from-pid"])
@@ -295,6 +304,89 @@ def test_a_request_killed_mid_scan_ends_its_helper_and_frees_the_reader(e2e, ser
     e2e.bed.wait_event("finger-needed", since=mark, timeout=30, where=lambda e: e.args == (False,))
     r = e2e.run([ENROLLED])
     assert (r.status, r.results) == (0, ["verify-match"]), r
+
+
+# --- the service's own faults: the password at once, nothing lost ------------------------
+
+def test_the_service_killed_mid_scan_leaves_the_password_and_keeps_the_try(e2e, service):
+    """The service and its helper end mid-scan (as systemd stops the unit's cgroup when its
+    main process dies). The prompt on the screen already takes the password (whatever is
+    typed there is the password: the module's `K` prompt); what is typed goes to the
+    password module, and the try, counted before the scan, stays counted in a whole state
+    file."""
+    e2e.args.append(f"service={service.socket}")
+    e2e.service = e2e.stack()
+    e2e.first_password()
+    assert e2e.state_file()["failures"] == "0"
+    pt = e2e.world.pamtester(e2e.service, USER, operation=("authenticate", "acct_mgmt"))
+    try:
+        assert e2e.bed.wait_finger_needed(timeout=30), "the reader never waited for a finger"
+        helpers = service.helpers()
+        assert len(helpers) == 1, helpers
+        service.proc.kill()
+        for pid in helpers:
+            os.kill(int(pid), signal.SIGKILL)
+        service.proc.wait()
+        pt.send_secret("not-the-password")
+        if pt.expect([PROMPT_TEXT, pexpect.EOF]) == 0:     # a password module that asks again
+            pt.send_secret("not-the-password")
+        res = pt.finish()
+    finally:
+        pt.kill()
+    causes = [o.get("cause", "") for o in outcomes(res.logs)]
+    state = e2e.state_file()
+    # The answer could not reach the helper (or its end was read first): one clear line.
+    gone = any("Broken pipe" in c or "ended without a result" in c for c in causes)
+    assert (res.status != 0, state["failures"], gone) == \
+        (True, "1", True), (causes, state)
+
+
+def test_a_service_that_accepts_and_says_nothing_gives_the_password(e2e):
+    """Root's socket, a connection taken, then silence (a hung service): the module waits
+    its start-up bound for the first frame, then asks the password, never the finger."""
+    d = Path(tempfile.mkdtemp(prefix="localauth-service-", dir="/run"))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    taken = []
+    try:
+        listener.bind(str(d / "socket"))
+        listener.listen(4)
+        e2e.args.append(f"service={d / 'socket'}")
+        e2e.service = e2e.stack()
+        holder = __import__("threading").Thread(target=lambda: taken.append(listener.accept()[0]), daemon=True)
+        holder.start()
+        r = e2e.run(password=PASSWORD)
+        assert (r.status, r.screen[-2:], r.scans_started, len(taken)) == (0, [PROMPT, OK], [], 1), r
+        assert any("the service sent nothing within" in o.get("cause", "") for o in r.logs), r.logs
+    finally:
+        for conn in taken:
+            conn.close()
+        listener.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_service_restarted_between_two_requests_serves_both(e2e, inst, syslog):
+    """A restart (an upgrade, a crash and systemd's Restart=on-failure) between two
+    requests: the second is served by the new process on the same socket."""
+    first = Service(inst, syslog)
+    path = first.socket
+    second = None
+    try:
+        e2e.args.append(f"service={path}")
+        e2e.service = e2e.stack()
+        e2e.first_password()
+        r = e2e.run([ENROLLED])
+        assert (r.status, r.results) == (0, ["verify-match"]), r
+        first.proc.terminate()
+        first.proc.wait(10)
+        second = Service(inst, syslog, socket_path=path)
+        r = e2e.run([ENROLLED])
+        assert (r.status, r.results) == (0, ["verify-match"]), r
+        syslog._sync()
+        assert [m for m in second.lines("localauthd") if m.startswith("uid 0 pid ")], syslog.lines
+    finally:
+        if second is not None:
+            second.stop()
+        first.stop()
 
 
 # --- applications: the library reaches the service; no setuid program is needed ---------
