@@ -18,9 +18,9 @@ SOURCES = sorted((REPO / "man").glob("*.scd"))
 ENV = {**os.environ, "LC_ALL": "C.UTF-8", "MANWIDTH": "80"}
 
 
-def test_the_three_pages_are_there():
+def test_the_four_pages_are_there():
     assert [p.name for p in SOURCES] == ["localauth.conf.5.scd", "localauthctl.8.scd",
-                                         "pam_localauth.8.scd"]
+                                         "localauthd.8.scd", "pam_localauth.8.scd"]
 
 
 @pytest.fixture(scope="module")

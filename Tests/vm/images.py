@@ -36,7 +36,12 @@ HERE = Path(__file__).resolve().parent
 IMAGE_SRC = HERE / "image"
 # Debian 13: systemd 257, polkit 126, GNOME 48, OpenSSH 10. Debian 12 is what the host-side
 # integration tests run on; the guest covers the release users install now (README.md).
-SUITE = "trixie"
+# LOCALAUTH_VM_SUITE=sid: Debian's next release (polkit 128's socket-activated agent helper,
+# systemd 262), for a run by hand; it has no -security or -updates suites, and the mirror's
+# sid may be a snapshot whose Release has expired.
+SUITE = os.environ.get("LOCALAUTH_VM_SUITE", "trixie")
+if not re.fullmatch(r"[a-z]+", SUITE):
+    raise SystemExit(f"LOCALAUTH_VM_SUITE: a Debian suite name, not {SUITE!r}")
 SOURCES_DEFAULTS = (Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list"))
 
 
@@ -60,23 +65,38 @@ def apt_sources() -> Path:
 
 def guest_sources(suite: str = SUITE) -> str:
     """The apt sources' text with each suite renamed to suite's: the deb822 ``Suites:``
-    fields and a one-line entry's third word ("bookworm-updates" -> "trixie-updates")."""
+    fields and a one-line entry's third word ("bookworm-updates" -> "trixie-updates"). For
+    sid, only the release itself (no -security, -updates), without Valid-Until checks."""
     def rename(word: str) -> str:
         return re.sub(r"^[a-z]+", suite, word)
-    lines = []
-    for line in apt_sources().read_text().splitlines():
-        m = re.match(r"(\s*Suites:\s*)(.*)$", line, re.I)
-        if m:
-            line = m[1] + " ".join(rename(w) for w in m[2].split())
-        elif re.match(r"\s*deb(-src)?\s", line):
-            words = line.split()
-            uri = 1     # after "deb", or after its options ("[signed-by=... arch=...]")
-            if words[1].startswith("["):
-                uri = next(i for i, w in enumerate(words) if w.endswith("]")) + 1
-            words[uri + 1] = rename(words[uri + 1])
-            line = " ".join(words)
-        lines.append(line)
-    return "\n".join(lines) + "\n"
+    out = []
+    for stanza in re.split(r"\n\s*\n", apt_sources().read_text()):
+        lines = []
+        for line in stanza.splitlines():
+            m = re.match(r"(\s*Suites:\s*)(.*)$", line, re.I)
+            if m:
+                words = [w for w in m[2].split() if suite != "sid" or "-" not in w]
+                if not words:
+                    lines = None          # a -security stanza: sid has none
+                    break
+                line = m[1] + " ".join(rename(w) for w in words)
+                if suite == "sid":
+                    line += "\nCheck-Valid-Until: no"
+            elif re.match(r"\s*deb(-src)?\s", line):
+                words = line.split()
+                uri = 1     # after "deb", or after its options ("[signed-by=... arch=...]")
+                if words[1].startswith("["):
+                    uri = next(i for i, w in enumerate(words) if w.endswith("]")) + 1
+                if suite == "sid" and "-" in words[uri + 1]:
+                    continue
+                words[uri + 1] = rename(words[uri + 1])
+                if suite == "sid":
+                    words.insert(1, "[check-valid-until=no]") if uri == 1 else None
+                line = " ".join(words)
+            lines.append(line)
+        if lines:
+            out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n"
 
 
 def deb_depends(deb: Path) -> list[str]:
