@@ -314,6 +314,18 @@ def _processes_of(uid: int) -> list[int]:
     return found
 
 
+def stop_popen(proc: subprocess.Popen, timeout: float = 10) -> None:
+    """A daemon this test started, by its PID: SIGTERM, then SIGKILL if it has not ended
+    within ``timeout``; reaped either way."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def _stop_processes_of(name: str, uid: int) -> None:
     """A throwaway user's processes still running when the user goes (a test that left a
     shell or a job behind). They are this run's by construction (the user was made for it

@@ -356,13 +356,7 @@ class HelperSocket:
         return self.log.read_text()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        system.stop_popen(self.proc)
 
 
 @pytest.fixture

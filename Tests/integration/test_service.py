@@ -92,13 +92,7 @@ class Service:
         return out.split()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        system.stop_popen(self.proc)
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
 
