@@ -17,6 +17,9 @@ import LogindClient
 /// the helper on that connection, and the agent is the peer of the helper's stdin, while
 /// its parent is the service manager.
 struct PolkitAgent {
+    /// `polkit_agent_socket`, set once the configuration is read (main.swift).
+    nonisolated(unsafe) static var helperSocket = Options().polkitAgentSocket
+
     let pid: Int32
     /// True when the agent was found at the other end of the helper's socket.
     let bySocket: Bool
@@ -36,8 +39,11 @@ struct PolkitAgent {
         bySocket = false
     }
 
-    /// The process at the other end of `caller`'s stdin when that is a Unix socket, as the
-    /// kernel recorded it at connect(2). Only through localauthd, which passed the caller's
+    /// The process at the other end of `caller`'s stdin when that is a connection accepted
+    /// on polkit's agent helper socket, as the kernel recorded it at connect(2). Any other
+    /// socket on stdin counts for nothing: a user who runs the setuid helper with stdin
+    /// connected to some desktop process's socket (the session bus) must not get that
+    /// process judged as the agent. Only through localauthd, which passed the caller's
     /// pidfd: a helper the module starts inside the socket-activated agent helper shares
     /// its sandbox (a read-only file system: no try could be counted), so there the agent
     /// stays unfound and the password is asked.
@@ -48,10 +54,23 @@ struct PolkitAgent {
         guard input >= 0 else { return nil }
         defer { close(input) }
         var cred = la_peer_cred()
-        guard la_socket_domain(input) == AF_UNIX, la_socket_peer_cred(input, &cred) == 0, cred.pid > 0 else {
-            return nil
-        }
+        guard la_socket_domain(input) == AF_UNIX, localPath(of: input) == helperSocket,
+              la_socket_peer_cred(input, &cred) == 0, cred.pid > 0 else { return nil }
         return cred.pid
+    }
+
+    /// The path a Unix socket is bound to; an accepted connection has its listener's.
+    private static func localPath(of fd: Int32) -> String? {
+        var address = sockaddr_un()
+        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let rc = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        let offset = MemoryLayout.offset(of: \sockaddr_un.sun_path)!
+        guard rc == 0, Int(length) > offset else { return nil }
+        let bytes = withUnsafeBytes(of: &address.sun_path) { Array($0.prefix(Int(length) - offset)) }
+        guard bytes.first != 0 else { return nil }     // an abstract or unnamed socket
+        return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
     }
 
     /// With `require_presence`: why nobody can be at the reader for this agent beyond what

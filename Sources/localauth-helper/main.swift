@@ -70,6 +70,7 @@ channel.send(Frame(.started))
 let options = Options.load(configPath: launch.configPath, arguments: request.arguments,
                            allowingArgument: launch.allowsArgument, log: bootLog)
 let log: LogSink = options.debug ? SyslogSink(ident: "localauth-helper", minimum: .debug) : bootLog
+PolkitAgent.helperSocket = options.polkitAgentSocket
 CgroupEscape.report(cgroupMove, log: log)
 HardDeadline.set(seconds: HardDeadline.seconds(for: options))
 

@@ -371,27 +371,35 @@ def helper_socket(polkit):
 def test_a_socket_activated_agent_helper_through_localauthd_judges_the_agent_on_its_stdin(polkit, helper_socket):
     """polkit 127 and later: the agent connects to polkit-agent-helper.socket and the
     helper runs on that connection, a child of the service manager. Through localauthd
-    the helper's agent is the peer of its stdin (here the dialog, which names a display):
-    the finger; without the service, the helper the module starts cannot reach that
-    socket, judges the parent (no terminal, no display): the password, never a scan."""
+    the helper's agent is the peer of its stdin when that stdin was accepted on polkit's
+    socket (`polkit_agent_socket`; here the stand-in's): the dialog, which names a display,
+    gets the finger. A helper whose stdin is any other socket (a user's setuid helper
+    connected to some desktop process) is judged for its parent, and without the service
+    the module's own helper cannot reach the socket: both the password, never a scan."""
     from test_service import Service
     service = Service(polkit.desktop.inst, polkit.syslog, prefix=polkit.desktop.ns.prefix(),
                       parent=str(polkit.desktop.ns.root))
+    shipped = (REPO / "pam.d" / "polkit-1").read_text()
     try:
-        shipped = (REPO / "pam.d" / "polkit-1").read_text()
         polkit.desktop.pam_file("polkit-1", shipped.replace("pam_localauth.so",
                                                             f"pam_localauth.so service={service.socket}"))
+        polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
         first = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
-        assert first.authorized and first.verify_starts == [], "\n".join(map(str, first.events + polkit.syslog.lines + [helper_socket.output()]))
+        assert first.authorized and first.verify_starts == [], first.events
         r = dialog(polkit, fingers=[ENROLLED], helper_socket=helper_socket.path)
         polkit.syslog._sync()
         found = [m for m in service.lines("localauth-helper") if "the peer of its stdin" in m]
         assert (r.authorized, r.results, r.texts("PROMPT"), len(found) >= 2) == \
             (True, ["verify-match"], [], True), (r.events, service.lines("localauth-helper"))
         assert any(m.startswith("uid 0 pid ") for m in service.lines("localauthd")), service.lines("localauthd")
+
+        polkit.desktop.configure()          # polkit's own socket is elsewhere: not this one
+        r = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
+        assert r.authorized and r.verify_starts == [] and len(r.texts("PROMPT")) == 1, r.events
     finally:
         service.stop()
 
     polkit.desktop.pam_file("polkit-1", shipped)       # no service: the module's own helper
+    polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
     r = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
     assert r.authorized and r.verify_starts == [] and len(r.texts("PROMPT")) == 1, r.events

@@ -43,6 +43,10 @@ public struct Options: Equatable, Sendable {
     public var prompt: PromptMode = .sequential
     /// `lid_path`: a file whose text contains `closed` when the laptop lid is closed.
     public var lidPath = "/proc/acpi/button/lid/LID0/state"
+    /// `polkit_agent_socket`: where polkit 127+'s agent helper is started from (its
+    /// polkit-agent-helper.socket). Only an agent helper whose stdin was accepted there is
+    /// judged for the peer of that stdin.
+    public var polkitAgentSocket = "/run/polkit/agent-helper.socket"
     /// `lid_closed`: what a closed lid means (logind's `LidClosed`, or `lid_path` without
     /// logind): `password` (the reader is in the lid: nobody can reach it), `scan` (the
     /// reader is elsewhere, a closed lid does not stop it).
@@ -209,6 +213,7 @@ extension Options {
         .seconds("fingerprint_stale", 0...100_000, \.fingerprintStaleHours),
         .choice("prompt", \.prompt, [PromptMode.sequential, .concurrent]),
         .path("lid_path", \.lidPath),
+        .path("polkit_agent_socket", \.polkitAgentSocket),
         .choice("lid_closed", \.lidClosed, [LidClosedChoice.password, .scan]),
         .bool("require_presence", \.requirePresence),
         .bool("remote_login_guard", \.remoteLoginGuard),
@@ -228,7 +233,7 @@ extension Options {
     /// Keys that change where the product reads or writes, or what it talks to. On the
     /// unprivileged path they are taken from root's configuration only.
     public static let privilegedKeys: Set<String> = ["state_dir", "dbus_address", "helper", "service", "lid_path",
-                                                     "fprint_dir", "config"]
+                                                     "polkit_agent_socket", "fprint_dir", "config"]
 
     /// Keys only the module reads, from its arguments; the config file cannot set them.
     public static let moduleOnlyKeys: Set<String> = ["helper", "service", "helper_timeout", "config"]
