@@ -134,9 +134,18 @@ def test_sudo_in_a_gnome_shaped_terminal_takes_the_finger(guest, tty1, cleanup):
 
 
 def test_pkexec_with_pkttyagent_in_the_local_session_takes_the_finger(guest, tty1):
+    """Where polkit starts its agent helper from polkit-agent-helper.socket (polkit 127+,
+    LOCALAUTH_VM_SUITE=sid), the service finds pkttyagent as the peer of that helper's
+    stdin; where the helper is setuid (Debian 13's polkit 126), as its parent."""
+    socket_activated = guest.sh("systemctl is-active polkit-agent-helper.socket", check=False).strip() == "active"
+    mark = guest.mark()
     out = attempt(guest, tty1, "la-pkexec id", ident="polkit-agent-helper-1",
                   prompt=PASSWORD_PROMPT, password=PW)
-    assert out.facts() == TOOK_THE_FINGER, out.evidence()
+    on_socket = any("the peer of its stdin" in e.get("MESSAGE", "") for e in guest.journal(mark)
+                    if e.get("SYSLOG_IDENTIFIER") == "localauth-helper")
+    facts = {**out.facts(), "agent_found_on_the_helpers_socket": on_socket}
+    assert facts == {**TOOK_THE_FINGER, "agent_found_on_the_helpers_socket": socket_activated}, \
+        out.evidence(facts)
     assert "uid=0(root)" in out.text
 
 
@@ -435,6 +444,10 @@ def test_console_sudo_goes_through_the_packaged_localauthd_which_exits_when_idle
     state = guest.sh("systemctl is-enabled localauth.socket; systemctl is-active localauth.socket; "
                      "stat -c '%U %F' /run/localauth/socket").split("\n")[:3]
     assert state == ["enabled", "active", "root socket"], state
+    # The unit's sandbox, as systemd scores it ("OK" is below 4.0 on its scale).
+    security = guest.sh("systemd-analyze security --no-pager localauth.service", check=False)
+    exposure = re.search(r"Overall exposure level for localauth\.service: ([0-9.]+)", security)
+    assert exposure and float(exposure[1]) < 4.0, security
     doctor = guest.sh("localauthctl doctor alice --json", check=False)
     service_findings = [f["code"] for f in json.loads(doctor)["findings"] if f["code"].startswith("service.")]
     assert service_findings == ["service.ok"], doctor
