@@ -24,6 +24,13 @@ enum { LA_GRACE_MS = 2000 };
  * the application for the whole helper_timeout. */
 enum { LA_START_TIMEOUT_MS = 3000 };
 
+/* The same through localauthd, whose first connection after boot or after it exited when
+ * idle also starts the service itself (socket activation): in the Debian 13 guest under a
+ * loaded host, GDM's first login took longer than 3 s to hear from it, and lost the
+ * finger and the password's record. A service that accepts and says nothing is still
+ * bounded, and localauthctl doctor names it. */
+enum { LA_SERVICE_START_TIMEOUT_MS = 10000 };
+
 struct la_session {
     const struct la_args *args;
     struct la_helper helper;
@@ -77,7 +84,7 @@ static int64_t la_wait_limit(const struct la_session *s)
 static void la_fail_timeout(struct la_session *s)
 {
     if (!s->started && s->budget_ms > 0 && s->helper.service)
-        la_fail(s, "the service sent nothing within %d ms of the connection", LA_START_TIMEOUT_MS);
+        la_fail(s, "the service sent nothing within %d ms of the connection", LA_SERVICE_START_TIMEOUT_MS);
     else if (!s->started && s->budget_ms > 0)
         la_fail(s, "helper sent nothing within %d ms of its start", LA_START_TIMEOUT_MS);
     else if (s->out->have_result)
@@ -352,6 +359,8 @@ void la_session_run(pam_handle_t *pamh, const struct la_args *args, const char *
         la_fail(&s, "%s", why);
         return;
     }
+    if (via == LA_CONNECT_OK)
+        s.start_deadline = la_clock_ms() + LA_SERVICE_START_TIMEOUT_MS;
     /* No service here (no systemd: a container, a rescue shell): the same helper, started
      * for this one request. */
     if (via == LA_CONNECT_ABSENT && !la_helper_path_trusted(args->helper_path, why, sizeof why)) {
