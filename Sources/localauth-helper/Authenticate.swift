@@ -21,7 +21,7 @@ enum Authenticate {
         if !ctrlCSkips(request) { options.fallbackTitle = "" }
         let ui = FrameUI(channel: channel, language: request.language,
                          style: promptStyle(request, options), silent: request.silent,
-                         announcesMatch: PolkitAgent(request) == nil, isOwner: { request.callerIsTheUser }, log: log)
+                         announcesMatch: PolkitAgent.of(request) == nil, isOwner: { request.callerIsTheUser }, log: log)
         if !options.reason.isEmpty { ui.show(.reason(options.reason), error: false) }
         let env = EvaluationEnvironment(
             user: request.user, terminal: ReuseScope.of(request),
@@ -72,7 +72,7 @@ enum Authenticate {
     /// promise what does not happen, so no skip is offered (the finger, the tries or
     /// scan_timeout, then the password).
     static func ctrlCSkips(_ request: HelperRequest) -> Bool {
-        if PolkitAgent(request) != nil { return false }
+        if PolkitAgent.of(request) != nil { return false }
         guard let pid = request.callerPID, pid > 0, let caller = ProcStat(pid: pid) else { return true }
         return caller.terminal != 0
     }

@@ -17,7 +17,7 @@ enum DialogMatch {
     }
 
     static func note(_ method: DialogTicket.Match.Method, _ request: HelperRequest, options: Options, log: LogSink) {
-        guard request.service == service, let agent = PolkitAgent(request), let helper = request.callerPID,
+        guard request.service == service, let agent = PolkitAgent.of(request), let helper = request.callerPID,
               let agentStart = ProcStat(pid: agent.pid)?.startTime,
               let helperStart = ProcStat(pid: helper)?.startTime else { return }
         let match = DialogTicket.Match(at: BootClock.nanos(), method: method,

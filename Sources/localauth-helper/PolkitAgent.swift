@@ -24,9 +24,21 @@ struct PolkitAgent {
     /// True when the agent was found at the other end of the helper's socket.
     let bySocket: Bool
 
+    /// The agent of this request, looked for once: the helper serves one request, and
+    /// every part that asks (presence, the messages, the dialog's ticket) must see the same
+    /// agent without repeating the lookup's system calls.
+    static func of(_ request: HelperRequest) -> PolkitAgent? {
+        if let memo = found, memo.caller == request.callerPID { return memo.agent }
+        let agent = PolkitAgent(request)
+        found = (request.callerPID, agent)
+        return agent
+    }
+
+    nonisolated(unsafe) private static var found: (caller: Int32?, agent: PolkitAgent?)?
+
     /// The agent, when the caller is polkit's agent helper (whatever directory the system
     /// keeps it in). Only on the root path: polkit's agent helper runs as root.
-    init?(_ request: HelperRequest) {
+    private init?(_ request: HelperRequest) {
         guard request.terminalOwner == nil, let caller = request.callerPID, caller > 0,
               Self.executable(of: caller)?.hasSuffix("/polkit-agent-helper-1") == true else { return nil }
         if let agent = Self.peerOfStandardInput(of: caller) {

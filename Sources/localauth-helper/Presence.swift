@@ -58,7 +58,7 @@ enum Presence {
         init?(_ request: HelperRequest) {
             guard let caller = request.callerPID, caller > 0,
                   let pin = CallerPin(caller: caller, viaLauncher: request.terminalOwner != nil) else { return nil }
-            let agent = PolkitAgent(request)
+            let agent = PolkitAgent.of(request)
             let pid = agent?.pid ?? caller
             // A socket-activated agent helper's parent is the service manager: its own
             // facts stand in (no terminal), and the rule finds no agent.
