@@ -76,7 +76,10 @@ final class Evaluation: @unchecked Sendable {
         let c: RootConnection
         switch ServiceSocket.connect() {
         case .connected(let fd): c = RootConnection(service: fd)
-        case .absent: c = try RootConnection(program: RootSide.trustedProgram(program))
+        case .absent where geteuid() == 0: c = try RootConnection(program: RootSide.trustedProgram(program))
+        case .absent:
+            throw .make(.biometryNotAvailable,
+                        debug: "localauthd is not running (no socket at \(ServiceSocket.path)): a program that is not root reaches the reader only through it")
         case .failed(let why): throw .make(.biometryNotAvailable, debug: why)
         }
         connection = c

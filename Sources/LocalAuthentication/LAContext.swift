@@ -13,7 +13,7 @@ import Glibc
 ///     }
 ///
 /// The policy is the system's, not the program's: every preflight and evaluation runs in
-/// the root side (`localauth-launcher`, `localauth-helper`), with the lockout, the rules
+/// the root side (localauthd and its `localauth-helper`), with the lockout, the rules
 /// and the state files that `sudo` and the lock screen use, so a program can neither see
 /// nor reset them. `evaluatePolicy` returns at once and replies on a private queue.
 /// Where Apple draws a system dialog, the prompts appear in `userInterface` (by default the
@@ -223,7 +223,7 @@ open class LAContext: NSObject {
     /// The question a preflight asks the root side: its answer depends on who asks where,
     /// and the policy word, not on the context (the fallback title plays no part in it).
     private func preflightKey(_ policy: LAPolicy) -> PreflightCache.Key {
-        PreflightCache.Key(program: RootSide.program, uid: getuid(),
+        PreflightCache.Key(program: RootSide.place, uid: getuid(),
                            policy: request(.preflight, policy).policy)
     }
 

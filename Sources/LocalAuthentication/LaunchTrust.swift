@@ -3,18 +3,18 @@ import Foundation
 import Glibc
 #endif
 
-/// Which program this library may start as the root side. The launcher is setuid root and
-/// gives the verdict: whoever could replace it, or any directory above it, would choose
-/// what the application believes (and, for a setuid application, what runs as root).
+/// Which program this library, running as root, may start as the root side (the helper,
+/// where no service answers): whoever could replace it, or any directory above it, would
+/// choose what runs as root and what the application believes.
 /// `LOCALAUTH_PREFIX` only names a place; the place must be root's. So the program must be
-/// a regular file owned by root that neither group nor others can write, setuid for the
-/// launcher, and every directory from `/` down to it, on the path as named and as
+/// a regular file owned by root that neither group nor others can write, and every
+/// directory from `/` down to it, on the path as named and as
 /// resolved (symbolic links followed), owned by root and writable by neither group nor
 /// others: a sticky world-writable directory such as /tmp is refused too, since anyone
 /// may create the directories below it.
 enum LaunchTrust {
     /// The resolved path to start; otherwise `biometryNotAvailable` saying why.
-    static func checked(_ program: String, setuid: Bool) throws(LAError) -> String {
+    static func checked(_ program: String) throws(LAError) -> String {
         guard program.hasPrefix("/"), let real = realpath(program, nil) else {
             throw refusal(program, "it cannot be resolved (\(String(cString: strerror(errno))))")
         }
@@ -25,7 +25,6 @@ enum LaunchTrust {
             if let why = problem(dir, follow: follow, directory: true) { throw refusal(program, why) }
         }
         if let why = problem(resolved, follow: false, directory: false) { throw refusal(program, why) }
-        if setuid, !isSetuid(resolved) { throw refusal(program, "\(resolved) is not setuid root") }
         return resolved
     }
 
@@ -53,11 +52,6 @@ enum LaunchTrust {
             return "\(path) is writable by group or others (mode \(String(st.st_mode & 0o7777, radix: 8)))"
         }
         return nil
-    }
-
-    private static func isSetuid(_ path: String) -> Bool {
-        var st = stat()
-        return lstat(path, &st) == 0 && st.st_mode & S_ISUID != 0
     }
 
     private static func refusal(_ program: String, _ why: String) -> LAError {

@@ -1,7 +1,7 @@
 /// Which preflight answer a `canEvaluatePolicy` gets, as a pure rule (no clock, no I/O):
 /// the root side's answer (`op=preflight`) is kept for the whole process, so that the many
 /// calls a program makes (often from a computed property, many per screen) do not each
-/// start the setuid launcher and a root helper. `PreflightCache` runs it.
+/// connect to localauthd and have it start a root helper. `PreflightCache` runs it.
 ///
 /// * An answer asked for less than `freshFor` ago is given as it is.
 /// * Up to `maxAge` it is still given at once, and a new one is asked for in the background
@@ -21,7 +21,7 @@ struct PreflightAnswers {
     static let freshFor: Double = 1
     static let maxAge: Double = 5
 
-    /// One question: the root side asked (`LOCALAUTH_PREFIX`, launcher or root's helper),
+    /// One question: the root side asked (RootSide.place: the service, and root's helper),
     /// for which real uid, under which policy word (`biometrics`, `owner`).
     struct Key: Hashable, Sendable {
         var program: String

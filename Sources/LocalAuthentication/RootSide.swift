@@ -6,8 +6,8 @@ import Glibc
 
 /// The system's root side: the lockout state, the enrolled-set check and the password
 /// check live in root-only files and in `localauth-helper`, which an ordinary process
-/// reaches through localauthd's socket (docs/SERVICE.md), or where no service is installed
-/// through the setuid `localauth-launcher` (docs/PROTOCOL.md, "Applications").
+/// reaches only through localauthd's socket (docs/SERVICE.md); root starts the helper
+/// itself where no service is installed (docs/PROTOCOL.md, "Applications").
 /// The application never reads or writes that state itself, so it cannot reset a lockout.
 enum RootSide {
     /// Where the product is installed: `/usr`, or `LOCALAUTH_PREFIX` for a self-contained
@@ -21,18 +21,23 @@ enum RootSide {
         return "/usr"
     }
 
-    /// The program to start: the launcher for an ordinary process; root starts the helper
-    /// itself (the launcher refuses root, as on the PAM module's path).
+    /// The helper root starts where no service answers. An ordinary process has no program
+    /// to start: no setuid file is installed, and none is needed under NoNewPrivileges or
+    /// in a Flatpak sandbox either.
     static var program: String {
         let dir = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
-        return geteuid() == 0 ? "\(dir)/libexec/localauth/localauth-helper"
-                              : "\(dir)/libexec/localauth/localauth-launcher"
+        return "\(dir)/libexec/localauth/localauth-helper"
     }
 
-    /// `program` resolved, once it is root's (LaunchTrust): a setuid launcher, or for root
-    /// the helper, in directories only root can change.
+    /// `program` resolved, once it is root's (LaunchTrust): in directories only root can change.
     static func trustedProgram(_ named: String = program) throws(LAError) -> String {
-        try LaunchTrust.checked(named, setuid: geteuid() != 0)
+        try LaunchTrust.checked(named)
+    }
+
+    /// Where the root side is, for the preflight cache's key: the service's socket, and
+    /// for root the helper it would start.
+    static var place: String {
+        geteuid() == 0 ? "\(ServiceSocket.path) \(program)" : ServiceSocket.path
     }
 }
 
@@ -94,7 +99,7 @@ final class RootConnection: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, fd, 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         // Signals at default and unblocked: the application's own settings are not the
-        // root side's (the launcher resets them too).
+        // root side's.
         var none = sigset_t()
         var all = sigset_t()
         sigemptyset(&none)
@@ -206,7 +211,7 @@ struct AppRequest {
         return Frame(.request, kv.encoded())
     }
 
-    /// The launcher acts for the real uid, so the request names that user.
+    /// localauthd serves the peer's uid only, so the request names the real uid's user.
     static var userName: String {
         guard let pw = getpwuid(getuid()), let name = pw.pointee.pw_name else { return "" }
         return String(cString: name)

@@ -6,7 +6,7 @@ import LocalAuth
 import LocalAuthProtocol
 
 /// `mode=app`: an application's `LAContext` (the `LocalAuthentication` library), started
-/// through `localauth-launcher` like a screen locker's module, so that an ordinary program
+/// through localauthd like a screen locker's module, so that an ordinary program
 /// is held to the lockout, the enrolled-set check and every rule `sudo` obeys, in root's
 /// state files, and cannot change them except by a match or the password (docs/PROTOCOL.md,
 /// "Applications").
@@ -15,7 +15,7 @@ import LocalAuthProtocol
 /// * `preflight` (`canEvaluatePolicy`): the rules and the enrolled set, never a scan;
 /// * `evaluate` (`evaluatePolicy`): the policy with the application as the user interface:
 ///   messages go out as `I`/`E`, the password (`policy=owner`) is asked with `P` and checked
-///   here by the check `authsucc` uses (`PacedPasswordCheck` through the launcher).
+///   here by the check `authsucc` uses (`PacedPasswordCheck` from a peer that is not root).
 ///
 /// The result frame adds `domain_state` (the enrolled set's hash, after a match or a
 /// successful preflight) and `biometry` (`touchID` when a reader answers, after a preflight).
@@ -34,7 +34,7 @@ enum AppMode {
     /// process must not wait for ever on a program the user controls.
     static let answerTimeoutMillis: Int32 = 120_000
 
-    /// `unprivileged`: started by the launcher (an ordinary program), so the password check
+    /// `unprivileged`: started by localauthd for a peer that is not root (an ordinary program), so the password check
     /// is the paced one.
     static func run(_ request: HelperRequest, unprivileged: Bool, options: Options, channel: FrameChannel,
                     log: LogSink) -> Frame {
@@ -242,8 +242,8 @@ final class AppWakeSource: WakeSource {
     }
 }
 
-/// `deviceOwnerAuthentication`'s password, checked as `authsucc` checks it: through the
-/// launcher by `PacedPasswordCheck` (every outcome takes the same time, one check at a
+/// `deviceOwnerAuthentication`'s password, checked as `authsucc` checks it for a peer that
+/// is not root: by `PacedPasswordCheck` (every outcome takes the same time, one check at a
 /// time per user, wrong ones logged and counted), so a program's password prompt is no
 /// better a guessing oracle than `unix_chkpwd`; from root's own program directly.
 final class AppPasswordVerifier: PasswordVerifier {
@@ -275,7 +275,7 @@ final class AppPasswordVerifier: PasswordVerifier {
 }
 
 extension Launch {
-    /// Started by the launcher for an ordinary program (not by root).
+    /// Started by localauthd for an ordinary program (not root).
     var isUnprivileged: Bool {
         if case .unprivileged = self { return true }
         return false

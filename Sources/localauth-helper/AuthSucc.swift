@@ -15,7 +15,7 @@ import SystemEvents
 ///   (PAM_AUTHTOK, the frame after the request) is checked against the account here.
 /// * `proof=account`, the account phase, which sudo, su, login and polkit reach only after
 ///   the whole auth stack succeeded (where pam_faillock resets too). Trusted from root's
-///   stack; through the launcher a user can forge it, so there it proves nothing. sshd
+///   stack; from a peer that is not root a user can forge it, so there it proves nothing. sshd
 ///   reaches it after a public key on the handle where a wrong password failed, so a
 ///   networked handle proves nothing either (the module checks it too). Where the account
 ///   has a local hash, PAM_AUTHTOK must still be its password; only for an account without
@@ -24,7 +24,7 @@ enum AuthSucc {
     enum Proof: String { case authtok, account }
 
     struct Caller {
-        /// Through the launcher: the request may be forged, checks are paced.
+        /// From a peer that is not root: the request may be forged, checks are paced.
         let unprivileged: Bool
         let uid: uid_t?
     }
@@ -55,7 +55,7 @@ enum AuthSucc {
         switch request.proof ?? .authtok {
         case .account:
             if caller.unprivileged {
-                return "the account phase proves nothing through the launcher (a user can send it)"
+                return "the account phase proves nothing from a caller that is not root (a user can send it)"
             }
             if let networked = networkedHandle(request) {
                 return "the account phase proves no password for a networked handle (\(networked))"

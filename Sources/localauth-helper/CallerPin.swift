@@ -7,14 +7,14 @@ import LocalAuth
 /// The calling process, held by a pidfd while presence is judged. A pid alone names whatever
 /// process has it at the moment it is read: a caller killed mid-request (its own sudo, by the
 /// user) could leave its pid to a process in another session. The pidfd stays bound to the
-/// caller; once it is open, the pid is checked to belong to the caller (our parent on root's
-/// path; the launcher's parent on the launcher's), and after every fact is read, the pidfd
+/// caller; once it is open, the pid is checked to belong to the caller (our parent where the
+/// module started us; through localauthd the pidfd is the peer's own), and after every fact is read, the pidfd
 /// says whether the caller still runs, so no fact was read about a successor.
 struct CallerPin {
     private let fd: Int32
 
     /// nil when the pid cannot be pinned, or is not the caller's any more.
-    init?(caller pid: Int32, viaLauncher: Bool) {
+    init?(caller pid: Int32) {
         // Through localauthd the caller is the connection's peer, whose pidfd came with us.
         if let inherited = ServicePeer.pidfd(for: pid) {
             self.fd = inherited
@@ -23,24 +23,11 @@ struct CallerPin {
         if ServicePeer.isServicePeer { return nil }
         let fd = la_pidfd_open(pid)
         guard fd >= 0 else { return nil }
-        guard Self.isCaller(pid, viaLauncher: viaLauncher) else {
+        guard getppid() == pid else {
             Glibc.close(fd)
             return nil
         }
         self.fd = fd
-    }
-
-    /// The caller started us: on root's path it is our parent (the module forks and execs
-    /// the helper). Through the launcher too (the launcher execs the helper in its own
-    /// process), unless the launcher had to fork a child to lead a session of its own: then
-    /// our parent is the launcher waiting for us, whose parent is the caller.
-    private static func isCaller(_ pid: Int32, viaLauncher: Bool) -> Bool {
-        let parent = getppid()
-        if parent == pid { return true }
-        // Alive (it waits for us), so it still shows its real parent: a caller that ended
-        // would have left it to a reaper, never to a new process with the caller's pid.
-        guard viaLauncher, let waiting = ProcStat(pid: parent) else { return false }
-        return waiting.parent == pid
     }
 
     /// The pidfd, for a wait that ends when the caller does (it polls readable then).

@@ -6,7 +6,7 @@ import LocalAuth
 /// The match a rights dialog may count (RightsDialog, DialogProof): a fingerprint match or
 /// a proven password in the `polkit-1` stack run by polkit's agent helper, on root's path,
 /// goes into the user's open dialog tickets. A match on any other service (sudo, the lock
-/// screen, a program through the launcher, login) never does: it was not typed or touched
+/// screen, a program that is not root, login) never does: it was not typed or touched
 /// in a polkit dialog.
 enum DialogMatch {
     static let service = "polkit-1"

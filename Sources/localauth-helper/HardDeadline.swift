@@ -6,8 +6,8 @@ import Synchronization
 
 /// The helper's own end: SIGALRM (default action: the process ends) once it has run longer
 /// than any evaluation can take. The module kills a helper that outlives its
-/// `helper_timeout`, but through the launcher the helper runs as root and the module cannot
-/// (EPERM): this is what ends it there. A try counted before the scan stays counted when
+/// `helper_timeout`, but localauthd's helpers are not the module's children, and a peer
+/// that is not root may just stop reading: this is what ends it there. A try counted before the scan stays counted when
 /// the helper ends this way (EvaluationMachine), so ending it never gives anything back.
 ///
 /// Shorter waits (the request and the password frame from a caller that may never write)

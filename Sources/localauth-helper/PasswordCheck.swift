@@ -57,7 +57,7 @@ enum ShadowPassword {
     }
 }
 
-/// A password check that a user may call in a loop (the launcher path: the caller can
+/// A password check that a user may call in a loop (a peer that is not root: the caller can
 /// write requests by hand), made no better a guessing oracle than the system's own
 /// `unix_chkpwd`:
 ///
@@ -106,7 +106,7 @@ struct PacedPasswordCheck {
         } catch {
             log.log(.warning, "wrong password for \(user) not counted: \(error)")
         }
-        log.log(.notice, "wrong password for \(user) through the launcher (\(failures) since the last right one)")
+        log.log(.notice, "wrong password for \(user) from a caller that is not root (\(failures) since the last right one)")
     }
 
     private func waitUntil(_ deadline: Int64) {

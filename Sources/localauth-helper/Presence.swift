@@ -57,7 +57,7 @@ enum Presence {
 
         init?(_ request: HelperRequest) {
             guard let caller = request.callerPID, caller > 0,
-                  let pin = CallerPin(caller: caller, viaLauncher: request.terminalOwner != nil) else { return nil }
+                  let pin = CallerPin(caller: caller) else { return nil }
             let agent = PolkitAgent.of(request)
             let pid = agent?.pid ?? caller
             // A socket-activated agent helper's parent is the service manager: its own
@@ -170,7 +170,7 @@ enum Presence {
     }
 
     /// A login manager's worker (GDM, LightDM, SDDM): run by root, no controlling terminal,
-    /// on a virtual console (PAM_TTY) or a display. Never on the launcher path.
+    /// on a virtual console (PAM_TTY) or a display. Never for a peer that is not root.
     static func greeterShaped(_ request: HelperRequest) -> Bool {
         guard request.terminalOwner == nil, request.callerUID == 0, let pid = request.callerPID,
               pid > 0, ProcStat(pid: pid)?.terminal == 0 else { return false }
@@ -178,7 +178,7 @@ enum Presence {
     }
 
     /// PAM_TTY is a virtual console (on the machine's own screen and keyboard) and the root
-    /// caller has no controlling terminal. Not on the launcher path, where the caller's word
+    /// caller has no controlling terminal. Not for a peer that is not root, where the caller's word
     /// about its terminal counts for nothing.
     static func greeterOnConsole(_ request: HelperRequest) -> Bool {
         guard request.terminalOwner == nil, let path = request.ttyDevicePath,
@@ -251,8 +251,8 @@ extension Vouching {
     }
 }
 
-/// What logind says about a process's session type, for the launcher path's "is a display
-/// there" (x11, wayland).
+/// What logind says about a process's session type, for the question "is a display there"
+/// (x11, wayland) about a peer that is not root.
 enum LoginSession {
     static func type(of pid: Int32) -> String? {
         guard LoginRecords.logindRuns, case .session(let id) = LoginRecords.session(of: pid) else { return nil }

@@ -9,7 +9,7 @@ import LocalAuth
 ///
 /// The executable must be a regular file owned by root and writable by nobody else, in
 /// directories that are root's and writable by nobody else (sticky ones such as /tmp
-/// allowed, as for the launcher): otherwise the user could swap what runs under that path
+/// allowed, as for any peer that is not root): otherwise the user could swap what runs under that path
 /// and get the secret with a program of their own. The file the path names now must be
 /// the one the process runs (device and inode), or the path says nothing.
 ///
@@ -28,7 +28,7 @@ struct ProgramBinding {
     }
 
     static func of(pid: Int32) throws(Refusal) -> ProgramBinding {
-        guard let pin = CallerPin(caller: pid, viaLauncher: true) else {
+        guard let pin = CallerPin(caller: pid) else {
             throw .notPinned("the calling process could not be pinned (it ended, or is not the caller)")
         }
         defer { pin.close() }

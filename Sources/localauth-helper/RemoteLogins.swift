@@ -66,7 +66,7 @@ enum RemoteLogins {
     }
 
     /// `mode=remotelogin`: root's module in an account phase on a networked handle (sshd).
-    /// Never through the launcher: a user could record a login, which only tightens, but
+    /// Never from a peer that is not root: a user could record a login, which only tightens, but
     /// nothing of the user's has a reason to.
     static func run(_ request: HelperRequest, unprivileged: Bool, options: Options, log: LogSink) -> Frame {
         if unprivileged { return answer(.invalidContext, "remotelogin is root's module's request only: nothing recorded") }

@@ -35,7 +35,7 @@ struct HelperRequest {
     /// authsucc mode: what proves the password (AuthSucc.Proof); nil when not named.
     var proof: AuthSucc.Proof?
     /// authsucc mode: fprintd failed earlier in this transaction (`reader=unreachable`), so
-    /// it is not asked again. Only ever skips a contact; through the launcher a user who
+    /// it is not asked again. Only ever skips a contact; from a peer that is not root a user who
     /// sends it only loses the re-trust of their enrolled set.
     var readerUnreachable: Bool { keys.value("reader") == "unreachable" }
     var arguments: [String]

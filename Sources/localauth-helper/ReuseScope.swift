@@ -7,7 +7,7 @@ import LocalAuth
 /// which the next login on tty1 or the next window that gets pts/3 inherits, but that
 /// terminal's device together with the login session using it: the session leader's pid
 /// and start time (as sudo's time stamps do). Empty, so never reused, when there is no
-/// controlling terminal or session, and on the launcher path, where the caller is not
+/// controlling terminal or session, and for a peer that is not root, where the caller is not
 /// trusted to say which session it is.
 enum ReuseScope {
     static func of(_ request: HelperRequest) -> String {

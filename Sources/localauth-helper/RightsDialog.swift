@@ -88,7 +88,7 @@ extension RightsMode.Context {
     private func askPolkit(_ record: RightRecord) -> PolkitDialog.Answer {
         let subject = PolkitDialog.Subject(pid: caller.callerPID, startTime: binding.startTime, uid: caller.uid)
         let dialog = PolkitDialog(address: options.dbusAddress, busTimeout: options.busTimeout, log: log)
-        let pin = CallerPin(caller: caller.callerPID, viaLauncher: true)
+        let pin = CallerPin(caller: caller.callerPID)
         defer { pin?.close() }
         // Our own cancel comes before the hard deadline ends the helper (polkitd would then
         // drop the dialog with our connection anyway).

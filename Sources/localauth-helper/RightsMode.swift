@@ -6,8 +6,8 @@ import LocalAuth
 import LocalAuthProtocol
 
 /// `mode=right`: an application's `LARightStore` and `LAPersistedRight` (the
-/// LocalAuthentication library), through `localauth-launcher` only (docs/PROTOCOL.md,
-/// "Rights"). The rights live in root's RightsStore, bound to the launcher's user and to the
+/// LocalAuthentication library), through localauthd only, for a peer that is not root (docs/PROTOCOL.md,
+/// "Rights"). The rights live in root's RightsStore, bound to the peer's user and to the
 /// calling program's executable (ProgramBinding); a secret or a signature leaves only for
 /// the process a right was authorized for, by the evaluation `evaluatePolicy` runs
 /// (AppMode.authenticate: presence, lockout, enrolled-set change, tries, the password only
@@ -44,7 +44,7 @@ enum RightsMode {
         var program = "?"
         do {
             guard case .unprivileged(let caller) = launch else {
-                throw Refusal.unavailable("rights are kept for programs of ordinary users (through localauth-launcher)")
+                throw Refusal.unavailable("rights are kept for programs of ordinary users (through localauthd)")
             }
             guard let op else { throw Refusal.unavailable("mode=right needs a known op") }
             let binding: ProgramBinding

@@ -6,7 +6,7 @@ import LocalAuth
 import LocalAuthProtocol
 
 /// `mode=status`: the user's own state, for `localauthctl status` run without root. The
-/// state directory is root's, so a user reads their summary through localauth-launcher,
+/// state directory is root's, so a user reads their summary through localauthd,
 /// which runs this helper for the caller's uid only (Unprivileged.swift): nobody learns
 /// anything about another user, and nothing is written. Keys of the result frame:
 /// `state` (fresh, ok, damaged, unreadable), `cause`, `failures`, `last_password`,

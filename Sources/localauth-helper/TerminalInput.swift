@@ -32,7 +32,7 @@ final class TerminalInput {
     }
 
     /// Opens `path` only once it is known to be the terminal: the path may come from a
-    /// request the user wrote (the launcher path), and opening some devices as root has
+    /// request the user wrote (a peer that is not root), and opening some devices as root has
     /// effects of its own (a watchdog starts counting). An O_PATH descriptor names the inode
     /// without opening the device; it is checked, and that same inode is then opened through
     /// /proc/self/fd, so no symlink swapped in between can redirect the open.

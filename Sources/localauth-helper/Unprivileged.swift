@@ -9,20 +9,21 @@ import LocalAuthProtocol
 ///
 /// * `.root`: by pam_localauth.so in a caller that runs as root (sudo, su, login, polkit's
 ///   agent helper). argv is the path alone. The request comes from root's PAM stack.
-/// * `.unprivileged`: by the setuid `localauth-launcher`, for a caller that is not root (a
-///   screen locker): `--unprivileged-uid UID --config PATH --caller-pid PID`. The request may then be
-///   anything the user wrote, since the user can run the launcher with pipes of their own.
-///   So the helper authenticates the launcher's user and nobody else, takes paths, the bus
-///   and the policy numbers from root's configuration only, asks logind about its parent
-///   (the caller) rather than the pid in the request, and clears a lockout only for a
-///   password it checked itself.
+/// * `.rootPeer`: by localauthd for a root peer (see below).
+/// * `.unprivileged`: by localauthd, for a peer that is not root (a screen locker, an
+///   application): `--service-peer-uid UID --service-peer-pid PID --config PATH`, the
+///   peer's pidfd on fd 3. The request may then be anything the user wrote, since the user
+///   can connect to the socket with a program of their own. So the helper authenticates the
+///   peer's user and nobody else, takes paths, the bus and the policy numbers from root's
+///   configuration only, asks logind about the peer (the caller) rather than the pid in
+///   the request, and clears a lockout only for a password it checked itself.
 ///
-/// Why the flag cannot be abused: it only ever narrows what the helper does, and it is
+/// Why the flags cannot be abused: they only ever narrow what the helper does, and they are
 /// accepted only with a real and effective uid of 0. The helper is not setuid, so a user who
-/// runs it directly with the flag runs it as themselves and is refused here, and would not
-/// be able to read or write the root-only state anyway. Real uid 0 comes only from root
-/// (who gains nothing from narrowing itself) or from the launcher, which passes the uid the
-/// kernel gave it, after clearing the environment, descriptors, limits and signals.
+/// runs it directly with them runs it as themselves and is refused here, and would not be
+/// able to read or write the root-only state anyway. Real uid 0 comes only from root (who
+/// gains nothing from narrowing itself), localauthd among it, which passes the uid and pid
+/// the kernel gave for the connection.
 enum Launch {
     case root
     /// Started by localauthd for a root peer (the module inside sudo, login, polkit's
@@ -37,25 +38,19 @@ enum Launch {
             self = .root
             return
         }
-        let launcher = rest.count == 6 && rest[0] == "--unprivileged-uid" && rest[2] == "--config"
-            && rest[4] == "--caller-pid"
         // localauthd: the peer's uid and pid from SO_PEERCRED, its pidfd on fd 3 (ServicePeer).
         let service = rest.count == 6 && rest[0] == "--service-peer-uid" && rest[2] == "--service-peer-pid"
             && rest[4] == "--config"
-        guard launcher || service else {
-            self = .refused("unexpected arguments; only localauth-launcher and localauthd pass any")
+        guard service else {
+            self = .refused("unexpected arguments; only localauthd passes any")
             return
         }
         guard realUID == 0, effectiveUID == 0 else {
             self = .refused("\(rest[0]) refused: the helper is not running as root "
-                            + "(only localauth-launcher and localauthd may pass it)")
+                            + "(only localauthd may pass it)")
             return
         }
-        if service {
-            self = Launch.servicePeer(uidText: rest[1], pidText: rest[3], config: rest[5])
-            return
-        }
-        self = Launch.launched(uidText: rest[1], config: rest[3], pidText: rest[5])
+        self = Launch.servicePeer(uidText: rest[1], pidText: rest[3], config: rest[5])
     }
 
     private static func servicePeer(uidText: String, pidText: String, config: String) -> Launch {
@@ -66,7 +61,7 @@ enum Launch {
             guard Launch.configPathOK(config) else { return .refused("--config refused: not an absolute path") }
             return .rootPeer(RootPeer(pid: pid, configPath: config))
         }
-        return launched(uidText: uidText, config: config, pidText: pidText)
+        return unprivilegedPeer(uidText: uidText, config: config, pidText: pidText)
     }
 
     private static func configPathOK(_ config: String) -> Bool {
@@ -74,10 +69,10 @@ enum Launch {
             && !config.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f })
     }
 
-    /// A caller that is not root: through the launcher (its parent) or localauthd (its peer).
-    private static func launched(uidText: String, config: String, pidText: String) -> Launch {
+    /// A peer that is not root.
+    private static func unprivilegedPeer(uidText: String, config: String, pidText: String) -> Launch {
         guard let uid = Launch.parseUID(uidText) else {
-            return .refused("--unprivileged-uid refused: `\(Presence.printable(uidText))` is not a user id")
+            return .refused("--service-peer-uid refused: `\(Presence.printable(uidText))` is not a user id")
         }
         guard configPathOK(config) else { return .refused("--config refused: not an absolute path") }
         guard let pw = getpwuid(uid), let raw = pw.pointee.pw_name,
@@ -85,12 +80,12 @@ enum Launch {
             return .refused("uid \(uid) has no usable entry in the user database")
         }
         guard let callerPID = Int32(pidText), callerPID > 1 else {
-            return .refused("--caller-pid refused: `\(Presence.printable(pidText))` is not a process id")
+            return .refused("--service-peer-pid refused: `\(Presence.printable(pidText))` is not a process id")
         }
         return .unprivileged(UnprivilegedCaller(uid: uid, name: name, configPath: config, callerPID: callerPID))
     }
 
-    /// A decimal uid as the launcher writes it: digits only, no sign, not root.
+    /// A decimal uid as localauthd writes it: digits only, no sign, not root.
     static func parseUID(_ text: String) -> uid_t? {
         guard (1...10).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
               let n = UInt64(text), n > 0, n < UInt64(uid_t.max) else { return nil }
@@ -106,7 +101,7 @@ enum Launch {
     }
 
     /// Module arguments the request may set. From root's own service files, all of them;
-    /// through the launcher only how the prompt looks: everything that moves files, the bus
+    /// from a peer that is not root only how the prompt looks: everything that moves files, the bus
     /// or the policy's numbers (lockout threshold, tries, the password rules, reuse) comes
     /// from root's configuration, or a user could give themselves more tries than sudo allows.
     func allowsArgument(_ key: String) -> Bool {
@@ -134,8 +129,8 @@ struct UnprivilegedCaller {
     let uid: uid_t
     let name: UserName
     let configPath: String
-    /// The program that called PAM, as the launcher saw it (its parent, which the kernel
-    /// names); never the pid the request claims.
+    /// The program that called PAM or the library: the connection's peer, as the kernel
+    /// names it; never the pid the request claims.
     let callerPID: Int32
 
     /// What a screen locker's service file may still choose on this path.
@@ -144,12 +139,11 @@ struct UnprivilegedCaller {
     static let argumentKeys: Set<String> = ["reason", "fallback_title", "prompt",
                                             "debug", "helper_timeout"]
 
-    /// Seconds the helper waits for the request and the password frame. The user can start
-    /// the launcher with pipes of their own and never write: a root process must not wait for ever.
+    /// Seconds the helper waits for the request and the password frame. The user can
+    /// connect with a program of their own and never write: a root process must not wait for ever.
     static let requestTimeout: UInt32 = 30
 
-    /// The request must be for the launcher's user; the caller's pid is the one the
-    /// launcher saw as its parent.
+    /// The request must be for the peer's user; the caller's pid is the peer's.
     func check(_ request: inout HelperRequest) -> String? {
         guard request.user == name else {
             return "request for user \(LogWords.word(request.user.value)) refused: the caller is uid \(uid) (\(name))"
@@ -165,8 +159,8 @@ struct UnprivilegedCaller {
     }
 }
 
-/// Facts about the calling process read from /proc and logind (root reads them), for the
-/// launcher path, where the request's own `stdin_tty` and `display` are only claims.
+/// Facts about the calling process read from /proc and logind (root reads them), for a
+/// peer that is not root, where the request's own `stdin_tty` and `display` are only claims.
 enum CallerProcess {
     /// Its fd 0 is its controlling terminal (directly, or as /dev/tty).
     static func standardInputIsTerminal(_ pid: Int32) -> Bool {
@@ -217,7 +211,7 @@ extension Launch {
         }
     }
 
-    /// `mode=authsucc`; through the launcher the password frame's wait is bounded too.
+    /// `mode=authsucc`; from a peer that is not root the password frame's wait is bounded too.
     func authsucc(_ request: HelperRequest, options: Options, channel: FrameChannel, log: LogSink) -> Frame {
         var caller = AuthSucc.Caller(unprivileged: false, uid: nil)
         if case .unprivileged(let u) = self {

@@ -8,7 +8,7 @@ import Glibc
 import LocalAuth
 import LocalAuthProtocol
 
-// Root's module, localauth-launcher for a caller that is not root (Unprivileged.swift), or
+// Root's module, localauthd for a peer that is not root (Unprivileged.swift), or
 // localauthd for either (ServicePeer).
 let launch = Launch(arguments: CommandLine.arguments)
 
@@ -25,7 +25,7 @@ signal(SIGINT, SIG_IGN)
 signal(SIGQUIT, SIG_IGN)
 signal(SIGTSTP, SIG_IGN)
 signal(SIGPIPE, SIG_IGN)
-// Started through localauth-launcher from a user's terminal, a hangup must not end it
+// Started for a user's program on a terminal, a hangup must not end it
 // between a failed match and its record.
 signal(SIGHUP, SIG_IGN)
 
@@ -77,8 +77,8 @@ HardDeadline.set(seconds: HardDeadline.seconds(for: options))
 switch request.mode {
 case .authenticate:
     let outcome = Authenticate.run(request, options: options, channel: channel, log: log)
-    // The user (at login, typed by whoever sits down) and the service (through the launcher, the
-    // user's word) are one word each, so neither adds a field.
+    // The user (at login, typed by whoever sits down) and the service (from a peer that is not root,
+    // the user's word) are one word each, so neither adds a field.
     log.log(.info, "user=\(LogWords.word(request.user.value)) service=\(LogWords.word(request.service)) \(outcome.logText)")
     finish(HelperResult.frame(outcome), log: log)
 case .authsucc:

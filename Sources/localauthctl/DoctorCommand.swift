@@ -9,8 +9,8 @@ import LocalAuth
 enum DoctorCommand {
     static let pamDir = Flag("--pam-dir", .value("DIR"), "the PAM service files to read (default /etc/pam.d)")
     static let helper = Flag("--helper", .value("PATH"),
-                             "the helper to check (default: beside this program); the launcher "
-                             + "is looked for in its directory")
+                             "the helper to check (default: beside this program); an earlier "
+                             + "version's launcher is looked for in its directory")
     static let module = Flag("--module", .value("PATH"), "the PAM module to check (default: where libpam finds it)")
     static let service = Flag("--service", .value("PATH"),
                               "localauthd's socket to check (default \(DoctorService.defaultSocket), the module's)")
@@ -20,8 +20,9 @@ enum DoctorCommand {
         summary: "check fprintd, the reader, prints, helper, state, config and PAM lines",
         help: """
         Checks, and for each problem prints the line to fix: fprintd answers and has a
-        reader; USER (default: you) has enrolled prints; the module, the helper and the
-        setuid launcher are root's and nobody else can write them; localauthd's socket is
+        reader; USER (default: you) has enrolled prints; the module and the helper are
+        root's and nobody else can write them (and no earlier version's setuid launcher is
+        left); localauthd's socket is
         root's and answers (where systemd runs and the unit is installed, that it is
         there at all); the state directory is
         root's and 0700 (and USER is not locked out); the config file is root's and every

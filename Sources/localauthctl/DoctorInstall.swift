@@ -4,7 +4,7 @@ import Glibc
 import LocalAuth
 
 /// `doctor`'s look at the installed files other than the helper: the PAM module where libpam
-/// finds it, and the setuid launcher screen lockers need.
+/// finds it, and no setuid launcher left by an earlier version.
 struct DoctorInstall {
     typealias Finding = DoctorCommand.Finding
 
@@ -64,30 +64,17 @@ struct DoctorInstall {
         return [Finding(.ok, "module.ok", { l in tr(l, "module %s: root's, mode %s", path, mode) })]
     }
 
-    /// Callers that are not root (screen lockers) need the launcher setuid root.
+    /// Earlier versions installed a setuid-root launcher for callers that are not root;
+    /// localauthd serves them now, and a setuid program nothing uses is only attack surface
+    /// (the package removes it on upgrade; a `scripts/install` of an older version left it).
     private func launcherFile() -> [Finding] {
         let launcher = self.launcher
         var st = stat()
-        guard stat(launcher, &st) == 0 else {
-            let why = String(cString: strerror(errno))
-            return [Finding(.warning, "launcher.missing", { l in
-                tr(l, "launcher %s: %s (screen lockers that run as the user go straight to the password)", launcher, why)
-            }, fix: DoctorCommand.install)]
-        }
-        let bits = st.st_mode & 0o7777, mode = DoctorCommand.octal(bits), uid = st.st_uid
-        if (st.st_mode & S_IFMT) != S_IFREG || uid != 0 || bits & 0o022 != 0 {
-            return [Finding(.problem, "launcher.writable", { l in
-                tr(l, "launcher %s: owned by uid %s, mode %s: it must be a root-owned file nobody else can write",
-                   launcher, uid, mode)
-            }, fix: DoctorCommand.verbatim("chown root:root \(launcher); chmod 4755 \(launcher)"))]
-        }
-        if bits & 0o4000 == 0 || bits & 0o001 == 0 {
-            return [Finding(.warning, "launcher.not-setuid", { l in
-                tr(l, "launcher %s: mode %s, not setuid root and executable by all (screen lockers that run as the user go straight to the password)",
-                   launcher, mode)
-            }, fix: DoctorCommand.verbatim("chmod 4755 \(launcher)"))]
-        }
-        return [Finding(.ok, "launcher.ok", { l in tr(l, "launcher %s: setuid root, mode %s", launcher, mode) })]
+        guard lstat(launcher, &st) == 0 else { return [] }
+        return [Finding(.warning, "launcher.leftover", { l in
+            tr(l, "launcher %s: left by an earlier version; nothing uses it (localauthd serves callers that are not root)",
+               launcher)
+        }, fix: DoctorCommand.verbatim("rm \(launcher)"))]
     }
 
     static func glob(_ pattern: String) -> [String] {

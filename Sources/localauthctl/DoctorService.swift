@@ -61,23 +61,12 @@ struct DoctorService {
     /// Connects and closes at once (the service's helper takes a connection closed before
     /// a request as nothing asked); nil when the connection was accepted.
     static func connectFails(_ path: String) -> String? {
-        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return String(cString: strerror(errno)) }
-        defer { close(fd) }
-        // A full backlog would block connect: the same bound the module's start-up has.
-        var limit = timeval(tv_sec: 3, tv_usec: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else { return "path too long" }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+        switch ServiceConnection.open(path) {
+        case .success(let fd):
+            close(fd)
+            return nil
+        case .failure(let why):
+            return why.description
         }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        return rc == 0 ? nil : String(cString: strerror(errno))
     }
 }

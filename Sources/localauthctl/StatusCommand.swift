@@ -77,8 +77,8 @@ struct Status {
     var stateError: String?
     /// "trusted", "changed", "not-trusted-yet", "none", "unknown".
     var enrolledSetState = "unknown"
-    /// Where the state was read: "state directory" (root), "localauth-launcher" (your own,
-    /// without root), or nil when it could not be.
+    /// Where the state was read: "state directory" (root), "localauthd" (your own, without
+    /// root), or nil when it could not be.
     var stateSource: String?
 
     static func gather(_ account: Account, options: Options, configPath: String, configIssues: Int) -> Status {
@@ -90,16 +90,16 @@ struct Status {
                        passwordUsable: system.hasUsablePassword(account.name))
         let store = FileStateStore(directory: options.stateDir)
         if !callerIsRoot {
-            // Your own state, through the launcher (it answers for the caller's uid only).
-            switch LauncherStatus.fetch(account, bootID: s.bootID) {
+            // Your own state, through localauthd (it answers for the peer's uid only).
+            switch OwnStatus.fetch(account, bootID: s.bootID) {
             case .success(let summary):
                 s.stored = summary.stored
                 s.stateError = summary.stored == nil ? summary.cause : nil
                 s.enrolledSetState = summary.enrolledSet
-                s.stateSource = "localauth-launcher"
+                s.stateSource = "localauthd"
             case .failure(let e):
                 s.stateError = "readable by root only (sudo localauthctl status \(account.name)); "
-                    + "localauth-launcher: \(e.message)"
+                    + "\(e.message)"
                 s.enrolledSetState = s.compareEnrolledSet(store)
             }
             return s
@@ -211,8 +211,8 @@ struct Status {
         }
         out.append((tr(cliLanguage, "fingerprint login"), login))
         out.append((tr(cliLanguage, "enrolled set"), enrolledSetText))
-        if stateSource == "localauth-launcher" {
-            out.append((tr(cliLanguage, "state"), tr(cliLanguage, "yours, read through localauth-launcher")))
+        if stateSource == "localauthd" {
+            out.append((tr(cliLanguage, "state"), tr(cliLanguage, "yours, read through localauthd")))
         }
         if let stateError {
             out.append((tr(cliLanguage, "state"), stateError))

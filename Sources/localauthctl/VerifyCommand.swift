@@ -18,7 +18,7 @@ enum VerifyCommand {
         outcome on the last line: `match`, or the LAError name and the rule that applied
         (authenticationFailed, biometryLockout lockout, biometryLockout never-used: the
         password was never entered, which is no lockout). Ctrl-C cancels. Needs root for now: the state directory is
-        root's (an unprivileged path comes with localauth-launcher).
+        root's.
         """,
         flags: Flag.common + [.scanTimeout], run: run)
 

@@ -11,9 +11,6 @@
 #ifndef LA_HELPER_PATH
 #define LA_HELPER_PATH "/usr/libexec/localauth/localauth-helper"
 #endif
-#ifndef LA_LAUNCHER_PATH
-#define LA_LAUNCHER_PATH "/usr/libexec/localauth/localauth-launcher"
-#endif
 
 /* The value after `key=`, or NULL when arg is not that key. */
 static const char *la_arg_value(const char *arg, const char *key)
@@ -119,10 +116,10 @@ static void la_args_service(pam_handle_t *pamh, const char *value, struct la_arg
 void la_args_parse(pam_handle_t *pamh, int argc, const char **argv, struct la_args *out)
 {
     /* A caller that is not root (a screen locker) cannot run the helper with the rights it
-     * needs; the setuid launcher starts it for the caller's own user only. */
+     * needs: localauthd serves it, for the caller's own user only. */
     bool unprivileged = geteuid() != 0;
     *out = (struct la_args){
-        .helper_path = unprivileged ? LA_LAUNCHER_PATH : LA_HELPER_PATH,
+        .helper_path = unprivileged ? NULL : LA_HELPER_PATH,
         .unprivileged = unprivileged,
         .service_path = LA_SERVICE_PATH,
         .helper_timeout_ms = LA_HELPER_TIMEOUT_DEFAULT_MS,

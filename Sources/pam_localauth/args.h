@@ -19,9 +19,10 @@ enum {
 struct la_args {
     bool authsucc;           /* the line after the password module (DESIGN.md §3) */
     bool debug;              /* more log lines */
-    const char *helper_path; /* what to start: the compiled-in helper, or `helper=` when the
-                              * caller is root; the setuid launcher when it is not */
-    bool unprivileged;       /* the caller is not root: the launcher path (PROTOCOL.md) */
+    const char *helper_path; /* what root starts where no service answers: the compiled-in
+                              * helper, or `helper=`; NULL when the caller is not root */
+    bool unprivileged;       /* the caller is not root (a screen locker): localauthd only,
+                              * which serves the peer's own uid (PROTOCOL.md) */
     const char *service_path; /* localauthd's socket (`service=`, root only; `service=none`:
                                * NULL, always start the helper) */
     bool pass_authtok;       /* send authtok as an `A` (`N`: none) right after the request */

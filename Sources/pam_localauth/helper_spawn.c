@@ -125,9 +125,8 @@ static _Noreturn void la_child_exec(const char *path, int in, int out, int err, 
      * the helper, and the helper cannot open the caller's terminal. */
     if (setsid() < 0)
         _exit(127);
-    /* While still root on the root path: the caller's nice value, scheduling class, CPU
-     * set, I/O priority and limits are not the helper's (through the launcher, the
-     * launcher does the same as root). */
+    /* While still root: the caller's nice value, scheduling class, CPU set, I/O priority
+     * and limits are not the helper's (localauthd's helpers have the service's own). */
     la_reset_scheduling();
     (void)la_reset_limits();
     if (!la_child_one_identity() || chdir("/") != 0)
@@ -341,8 +340,8 @@ static enum la_reap la_reap_pidfd(struct la_helper *h, int64_t grace_ms, int *st
                                   bool *killed)
 {
     if (!la_pidfd_exited(h->pidfd, grace_ms)) {
-        /* EPERM on the launcher path (the helper runs as root): our pipes are closed, so it
-         * stops at its next read or write, or at its own hard deadline. */
+        /* Should the kill fail, our pipes are closed: it stops at its next read or write,
+         * or at its own hard deadline. */
         *killed = true;
         (void)pidfd_send_signal(h->pidfd, SIGKILL, NULL, 0);
         if (!la_pidfd_exited(h->pidfd, LA_KILL_WAIT_MS))
@@ -365,7 +364,7 @@ static enum la_reap la_reap_pid(struct la_helper *h, int64_t grace_ms, int *stat
             return LA_REAP_EXITED; /* the host reaped it: the status is gone */
         if (la_clock_ms() >= deadline) {
             if (*killed)
-                return LA_REAP_LOST; /* EPERM on the launcher path: it ends on its own */
+                return LA_REAP_LOST; /* the kill did not take: it ends on its own */
             kill(h->pid, SIGKILL);
             *killed = true;
             deadline = la_clock_ms() + LA_KILL_WAIT_MS;

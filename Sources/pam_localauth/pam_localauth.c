@@ -340,7 +340,7 @@ LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const ch
     struct la_args args;
     la_args_parse(pamh, argc, argv, &args);
     /* A caller that is not root could call this phase after any outcome (the helper
-     * refuses `account` through the launcher): nothing to start there. A remote handle
+     * refuses `account` from a peer that is not root): nothing to start there. A remote handle
      * has no marker (la_authenticate). */
     if (args.unprivileged)
         return PAM_SUCCESS;

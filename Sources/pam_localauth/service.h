@@ -11,11 +11,15 @@
 
 #include "helper_spawn.h"
 
+/* Where localauthd listens; scripts/build --service-path moves it for a test installation. */
+#ifndef LA_SERVICE_PATH
 #define LA_SERVICE_PATH "/run/localauth/socket"
+#endif
 
 enum la_connect {
     LA_CONNECT_OK,      /* connected to root's service: h holds the connection */
-    LA_CONNECT_ABSENT,  /* no service is installed or started here: start the helper */
+    LA_CONNECT_ABSENT,  /* no service is installed or started here: root starts the helper;
+                        * a caller that is not root has no other way to root's side */
     LA_CONNECT_FAILED,  /* a service is there but could not be used: the password */
 };
 

@@ -361,6 +361,14 @@ void la_session_run(pam_handle_t *pamh, const struct la_args *args, const char *
     }
     if (via == LA_CONNECT_OK)
         s.start_deadline = la_clock_ms() + LA_SERVICE_START_TIMEOUT_MS;
+    /* A caller that is not root has no setuid program to fall back on: without the service
+     * its user types the password (the locker's own check). */
+    if (via == LA_CONNECT_ABSENT && args->helper_path == NULL) {
+        la_fail(&s, "localauthd is not running (no socket at %s): a caller that is not root "
+                "reaches the fingerprint only through it",
+                args->service_path ? args->service_path : "(none)");
+        return;
+    }
     /* No service here (no systemd: a container, a rescue shell): the same helper, started
      * for this one request. */
     if (via == LA_CONNECT_ABSENT && !la_helper_path_trusted(args->helper_path, why, sizeof why)) {

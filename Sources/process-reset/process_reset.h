@@ -1,6 +1,6 @@
 /*
  * What a process that runs on behalf of an untrusted caller must not inherit from it. The
- * module's child (on the way to the helper) and the setuid launcher both use it: a caller
+ * module's child uses it on the way to the helper: a caller
  * could otherwise hand the root helper a priority at which it never runs in time (nice 19,
  * SCHED_IDLE, one busy CPU, idle I/O), or limits under which its writes fail and a failed
  * match goes uncounted.

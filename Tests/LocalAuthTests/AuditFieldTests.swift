@@ -1,7 +1,7 @@
 import Testing
 import LocalAuth
 
-/// Through the launcher the service, the terminal and the host are the user's words: in an
+/// From a peer of localauthd that is not root, the service, the terminal and the host are the user's words: in an
 /// audit record and in the helper's `key=value` log lines they must stay one field each.
 @Suite struct AuditFieldTests {
     @Test func aForgedTerminalCannotAddFields() {

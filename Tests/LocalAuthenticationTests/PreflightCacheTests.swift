@@ -6,7 +6,7 @@ import Testing
 /// transcript with the time given, and its runner (PreflightCache) with a root side that
 /// counts how often it is asked. The real root side: Tests/integration/test_app_api.py.
 @Suite struct PreflightAnswersTests {
-    let key = PreflightAnswers.Key(program: "/usr/libexec/localauth/localauth-launcher", uid: 1000, policy: "biometrics")
+    let key = PreflightAnswers.Key(program: "/run/localauth/socket", uid: 1000, policy: "biometrics")
     let ok = AppResult(error: nil)
     let locked = AppResult(error: .make(.biometryLockout, debug: "5 failures"))
 

@@ -1,6 +1,6 @@
 """What the tests of applications need (the LocalAuthentication library): an application
-built against it, run as an ordinary user, talking to the product installed with its setuid
-launcher, the real fprintd and the virtual reader.
+built against it, run as an ordinary user, talking to the product installed with a
+localauthd of the test's own, the real fprintd and the virtual reader.
 
 Run with /usr/bin/python3, as root.
 
@@ -8,11 +8,12 @@ Run with /usr/bin/python3, as root.
   ``la-probe`` (Tests/Support/la-probe) or the example, built with the static Swift
   runtime (``swift build -c release --static-swift-stdlib``) into ``build/test/``; with
   ``LOCALAUTH_SKIP_BUILD=1`` the copy already there is used when there is one.
-* ``AppWorld(inst, bed, syslog, user, tmp)``: root's configuration pointing the installed
-  launcher's helper at this bed and a state directory of its own, the user's finger
+* ``AppWorld(inst, bed, syslog, user, tmp)``: root's configuration pointing the
+  installation's helper at this bed and a state directory of its own, the user's finger
   enrolled, the application copied where the user can run it, and
   ``run(args, fingers=..., password=...)`` running it as the user on a pseudo-terminal in
-  the syslog namespace (launcherbed), with ``LOCALAUTH_PREFIX`` naming the installation.
+  the syslog namespace (servicebed), with ``LOCALAUTH_SERVICE`` naming the installation's
+  service, which ``app_world`` starts (``world.service``) and stops.
   ``RESULT`` lines of la-probe come back parsed (``Run.results``).
 * ``app_world(inst, bed, syslog, binary, user_prefix, home=False)``: one test's AppWorld in
   a directory of its own (``dir``, removed afterwards) with a throwaway user; ``home``: a
@@ -33,7 +34,7 @@ from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from launcherbed import namespace_prefix  # noqa: E402
+from servicebed import namespace_prefix  # noqa: E402
 from scan_events import ScanEvents  # noqa: E402
 
 REPO = system.REPO
@@ -100,7 +101,7 @@ class AppWorld:
         self.app.chmod(0o755)
 
     def configure(self, **extra):
-        """Root's configuration for this bed and state directory (launcherbed), plus ``extra``."""
+        """Root's configuration for this bed and state directory (servicebed), plus ``extra``."""
         self.inst.write_bed_config(self.bed, self.state, **extra)
 
     @property
@@ -112,7 +113,7 @@ class AppWorld:
 
     def start(self, *args, env: Optional[dict] = None):
         """The application as the user on a pseudo-terminal (a PtyRun)."""
-        environment = system.default_env(LOCALAUTH_PREFIX=str(self.inst.prefix))
+        environment = self.inst.env()
         environment.update(env or {})
         return system.run_on_pty([str(self.app), *args], env=environment, user=self.user,
                                  prefix=namespace_prefix(self.syslog), timeout=60)
@@ -141,8 +142,9 @@ def app_world(inst, bed, syslog, binary: Path, user_prefix: str, home: bool = Fa
     tmp = Path(tempfile.mkdtemp(prefix="localauth-app-"))
     tmp.chmod(0o755)
     try:
-        with system.ThrowawayUser(prefix=user_prefix) as user:
+        with contextlib.ExitStack() as stack, system.ThrowawayUser(prefix=user_prefix) as user:
             world = AppWorld(inst, bed, syslog, user, tmp, binary)
+            world.service = stack.enter_context(inst.serve(syslog))
             if home:             # UserDefaults needs a home to write to
                 (tmp / "home").mkdir()
                 os.chown(tmp / "home", user.uid, user.gid)

@@ -168,9 +168,9 @@ def enrolled_bed(bed):
 
 @pytest.fixture
 def syslog():
-    """A /dev/log of the test's own (launcherbed.Syslog) that records what the helper, the
-    launcher and the module log."""
-    from launcherbed import Syslog
+    """A /dev/log of the test's own (servicebed.Syslog) that records what the helper, the
+    service and the module log."""
+    from servicebed import Syslog
     s = Syslog()
     try:
         yield s

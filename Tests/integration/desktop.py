@@ -12,9 +12,9 @@ Run with /usr/bin/python3, as root. Nothing on the machine is edited:
   overlay for each command with ``/run/dbus/system_bus_socket`` linking to the bed's bus
   (setuid programs such as pkexec and sudo ignore DBUS_SYSTEM_BUS_ADDRESS, and utmp and
   sudo's time stamps stay private), ``/dev`` one with ``/dev/log`` linking to the test's
-  syslog socket (launcherbed.Syslog), and ``bind(TARGET, FILE)`` puts a file over another.
-* ``Desktop``: a ``LauncherInstallation`` seen through a Namespace: ``/etc`` overlaid with
-  ``/etc/security/localauth.conf`` (the root path's configuration; the launcher's copy in
+  syslog socket (servicebed.Syslog), and ``bind(TARGET, FILE)`` puts a file over another.
+* ``Desktop``: a ``ServiceInstallation`` seen through a Namespace: ``/etc`` overlaid with
+  ``/etc/security/localauth.conf`` (the root path's configuration; the service's copy in
   the prefix gets the same text), the module copied into the overlaid PAM module directory
   as ``pam_localauth.so``, service files, sudoers and doas rules written into the overlay,
   ``pam_auth_update()`` running Debian's own tool in the namespace over the machine's real
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Optional
 
 import system
-from launcherbed import DEV_LOG_FUNCTION, LauncherInstallation, Syslog
+from servicebed import DEV_LOG_FUNCTION, ServiceInstallation, Syslog
 from messages import ENROLLED, FINGER
 
 REPO = Path(__file__).resolve().parents[2]
@@ -236,7 +236,7 @@ class Desktop(contextlib.ExitStack):
     """See the module docstring. ``config`` holds the options every test here needs (the
     bed's prints, a state directory of its own); ``configure(**options)`` adds more."""
 
-    def __init__(self, inst: LauncherInstallation, bed, syslog: Optional[Syslog] = None):
+    def __init__(self, inst: ServiceInstallation, bed, syslog: Optional[Syslog] = None):
         super().__init__()
         self.inst, self.bed, self.syslog = inst, bed, syslog
         self.ns = Namespace(bus=bed.dir / "system_bus_socket", syslog=syslog)

@@ -3,8 +3,9 @@ A file imports one of them (the fixture's name is ``inst`` either way):
 
 * ``shared_inst``: ``system.shared_installation()``, one installation for the whole process
   (root callers: the module runs the helper itself);
-* ``launcher_inst``: a ``launcherbed.LauncherInstallation`` of the file's own (the setuid
-  launcher, and a root configuration that its tests write), removed at the file's end.
+* ``service_inst``: a ``servicebed.ServiceInstallation`` of the file's own (a module that
+  names the installation's own localauthd socket, which a test starts when it needs it,
+  and a root configuration that its tests write), removed at the file's end.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from launcherbed import LauncherInstallation  # noqa: E402
+from servicebed import ServiceInstallation  # noqa: E402
 
 
 @pytest.fixture(scope="module", name="inst")
@@ -24,6 +25,6 @@ def shared_inst():
 
 
 @pytest.fixture(scope="module", name="inst")
-def launcher_inst():
-    with LauncherInstallation() as i:
+def service_inst():
+    with ServiceInstallation() as i:
         yield i

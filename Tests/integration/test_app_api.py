@@ -4,7 +4,7 @@ ordinary program, as an ordinary user, against the real fprintd and the virtual 
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_app_api.py
 
 The product is installed with its setuid launcher in a temporary prefix
-(launcherbed.LauncherInstallation); the application is la-probe (Tests/Support/la-probe),
+(launcherbed.ServiceInstallation); the application is la-probe (Tests/Support/la-probe),
 built against the library, run by a throwaway user on a pseudo-terminal with
 LOCALAUTH_PREFIX naming that installation (appbed.AppWorld). Its evaluations go through
 the launcher to the helper's `mode=app` (docs/PROTOCOL.md, "Applications"), so the lockout
@@ -28,9 +28,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from appbed import ENROLLED, OTHER, app_binary, app_world  # noqa: E402
-from launcherbed import LauncherInstallation, namespace_prefix  # noqa: E402
+from servicebed import ServiceInstallation, namespace_prefix  # noqa: E402
 from pamenv import LogLine, outcomes  # noqa: E402
-from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 
 DOMAIN = "com.apple.LocalAuthentication"
 SUDO_PROMPT = re.compile(r"[Pp]assword( for [^:\r\n]*)?: ")
@@ -491,7 +491,7 @@ def test_a_launcher_that_is_not_setuid_root_or_under_a_writable_directory_is_not
     """LOCALAUTH_PREFIX names where the root side is; the library still starts only a
     setuid-root launcher in directories only root can change. The copy under /tmp is the
     real launcher: started, it would evaluate (and anyone could have put another there)."""
-    parent = Path(LauncherInstallation.work_parent) if where == "root's" else world.app.parent
+    parent = Path(ServiceInstallation.work_parent) if where == "root's" else world.app.parent
     prefix = copy_of_the_launcher(world, parent, mode)
     try:
         run = world.run("can", "biometrics", env={"LOCALAUTH_PREFIX": str(prefix)})

@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from appbed import ENROLLED, OTHER, REPO, app_binary, app_world  # noqa: E402
-from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 

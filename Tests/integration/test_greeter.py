@@ -36,7 +36,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from launcherbed import namespace_prefix  # noqa: E402
+from servicebed import namespace_prefix  # noqa: E402
 from pamenv import PamWorld  # noqa: E402
 from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)

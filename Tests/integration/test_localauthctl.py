@@ -621,12 +621,12 @@ def test_your_own_status_without_root_through_the_launcher(bed_factory, account,
     """A user reads their own failures, lockout and times without root: localauthctl asks
     the setuid launcher, which runs the helper for the caller's uid only. (polkit allows the
     user to list their own prints, as it does in an active desktop session.)"""
-    from launcherbed import LauncherInstallation
+    from servicebed import ServiceInstallation
     bed = bed_factory(polkit="allow")
     bed.enroll(account.name, "right-index-finger", "f1")
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
-    with LauncherInstallation() as inst:
+    with ServiceInstallation() as inst:
         inst.write_config(f"dbus_address = {bed.address}\nfprint_dir = {bed.state_dir}\n"
                           f"state_dir = {state}\nlockout_threshold = 4\n")
         now = int(time.time())

@@ -3,7 +3,7 @@
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_login.py
 
 `login` always uses the PAM service `login`, so the test never installs or edits
-/etc/pam.d/login: it runs login in a private mount namespace (launcherbed.namespace_prefix)
+/etc/pam.d/login: it runs login in a private mount namespace (servicebed.namespace_prefix)
 where a throwaway copy of the repository's pam.d/login -- the module named by its path in a
 temporary installation, plus the root-only `config=` argument naming the test's
 configuration (bed's bus, a state directory of the test's) -- is bind-mounted over
@@ -11,7 +11,7 @@ configuration (bed's bus, a state directory of the test's) -- is bind-mounted ov
 lastlog and faillog, which login and its session modules write, and gives /dev/log to the
 test. The machine's files are never touched; the mounts end with login.
 
-login runs as root, so the module starts the helper itself (no launcher); the user is a
+login runs as root, so the module starts the helper itself (no service runs); the user is a
 throwaway one (useradd without a home directory; login then uses HOME=/).
 """
 import os
@@ -25,9 +25,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from launcherbed import Syslog, namespace_prefix  # noqa: E402
+from servicebed import Syslog, namespace_prefix  # noqa: E402
 from pamenv import LogLine, outcomes  # noqa: E402
-from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 ENROLLED, OTHER = "f1", "f9"

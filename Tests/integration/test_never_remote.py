@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from launcherbed import Syslog, namespace_prefix  # noqa: E402
+from servicebed import Syslog, namespace_prefix  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
 from real_helper import (ENROLLED, NOBODY, PASSWORD, PRESENT, Real, check, needs_helper,  # noqa: E402
                          prompts)

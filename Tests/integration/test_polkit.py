@@ -45,7 +45,7 @@ from desktop import LoginSession, UserDesktop  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
 from messages import ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED  # noqa: E402
 from polkit_agents import AUTH_SELF, PKEXEC, dialog  # noqa: E402
-from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 from scan_events import ScanEvents  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

@@ -30,8 +30,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from appbed import ENROLLED, OTHER, REPO, app_binary, app_world  # noqa: E402
-from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
-from launcherbed import namespace_prefix  # noqa: E402
+from installations import service_inst  # noqa: E402,F401  (the inst fixture)
+from servicebed import namespace_prefix  # noqa: E402
 from desktop import Desktop  # noqa: E402
 from polkit_agents import dialog  # noqa: E402
 

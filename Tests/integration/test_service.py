@@ -3,7 +3,7 @@
 
 The service runs from build/ with ``--listen`` on a socket of the test's own under /run
 (no systemd here: the units are the VM tier's), its helper and configuration the shared
-installation's, in a mount namespace whose /dev/log is the test's syslog (launcherbed):
+installation's, in a mount namespace whose /dev/log is the test's syslog (servicebed):
 so a helper line in that syslog is a helper the service started, never one the module
 started itself (pamtester is not in the namespace, and the host has no syslog daemon).
 The module is pointed at the socket with ``service=PATH``.
@@ -28,8 +28,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
-from launcherbed import LauncherInstallation  # noqa: E402
-from launcherbed import namespace_prefix  # noqa: E402
+from servicebed import Service, ServiceInstallation  # noqa: E402
+from servicebed import namespace_prefix  # noqa: E402
 from pamenv import PamWorld  # noqa: E402
 from test_e2e_pam import E2E, ENROLLED, FINGER, OK, PASSWORD, PROMPT, SWIPE, USER  # noqa: E402
 from test_e2e_pam import PROMPT_TEXT  # noqa: E402
@@ -38,63 +38,7 @@ from pamenv import outcomes  # noqa: E402
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 SERVICE = system.REPO / "build" / "libexec" / "localauth" / "localauthd"
-# Bounds on what the service does at start and per request; none is a guess of speed:
-# each wait ends as soon as the named thing is seen.
-STARTED_WITHIN = 30
 NOBODY = 65534
-
-
-class Service:
-    """One localauthd on a socket of its own; stopped by its PID on every exit path."""
-
-    def __init__(self, inst, syslog, *extra, prefix=None, parent="/run", socket_path=None):
-        """``prefix``: the namespace to run in (default: one whose /dev/log is ``syslog``);
-        ``parent``: where the socket's directory is made (visible to the callers);
-        ``socket_path``: an existing service's socket to take over (its directory stays the
-        first service's)."""
-        if socket_path is None:
-            self.dir = Path(tempfile.mkdtemp(prefix="localauth-service-", dir=parent))
-            self.dir.chmod(0o755)
-            self.socket = self.dir / "socket"
-        else:
-            self.dir, self.socket = None, Path(socket_path)
-        self.syslog = syslog
-        self.pinning = extra[extra.index("--peer-pidfd") + 1] if "--peer-pidfd" in extra else "kernel"
-        argv = (prefix or namespace_prefix(syslog)) + [str(SERVICE), "--listen", str(self.socket),
-                                           "--helper", str(inst.helper), "--config", str(inst.config),
-                                           *extra]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, env={"PATH": system.SAFE_PATH})
-        deadline = time.monotonic() + STARTED_WITHIN
-        while not self.answers():
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"localauthd ended: {self.proc.stdout.read().decode()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"localauthd's socket did not answer within {STARTED_WITHIN} s")
-            time.sleep(0.05)
-
-    def answers(self) -> bool:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            try:
-                s.connect(str(self.socket))
-                return True
-            except OSError:
-                return False
-
-    def lines(self, ident):
-        return [m for i, m in self.syslog.lines if i == ident]
-
-    def helpers(self) -> list:
-        """The service's running children (its helpers)."""
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)],
-                             capture_output=True, text=True).stdout
-        return out.split()
-
-    def stop(self):
-        system.stop_popen(self.proc)
-        if self.dir is not None:
-            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture(params=["kernel", "pid"], ids=["SO_PEERPIDFD", "pidfd-from-pid"])
@@ -386,21 +330,17 @@ def test_a_service_restarted_between_two_requests_serves_both(e2e, inst, syslog)
 # --- applications: the library reaches the service; no setuid program is needed ---------
 
 @pytest.fixture(scope="module")
-def launcher_inst_for_apps():
-    """The product with its setuid launcher (launcherbed), as the app tests use it."""
-    with LauncherInstallation() as inst:
+def service_inst_for_apps():
+    """The product with a service of its own (servicebed), as the app tests use it."""
+    with ServiceInstallation() as inst:
         yield inst
 
 
 @pytest.fixture
-def app_service(launcher_inst_for_apps, bed, syslog):
+def app_service(service_inst_for_apps, bed, syslog):
     from appbed import app_binary, app_world
-    with app_world(launcher_inst_for_apps, bed, syslog, app_binary("la-probe"), "la-svc-") as world:
-        s = Service(launcher_inst_for_apps, syslog)
-        try:
-            yield world, s
-        finally:
-            s.stop()
+    with app_world(service_inst_for_apps, bed, syslog, app_binary("la-probe"), "la-svc-") as world:
+        yield world, world.service
 
 
 def run_app_without_new_privileges(world, socket_path, fingers=()):
@@ -410,7 +350,7 @@ def run_app_without_new_privileges(world, socket_path, fingers=()):
     u = world.user
     argv = ["setpriv", f"--reuid={u.uid}", f"--regid={u.gid}", "--init-groups", "--no-new-privs", "--",
             str(world.app), "eval", "biometrics"]
-    env = system.default_env(LOCALAUTH_PREFIX=str(world.inst.prefix), LOCALAUTH_SERVICE=str(socket_path))
+    env = system.default_env(LOCALAUTH_SERVICE=str(socket_path))
     mark = world.syslog.mark()
     pt = system.run_on_pty(argv, env=env, prefix=namespace_prefix(world.syslog), timeout=60)
     injection = world.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
@@ -419,23 +359,26 @@ def run_app_without_new_privileges(world, socket_path, fingers=()):
         injection.wait(20)
     results = [parse_result(m) for m in re.findall(r"^RESULT (.*)$", res.output.replace("\r", ""), re.M)]
     assert len(results) == 1, res.output
-    return results[0], world.syslog.lines[mark:]
+    return results[0], world.syslog.lines[mark:], res.output.replace("\r", "")
 
 
 def test_an_app_without_new_privileges_gets_the_finger_through_the_service(app_service):
     world, service = app_service
-    result, lines = run_app_without_new_privileges(world, service.socket, fingers=[ENROLLED])
+    result, lines, _ = run_app_without_new_privileges(world, service.socket, fingers=[ENROLLED])
     assert (result["success"], result["code"]) == ("1", "0"), (result, lines)
     assert any(i == "localauth-helper" and f"user {world.user.name} application la-probe" in m
                and "evaluate biometrics: success" in m for i, m in lines), lines
 
 
 def test_an_app_without_new_privileges_and_no_service_gets_no_finger(app_service):
-    """The same app where no service is installed: the setuid launcher cannot become root
-    under NoNewPrivileges, so the root side is unreachable (biometryNotAvailable)."""
+    """The same app where no service runs: no program is started (none is setuid), the
+    root side is unreachable (biometryNotAvailable), and the reason is the app's."""
     world, _ = app_service
-    result, lines = run_app_without_new_privileges(world, "/run/localauth-no-such-service/socket")
+    result, lines, output = run_app_without_new_privileges(world, "/run/localauth-no-such-service/socket")
     assert (result["success"], result["code"]) == ("0", "-6"), (result, lines)
+    assert "DEBUG localauthd is not running (no socket at /run/localauth-no-such-service/socket)" \
+        in output, output
+    assert not any(i == "localauth-helper" for i, m in lines), lines
 
 
 # --- localauthctl doctor's look at the service ---------------------------------------------

@@ -38,7 +38,7 @@ from desktop import PROFILES, LoginSession, UserDesktop  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
 from polkit_agents import AUTH_SELF, PKEXEC, dialog  # noqa: E402
 from messages import ENROLLED, OTHER, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
-from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 from scan_events import ScanEvents  # noqa: E402
 
 ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")

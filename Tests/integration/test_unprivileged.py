@@ -3,7 +3,7 @@
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_unprivileged.py
 
 The product is installed with its setuid launcher into a temporary prefix
-(launcherbed.LauncherInstallation); the launcher's helper reads the configuration at
+(launcherbed.ServiceInstallation); the launcher's helper reads the configuration at
 PREFIX/etc/security/localauth.conf, compiled in with ``scripts/build --config-path``, which
 each test writes as root with the bed's bus and a state directory of its own. A throwaway
 user (useradd, removed afterwards) runs ``pamtester`` through ``setpriv`` against a service
@@ -33,9 +33,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from launcherbed import namespace_prefix  # noqa: E402
+from servicebed import namespace_prefix  # noqa: E402
 from pamenv import outcomes, LogLine  # noqa: E402
-from installations import launcher_inst  # noqa: E402,F401  (the inst fixture)
+from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 from scan_events import ScanEvents  # noqa: E402
 
 ENROLLED, OTHER = "f1", "f9"          # the user's virtual print, and a stranger's
@@ -77,7 +77,7 @@ class Locker:
         self.service = self.add_service()
 
     def configure(self, **extra):
-        """The root configuration for this bed and state directory (launcherbed), plus ``extra``."""
+        """The root configuration for this bed and state directory (servicebed), plus ``extra``."""
         self.inst.write_bed_config(self.bed, self.state, **extra)
 
     def lines(self, *args):

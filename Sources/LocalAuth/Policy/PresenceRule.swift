@@ -224,7 +224,7 @@ public enum CallerPlace: Equatable, Sendable, CustomStringConvertible {
     /// polkit's agent helper for any other agent with no terminal: one started in a scope or
     /// a transient unit (`systemd-run --user`, a terminal's shell), which a remote login can do.
     case otherAgentDialog
-    /// A program the user started with no terminal (a screen locker through the launcher,
+    /// A program the user started with no terminal (a screen locker that runs as the user,
     /// sudo with an askpass program, an application).
     case userWithoutTerminal
 

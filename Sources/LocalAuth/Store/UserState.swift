@@ -14,7 +14,7 @@ public struct UserState: Equatable, Sendable {
     /// The enrolled set's domain state that fingerprints are trusted for (recorded when the
     /// switch is turned on, or when the password is entered if no switch is required).
     public var trustedDomainState: String?
-    /// Wrong passwords the helper checked itself (through the launcher) since the last right
+    /// Wrong passwords the helper checked itself (from a peer that is not root) since the last right
     /// one: kept for the log and `status`, never a reason to refuse the password.
     public var passwordFailures = 0
     /// Root's own records for "who can be at the reader" (PresenceRule's remote-login rule):

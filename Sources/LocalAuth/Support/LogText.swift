@@ -30,7 +30,7 @@ public enum LogWords {
 
     /// One word of printable ASCII, at most 128 characters: everything else, and a space,
     /// `=` or `"`, becomes `?`. For a value a caller chose (a request's service, terminal
-    /// or host: through the launcher the user's words) written unquoted into a `key=value`
+    /// or host: from a peer that is not root the user's words) written unquoted into a `key=value`
     /// line, where a space or `=` would add fields of their choosing (the audit records'
     /// hostname= and terminal=, the helper's own log lines).
     public static func word(_ text: String) -> String {

@@ -2,7 +2,7 @@ import Foundation
 import LocalAuthProtocol
 
 /// The root side's `mode=right` (docs/PROTOCOL.md, "Rights"), one request per call through
-/// the launcher, as `LAContext` reaches `mode=app`. The identifier and the secret travel as
+/// localauthd, as `LAContext` reaches `mode=app`. The identifier and the secret travel as
 /// hex (any bytes, one line); nothing here decides anything: the root side keeps the rights,
 /// checks the program, runs the evaluation and answers with Apple's codes.
 enum RightsClient {

@@ -1,18 +1,24 @@
-"""What the tests of callers that are not root need: the product installed with its setuid
-launcher, a syslog that the test can read, and a private mount namespace to run things in.
+"""What the tests of callers that are not root need: the product installed with a
+localauthd of the test's own, a syslog that the test can read, and a private mount
+namespace to run things in.
 
 Run with /usr/bin/python3, as root. Nothing on the machine is edited:
 
-* ``LauncherInstallation()``: the module, the helper and the setuid-root launcher installed
-  by ``scripts/install --prefix`` into a temporary prefix under /var/lib (the
-  LocalAuthentication library starts only a launcher in directories only root can change,
-  so not under /tmp; and /run is often mounted nosuid), from a private copy of the
-  sources built with ``scripts/build --prefix P --config-path P/etc/security/localauth.conf``.
-  The launcher has the helper ``P/libexec/localauth/localauth-helper`` and that config
-  path compiled in, so only what a test writes there (as root) reaches the helper on the
-  unprivileged path -- the same path a packaged build takes from /etc/security. ``write_config``
-  replaces that file (root-owned, 0644); ``write_bed_config(bed, state, **extra)`` writes
-  one for a test's bed and state directory. The whole prefix goes on ``close()``.
+* ``ServiceInstallation()``: the module, the helper and localauthd installed by
+  ``scripts/install --prefix`` into a temporary prefix under /var/lib, from a private copy
+  of the sources built with ``scripts/build --prefix P --service-path P/run/socket``: the
+  module reaches localauthd at that socket for a caller that is not root, as a packaged
+  build reaches /run/localauth/socket. ``serve(syslog)`` starts that service (``Service``,
+  below) for a test; programs of the library are pointed at it with ``env()``
+  (``LOCALAUTH_SERVICE``). The service's helper reads ``P/etc/security/localauth.conf``,
+  so only what a test writes there (as root) reaches it -- the same path a packaged build
+  takes from /etc/security. ``write_config`` replaces that file (root-owned, 0644);
+  ``write_bed_config(bed, state, **extra)`` writes one for a test's bed and state
+  directory. The whole prefix goes on ``close()``.
+* ``Service(inst, syslog, ...)``: one localauthd (no systemd here: the units are the VM
+  tier's) with ``--listen`` on a socket, its helper and configuration the installation's,
+  in ``namespace_prefix(syslog)`` so that its helpers' lines reach the test's syslog;
+  started with its PID recorded and stopped by it.
 * ``Syslog()``: a datagram socket in a temporary directory, read by a thread; ``lines`` are
   ``(ident, message)`` pairs. Programs reach it as ``/dev/log`` inside ``namespace_prefix``.
 * ``namespace_prefix(syslog, files={...})``: an argv prefix that runs a command in a private
@@ -21,7 +27,7 @@ Run with /usr/bin/python3, as root. Nothing on the machine is edited:
   file is bind-mounted over ``target`` (a throwaway ``/etc/pam.d/login``, empty copies of
   ``/var/log/wtmp`` ...). The machine's ``/dev`` and files are never touched; the mounts die
   with the command. The host has no syslog daemon, so without this the helper's and the
-  launcher's log lines would go nowhere.
+  service's log lines would go nowhere.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import atexit
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -40,32 +47,45 @@ from typing import Callable, Optional
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 
-LAUNCHER_REL = Path("libexec/localauth/localauth-launcher")
+SERVICE_REL = Path("libexec/localauth/localauthd")
+# localauthd's start (a Swift process and its socket) on a loaded machine: a bound on
+# waiting, never a measure; the wait ends as soon as the socket answers.
+STARTED_WITHIN = 30
 
 
-class LauncherInstallation(system.Installation):
-    """See the module docstring: a `system.Installation` whose launcher reads the
-    configuration under the prefix. ``launcher``, ``write_config``, ``write_bed_config``
-    besides the rest."""
+class ServiceInstallation(system.Installation):
+    """See the module docstring: a `system.Installation` whose module names a socket under
+    the prefix, and a localauthd to answer there. ``service_socket``, ``serve``,
+    ``write_config``, ``write_bed_config`` besides the rest."""
 
     work_parent = "/var/lib"
 
     @property
-    def launcher(self) -> Path:
-        return self.prefix / LAUNCHER_REL
+    def service_socket(self) -> Path:
+        return self.prefix / "run" / "socket"
+
+    @property
+    def localauthd(self) -> Path:
+        return self.prefix / SERVICE_REL
 
     def build_args(self) -> list:
-        return ["--config-path", str(self.config)]
+        return ["--service-path", str(self.service_socket)]
 
     def _create(self) -> None:
         super()._create()
-        st = self.launcher.stat()
-        if st.st_uid != 0 or st.st_mode & 0o7777 != 0o4755:
-            raise RuntimeError(f"{self.launcher} is not installed setuid root")
-        for path, wanted in ((self.module, self.launcher), (self.launcher, self.helper),
-                             (self.launcher, self.config)):
-            if str(wanted).encode() not in path.read_bytes():
-                raise RuntimeError(f"{path} does not name {wanted}")
+        if str(self.service_socket).encode() not in self.module.read_bytes():
+            raise RuntimeError(f"{self.module} does not name {self.service_socket}")
+        run = self.service_socket.parent
+        run.mkdir(mode=0o755, exist_ok=True)
+        run.chmod(0o755)
+
+    def serve(self, syslog: "Syslog", *extra) -> "Service":
+        """The installation's service at ``service_socket`` (one at a time)."""
+        return Service(self, syslog, *extra, socket_path=self.service_socket)
+
+    def env(self, **more) -> dict:
+        """A program's environment with the library pointed at this installation's service."""
+        return system.default_env(LOCALAUTH_SERVICE=str(self.service_socket), **more)
 
     def write_bed_config(self, bed, state: Path, **extra) -> None:
         """The configuration of one test: ``bed``'s bus and prints, ``state`` as the state
@@ -78,12 +98,71 @@ class LauncherInstallation(system.Installation):
         self.write_config("".join(f"{k} = {v}\n" for k, v in options.items()))
 
     def write_config(self, text: str) -> None:
-        """Replaces the configuration the launcher's helper reads (root-owned, 0644)."""
+        """Replaces the configuration the service's helper reads (root-owned, 0644)."""
         tmp = self.config.with_name("localauth.conf.new")
         tmp.write_text(text)
         os.chown(tmp, 0, 0)
         tmp.chmod(0o644)
         os.replace(tmp, self.config)
+
+
+class Service:
+    """One localauthd on a socket; stopped by its PID on every exit path (``stop``)."""
+
+    def __init__(self, inst, syslog, *extra, prefix=None, parent="/run", socket_path=None):
+        """``prefix``: the namespace to run in (default: one whose /dev/log is ``syslog``);
+        ``parent``: where the socket's directory is made (visible to the callers);
+        ``socket_path``: listen there instead (its directory exists and stays)."""
+        if socket_path is None:
+            self.dir = Path(tempfile.mkdtemp(prefix="localauth-service-", dir=parent))
+            self.dir.chmod(0o755)
+            self.socket = self.dir / "socket"
+        else:
+            self.dir, self.socket = None, Path(socket_path)
+        self.syslog = syslog
+        self.pinning = extra[extra.index("--peer-pidfd") + 1] if "--peer-pidfd" in extra else "kernel"
+        binary = system.REPO / "build" / SERVICE_REL
+        argv = (prefix or namespace_prefix(syslog)) + [str(binary), "--listen", str(self.socket),
+                                                       "--helper", str(inst.helper),
+                                                       "--config", str(inst.config), *extra]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, env={"PATH": system.SAFE_PATH})
+        deadline = time.monotonic() + STARTED_WITHIN
+        while not self.answers():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"localauthd ended: {self.proc.stdout.read().decode()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"localauthd's socket did not answer within {STARTED_WITHIN} s")
+            time.sleep(0.05)
+
+    def answers(self) -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(str(self.socket))
+                return True
+            except OSError:
+                return False
+
+    def lines(self, ident):
+        return [m for i, m in self.syslog.lines if i == ident]
+
+    def helpers(self) -> list:
+        """The service's running children (its helpers)."""
+        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)],
+                             capture_output=True, text=True).stdout
+        return out.split()
+
+    def stop(self):
+        system.stop_popen(self.proc)      # localauthd removes the socket it bound
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
 
 
 SYNC_MARK = b"localauth-test-syslog-sync "

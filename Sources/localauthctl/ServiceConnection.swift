@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connection to localauthd's socket: doctor's probe, and a user's own status.
+enum ServiceConnection {
+    /// localauth.socket's, or `LOCALAUTH_SERVICE` (as the library reads it: it only picks
+    /// which root side answers, and the answer must still come from root).
+    static var path: String {
+        if getuid() == geteuid(), getgid() == getegid(),
+           let raw = getenv("LOCALAUTH_SERVICE"), raw.pointee == 0x2F {
+            return String(cString: raw)
+        }
+        return DoctorService.defaultSocket
+    }
+
+    /// A connected socket (close-on-exec), or why not. A full backlog would block connect:
+    /// the same 3 s bound the module's start-up has.
+    static func open(_ path: String) -> Result<Int32, ConnectError> {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            return .failure(ConnectError("path too long"))
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+        }
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return .failure(ConnectError(String(cString: strerror(errno)))) }
+        var limit = timeval(tv_sec: 3, tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard rc == 0 else {
+            let why = String(cString: strerror(errno))
+            close(fd)
+            return .failure(ConnectError(why))
+        }
+        return .success(fd)
+    }
+
+    struct ConnectError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
