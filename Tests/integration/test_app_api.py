@@ -3,22 +3,22 @@ ordinary program, as an ordinary user, against the real fprintd and the virtual 
 
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_app_api.py
 
-The product is installed with its setuid launcher in a temporary prefix
-(launcherbed.ServiceInstallation); the application is la-probe (Tests/Support/la-probe),
-built against the library, run by a throwaway user on a pseudo-terminal with
-LOCALAUTH_PREFIX naming that installation (appbed.AppWorld). Its evaluations go through
-the launcher to the helper's `mode=app` (docs/PROTOCOL.md, "Applications"), so the lockout
-is counted in root's state file, the one the PAM module reads: the tests check that file and
-the module's own view of it, under a lock screen's stack and under sudo.
+The product is installed in a temporary prefix with a localauthd of the test's own
+(servicebed.ServiceInstallation, started by appbed.app_world); the application is la-probe
+(Tests/Support/la-probe), built against the library, run by a throwaway user on a
+pseudo-terminal with LOCALAUTH_SERVICE naming that service's socket (appbed.AppWorld). Its
+evaluations go through the service to the helper's `mode=app` (docs/PROTOCOL.md,
+"Applications"), so the lockout is counted in root's state file, the one the PAM module
+reads: the tests check that file and the module's own view of it, under a lock screen's
+stack and under sudo.
 """
 import concurrent.futures
 import os
 import re
-import shutil
+import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -28,7 +28,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from appbed import ENROLLED, OTHER, app_binary, app_world  # noqa: E402
-from servicebed import ServiceInstallation, namespace_prefix  # noqa: E402
+from servicebed import namespace_prefix  # noqa: E402
 from pamenv import LogLine, outcomes  # noqa: E402
 from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 
@@ -53,8 +53,14 @@ def code(run) -> int:
     return int(run.result["code"])
 
 
+# What the helper of servicebed.Service's own start check (a connection closed at once)
+# logs; it may come in during a world's first run.
+START_CHECK = "the connection closed before a request"
+
+
 def helper_lines(run) -> list:
-    return run.messages("localauth-helper")
+    """The helper's lines of ``run``, less the service start check's."""
+    return [m for m in run.messages("localauth-helper") if m != START_CHECK]
 
 
 # --- the main path -------------------------------------------------------------------------
@@ -127,7 +133,7 @@ def test_five_failures_across_contexts_lock_out_in_the_state_the_module_reads(wo
     assert world.run("can", "biometrics").result["code"] == "-8"
     again = world.run("eval", "biometrics")
     assert again.result["code"] == "-8" and again.verify_starts == []
-    # The PAM module (a lock screen's stack, the same launcher) reads that same file.
+    # The PAM module (a lock screen's stack, through the same service) reads that same file.
     module = pam_run(world, inst)
     assert module.status != 0
     first_line = outcomes([LogLine(0, m) for i, m in module.logs])[0]
@@ -183,7 +189,7 @@ def test_failures_in_a_program_and_under_sudo_add_up(world, inst):
     assert run.result["code"] == "-8" and run.verify_starts == []
 
 
-# Every password check through the launcher takes this long, whatever its outcome
+# Every password check for a caller that is not root takes this long, whatever its outcome
 # (PacedPasswordCheck.duration, the same check authsucc uses on this path).
 CHECK_SECONDS = 1.0
 
@@ -206,22 +212,23 @@ def test_device_owner_authentication_takes_the_password_after_a_lockout(world):
     assert world.run("eval", "biometrics", fingers=[ENROLLED]).result["success"] == "1"
 
 
-def test_a_programs_password_check_is_paced_like_the_launchers(world):
-    """Straight to the launcher, as a program could: a wrong and a right password take the
-    same time (one check a second at most), and guesses in parallel run one at a time."""
+def test_a_programs_password_check_is_paced_like_the_modules(world):
+    """Straight to the service's socket, as a program could: a wrong and a right password
+    take the same time (one check a second at most), and guesses in parallel run one at a
+    time."""
     world.configure(lockout_threshold="1")
     assert world.run("eval", "biometrics", fingers=[OTHER]).result["code"] == "-8"
     for guess in (b"not-it", world.user.password.encode()):
         started = time.monotonic()
-        out = launcher(world, app_request(world.user.name) + frame("A", guess), world.user)
+        out = by_hand(world, app_request(world.user.name) + frame("A", guess), world.user)
         assert time.monotonic() - started >= CHECK_SECONDS * 0.95, out
     assert "code=0" in out and world.state_values()["failures"] == "0"
     # Lock out again, then four guesses at once.
     assert world.run("eval", "biometrics", fingers=[OTHER]).result["code"] == "-8"
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        outs = list(pool.map(lambda n: launcher(world, app_request(world.user.name)
-                                                + frame("A", f"guess-{n}".encode()), world.user),
+        outs = list(pool.map(lambda n: by_hand(world, app_request(world.user.name)
+                                               + frame("A", f"guess-{n}".encode()), world.user),
                              range(4)))
     assert time.monotonic() - started >= 4 * CHECK_SECONDS * 0.95
     assert all("code=-1\n" in o for o in outs), outs
@@ -265,8 +272,8 @@ def stats(run) -> list:
 def test_repeated_preflights_in_one_program_start_the_root_side_once(world):
     """Two hundred preflights (a new context each, as a computed property makes them) and
     fifty of the owner policy: each policy's answer is asked for once, and every call gets
-    the same answer, domain state and biometry type. Without the cache each call starts the
-    launcher and a root helper (250 starts)."""
+    the same answer, domain state and biometry type. Without the cache each call connects to
+    the service, which starts a root helper (250 starts)."""
     mark = world.syslog.mark()
     run = world.run("can", "biometrics", "--repeat", "200", "--then", "can", "owner", "--repeat", "50")
     bio, owner = run.results[:200], run.results[200:]
@@ -417,20 +424,34 @@ def app_request(user, op="evaluate", policy="owner") -> bytes:
     return frame("Q", "\n".join(f"{k}={v}" for k, v in kv.items()).encode())
 
 
-# A program of the user's own that writes to the launcher by hand. It runs on a terminal,
-# as a program that may evaluate does (through the launcher, whether someone can be at the
-# reader is read from the calling process itself, not from the request).
+# A program of the user's own that talks to the service by hand: it connects to the socket,
+# writes the frames, half-closes (the end of what it says) and prints what came back until
+# the service closed the connection. It runs on a terminal, as a program that may evaluate
+# does (whether someone can be at the reader is read from the calling process itself, the
+# peer the service sees, not from the request).
 FORGER = r"""
-import os, subprocess, sys
+import socket, sys
 data = bytes.fromhex(sys.argv[2])
-p = subprocess.Popen([sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-out, _ = p.communicate(data, timeout=60)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(60)
+s.connect(sys.argv[1])
+try:
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+except OSError:
+    pass                   # the helper may answer and go before reading all of it
+out = b""
+try:
+    while chunk := s.recv(65536):
+        out += chunk
+except ConnectionResetError:
+    pass
 print("OUT " + out.hex(), flush=True)
 """
 
 
-def launcher(world, data: bytes, user) -> str:
-    """What the launcher answers ``data`` written by a program of ``user`` on a terminal."""
+def by_hand(world, data: bytes, user) -> str:
+    """What the service answers ``data`` written by a program of ``user`` on a terminal."""
     script = world.app.parent / "forger.py"
     # Written aside and renamed into place: the pacing test calls this from four threads at
     # once, and a program started while another thread had the file truncated ran an empty
@@ -439,7 +460,7 @@ def launcher(world, data: bytes, user) -> str:
     aside.write_text(FORGER)
     aside.chmod(0o644)
     os.replace(aside, script)
-    pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.inst.launcher), data.hex()],
+    pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.service.socket), data.hex()],
                            user=user, prefix=namespace_prefix(world.syslog), timeout=60)
     res = pt.finish(timeout=60)
     found = re.findall(r"OUT ([0-9a-f]*)", res.output)
@@ -453,13 +474,13 @@ def test_a_program_cannot_act_for_another_user_or_lift_its_lockout_without_the_p
     assert world.run("eval", "biometrics", fingers=[OTHER]).result["code"] == "-8"
     before = world.state_file.read_bytes()
     with system.ThrowawayUser(prefix="la-app-other-") as other:
-        out = launcher(world, app_request(other.name), world.user)
+        out = by_hand(world, app_request(other.name), world.user)
         assert "request for user" in out and "refused" in out, out
         assert not (world.state / f"{other.name}.state").exists()
     # The password prompt answered with a guess, a cancel, or nothing: the lockout stays
     # (the guess is counted as a wrong password, nothing else changes).
     for extra, guess in ((frame("C", b"cancel"), False), (b"", False), (frame("A", b"guess"), True)):
-        out = launcher(world, app_request(world.user.name) + extra, world.user)
+        out = by_hand(world, app_request(world.user.name) + extra, world.user)
         assert "code=0" not in out, out
         if guess:
             assert world.state_values()["password_failures"] == "1"
@@ -468,41 +489,90 @@ def test_a_program_cannot_act_for_another_user_or_lift_its_lockout_without_the_p
     assert world.state_values()["failures"] == "1"
 
 
-def copy_of_the_launcher(world, parent: Path, mode: int) -> Path:
-    """The installed launcher (root's, with the installation's helper compiled in) copied
-    to PARENT/libexec/localauth/ with ``mode``: a prefix for LOCALAUTH_PREFIX."""
-    prefix = Path(tempfile.mkdtemp(prefix="localauth-prefix-", dir=parent))
-    prefix.chmod(0o755)
-    target = prefix / "libexec" / "localauth" / "localauth-launcher"
-    target.parent.mkdir(parents=True)
-    for d in (target.parent, target.parent.parent):
-        d.chmod(0o755)
-    shutil.copy(world.inst.launcher, target)
-    os.chown(target, 0, 0)
-    target.chmod(mode)
-    return prefix
+# A socket of the user's own where LOCALAUTH_SERVICE could point: it takes one connection,
+# reads it to its end and prints what came (the test ends it with a connection of its own
+# when nobody else came).
+LISTENER = r"""
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(4)
+print("READY", flush=True)
+c, _ = s.accept()
+c.settimeout(30)
+got = b""
+while chunk := c.recv(65536):
+    got += chunk
+print("GOT " + got.hex(), flush=True)
+"""
+NOBODY_CAME = b"the test's own connection"
 
 
-@pytest.mark.parametrize("where,mode,why", [
-    ("root's", 0o755, "localauth-launcher is not setuid root"),
-    ("world", 0o4755, "/tmp is writable by group or others (mode 1777)"),
-], ids=["not-setuid", "under-tmp"])
-def test_a_launcher_that_is_not_setuid_root_or_under_a_writable_directory_is_not_started(world, where, mode, why):
-    """LOCALAUTH_PREFIX names where the root side is; the library still starts only a
-    setuid-root launcher in directories only root can change. The copy under /tmp is the
-    real launcher: started, it would evaluate (and anyone could have put another there)."""
-    parent = Path(ServiceInstallation.work_parent) if where == "root's" else world.app.parent
-    prefix = copy_of_the_launcher(world, parent, mode)
+@pytest.mark.parametrize("case", ["absent", "users-socket", "users-peer", "not-a-socket"])
+def test_a_service_socket_that_is_not_roots_is_not_used(world, case):
+    """LOCALAUTH_SERVICE names where the root side is; the library still talks only to a
+    socket of root's with root at its other end. A socket the user made (the user could
+    answer anything there), one root's by its file but the user's by its listener (SO_PEERCRED),
+    a file that is not a socket and a path with nothing at it: biometryNotAvailable, with
+    nothing sent to whatever listens and nothing started on root's side."""
+    own = world.dir / "own"
+    own.mkdir(mode=0o755)
+    os.chown(own, world.user.uid, world.user.gid)
+    path = own / "socket"
+    listener = None
+    if case in ("users-socket", "users-peer"):
+        listener = subprocess.Popen(system.as_user(world.user, ["/usr/bin/python3", "-c", LISTENER, str(path)]),
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
+                                    env=system.default_env())
+        assert listener.stdout.readline() == "READY\n"
+        assert path.stat().st_uid == world.user.uid
+        if case == "users-peer":
+            os.chown(path, 0, 0)            # root's file, the user's listener
+            path.chmod(0o666)
+    elif case == "not-a-socket":
+        path.write_text("")
+        os.chown(path, 0, 0)
+        path.chmod(0o666)
     try:
-        run = world.run("can", "biometrics", env={"LOCALAUTH_PREFIX": str(prefix)})
+        log_mark = world.syslog.mark()
+        run = world.run("can", "biometrics", env={"LOCALAUTH_SERVICE": str(path)})
+        got = None
+        if listener is not None:
+            if case == "users-socket":      # nobody came: the test's own connection ends it
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.connect(str(path))
+                    s.sendall(NOBODY_CAME)
+            got = listener.communicate(timeout=30)[0]
     finally:
-        shutil.rmtree(prefix, ignore_errors=True)
+        if listener is not None and listener.poll() is None:
+            listener.kill()
+            listener.wait()
     assert (run.result["success"], run.result["code"]) == ("0", "-6"), run.output
     assert run.result["desc"] == "Biometry is not available on this device."
     (debug,) = re.findall(r"^DEBUG (.*?)\r?$", run.output, re.M)
-    assert debug.startswith(f"refused to start {prefix}/libexec/localauth/localauth-launcher: "), debug
-    assert why in debug, debug
-    assert run.messages("localauth-launcher") == [] and helper_lines(run) == []   # nothing ran
+    assert debug == {
+        "absent": f"localauthd is not running (no socket at {path}): a program that is not root "
+                  "reaches the reader only through it",
+        "users-socket": f"{path} is not a socket of root's",
+        "users-peer": f"the service at {path} refused: its end is not root's",
+        "not-a-socket": f"{path} is not a socket of root's",
+    }[case], debug
+    if case == "users-socket":              # not even connected to
+        assert got == f"GOT {NOBODY_CAME.hex()}\n", got
+    elif case == "users-peer":              # connected to, and left without a word
+        assert got == "GOT \n", got
+    # Nothing ran on root's side, and the world's own service (the default) was not asked.
+    assert helper_lines(run) == [] and run.messages("localauthd") == [], run.logs
+    assert preflights_started(world, log_mark) == 0 and world.service.helpers() == []
+
+
+def test_the_worlds_service_is_the_one_asked(world):
+    """The counterpart of the test above: with LOCALAUTH_SERVICE naming the world's service
+    (appbed's default), the same preflight reaches its helper, which logs it."""
+    mark = world.syslog.mark()
+    run = world.run("can", "biometrics")
+    assert run.result["success"] == "1", run.output
+    assert wait_preflights(world, mark, 1) == 1
 
 
 def test_companion_policies_fail_without_the_root_side(world):
