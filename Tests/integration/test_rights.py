@@ -1,7 +1,7 @@
 """Rights: Apple's LARightStore, LAPersistedRight, LASecret and LAPrivateKey (the
 LocalAuthentication library) used by an ordinary program, as an ordinary user, against the
-real fprintd and the virtual reader, through the setuid launcher to the helper's `mode=right`
-(docs/PROTOCOL.md, "Rights").
+real fprintd and the virtual reader, through localauthd (the test's own, appbed.app_world) to
+the helper's `mode=right` (docs/PROTOCOL.md, "Rights").
 
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_rights.py
 
@@ -16,7 +16,7 @@ logind runs here to call the session active, a rule that gives it the auth_self 
 gives an active session), polkit_dialog.py as the agent registered for the program (as
 GNOME Shell is for a program of its session), the setuid polkit-agent-helper-1 and
 pam.d/polkit-1 as shipped, in a desktop.Desktop namespace sharing root's state directory
-with the launcher's helper.
+with the service's helper.
 """
 import os
 import re
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from appbed import ENROLLED, OTHER, REPO, app_binary, app_world  # noqa: E402
 from installations import service_inst  # noqa: E402,F401  (the inst fixture)
-from servicebed import namespace_prefix  # noqa: E402
+from servicebed import Service, namespace_prefix  # noqa: E402
 from desktop import Desktop  # noqa: E402
 from polkit_agents import dialog  # noqa: E402
 
@@ -77,7 +77,7 @@ def desktop_world(inst, bed, syslog, vault):
         world.desktop = Desktop(inst, bed, syslog)
         try:
             world.desktop.pam_file("polkit-1", (REPO / "pam.d" / "polkit-1").read_text())
-            # One state directory and bus for the launcher's helper and root's (the dialog's).
+            # One state directory and bus for the service's helper and root's (the dialog's).
             world.desktop.configure(dbus_address=bed.address, password_after_reboot="no",
                                     password_after_idle="0", password_stale="0")
             world.state = world.desktop.state
@@ -90,7 +90,7 @@ def without_terminal(world, *args, **kw):
     """The vault run by polkit_dialog.py (no terminal, DISPLAY=:0), the agent registered
     for it unless ``register=False``; ``fingers`` presented and ``answers`` typed in the dialog."""
     return dialog(world, command=[str(world.app), *args],
-                  env={"LOCALAUTH_PREFIX": str(world.inst.prefix)}, **kw)
+                  env={"LOCALAUTH_SERVICE": str(world.inst.service_socket)}, **kw)
 
 
 def subject_error(run):
@@ -218,17 +218,25 @@ def test_a_remote_caller_gets_not_interactive_and_no_bytes(world, bed):
     from test_never_remote import FakeLogind
     saved(world)
     logind = FakeLogind(bed, world.user)
+    service = None
     try:
         logind.session(REMOTE=1, REMOTE_HOST="203.0.113.9", TYPE="tty", ACTIVE=1)
         logind.user([logind.id])
+        # Root's side is the service's helper: it reads the caller's session where the
+        # machine's localauthd would, so this service sees the fake /run/systemd too.
+        world.service.stop()
+        service = Service(world.inst, world.syslog, socket_path=world.inst.service_socket,
+                          prefix=[*logind.prefix(), *namespace_prefix(world.syslog)])
         into_scope = ["sh", "-c", f'echo $$ > {logind.scope}/cgroup.procs && exec "$@"', "sh"]
         mark, log_mark = world.bed.mark(), world.syslog.mark()
-        env = system.default_env(LOCALAUTH_PREFIX=str(world.inst.prefix))
+        env = world.inst.env()
         pt = system.run_on_pty([str(world.app), "open", "notes"], env=env, user=world.user,
                                prefix=[*logind.prefix(), *into_scope, *namespace_prefix(world.syslog)],
                                timeout=60)
         res = pt.finish(timeout=60)
     finally:
+        if service is not None:
+            service.stop()
         logind.close()
     assert "ERROR code=-1004" in res.output and SECRET not in res.output, res.output   # notInteractive
     assert not [e for e in world.bed.events(mark) if e.name == "VerifyFingerSelected"]
@@ -237,7 +245,7 @@ def test_a_remote_caller_gets_not_interactive_and_no_bytes(world, bed):
 def test_a_program_without_a_terminal_gets_not_interactive_and_no_bytes(world):
     saved(world)
     mark = world.bed.mark()
-    env = system.default_env(LOCALAUTH_PREFIX=str(world.inst.prefix))
+    env = world.inst.env()
     # Its own session (no controlling terminal), stdin from /dev/null, no display named.
     run = subprocess.run(["setsid", "--wait", *system.as_user(world.user, [str(world.app), "open", "notes"])],
                          env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
