@@ -1,6 +1,7 @@
 """The example application (Examples/FingerprintSwitch): the seeds' settings switch (seed
 004) and changed-fingers check (seed 003), run as an ordinary user against the real fprintd,
-the virtual reader and the product installed with its setuid launcher (appbed.AppWorld).
+the virtual reader and the product installed with a localauthd of the test's own, which
+the programs reach through LOCALAUTH_SERVICE (appbed.AppWorld).
 
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_app_example.py
 """
