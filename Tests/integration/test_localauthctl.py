@@ -505,8 +505,6 @@ def test_a_prefix_installation_reads_its_own_config(tmp_path):
         assert r.rc == 0, r
         assert r.lines[0] == f"# {inst.config}, then {inst.config}.d/*.conf", r
         assert any(l.startswith("max_tries = 2 ") and l.endswith(f"# {inst.config}:1") for l in r.lines), r
-        launcher = (inst.prefix / "libexec/localauth/localauth-launcher").read_bytes()
-        assert str(inst.config).encode() in launcher, "the launcher names the same file"
 
 
 # ---- audit records and the journal -------------------------------------------------------
@@ -617,10 +615,11 @@ def test_every_english_message_shows_on_the_linux_console():
     assert UNAVAILABLE == "Fingerprint sign-in is not available - use the password"
 
 
-def test_your_own_status_without_root_through_the_launcher(bed_factory, account, tmp_path):
+def test_your_own_status_without_root_through_the_service(bed_factory, account, tmp_path, syslog):
     """A user reads their own failures, lockout and times without root: localauthctl asks
-    the setuid launcher, which runs the helper for the caller's uid only. (polkit allows the
-    user to list their own prints, as it does in an active desktop session.)"""
+    localauthd (LOCALAUTH_SERVICE names the test's), whose helper answers for the peer's uid
+    only. (polkit allows the user to list their own prints, as it does in an active desktop
+    session.) With the service gone the state is unreadable, and says why."""
     from servicebed import ServiceInstallation
     bed = bed_factory(polkit="allow")
     bed.enroll(account.name, "right-index-finger", "f1")
@@ -633,22 +632,33 @@ def test_your_own_status_without_root_through_the_launcher(bed_factory, account,
         password_entered(state, account.name, failures=2, last_password=now - 3600,
                          last_fingerprint=now - 60)
         as_user = ["setpriv", f"--reuid={account.name}", f"--regid={account.name}", "--clear-groups"]
-        r = plain_run([*as_user, str(inst.ctl), "status", "--json"])
-        assert r.rc == 0, r
-        s = json.loads(r.out)
-        assert s["state_source"] == "localauth-launcher" and s["state"] == "ok", s
-        assert s["consecutive_failures"] == 2 and s["lockout_threshold"] == 4 and s["locked_out"] is False, s
-        assert s["last_password"] == now - 3600 and s["password_this_boot"] is True, s
-        assert s["decision"] == "fingerprint", (s["reader"], s["decision_text"])
-        password_entered(state, account.name, failures=4)
-        s = json.loads(plain_run([*as_user, str(inst.ctl), "status", "--json"]).out)
-        assert s["locked_out"] is True and s["password_required"] == "lockout", s
-        # Another user's state stays root's: the launcher answers for the caller only.
-        r = plain_run([*as_user, str(inst.ctl), "status", "root"])
-        assert r.rc == 77, r
-        text = plain_run([*as_user, str(inst.ctl), "status"])
-        assert "yours, read through localauth-launcher" in text.out, text
-        assert "4 in a row (lockout at 4)" in text.out, text
+        env = {**os.environ, "LOCALAUTH_SERVICE": str(inst.service_socket)}
+
+        def run(*args):
+            return plain_run([*as_user, str(inst.ctl), "status", *args], env=env)
+
+        with inst.serve(syslog):
+            r = run("--json")
+            assert r.rc == 0, r
+            s = json.loads(r.out)
+            assert s["state_source"] == "localauthd" and s["state"] == "ok", s
+            assert s["consecutive_failures"] == 2 and s["lockout_threshold"] == 4 and s["locked_out"] is False, s
+            assert s["last_password"] == now - 3600 and s["password_this_boot"] is True, s
+            assert s["decision"] == "fingerprint", (s["reader"], s["decision_text"])
+            password_entered(state, account.name, failures=4)
+            s = json.loads(run("--json").out)
+            assert s["locked_out"] is True and s["password_required"] == "lockout", s
+            # Another user's state stays root's: the service answers for the caller only.
+            r = run("root")
+            assert r.rc == 77, r
+            text = run()
+            assert "yours, read through localauthd" in text.out, text
+            assert "4 in a row (lockout at 4)" in text.out, text
+        # The service stopped (its socket gone): nothing read, and the reason given.
+        s = json.loads(run("--json").out)
+        assert s["state_source"] is None and s["consecutive_failures"] is None, s
+        assert s["state_error"].startswith(f"readable by root only (sudo localauthctl status {account.name}); "
+                                           f"localauthd at {inst.service_socket}: "), s
 
 
 def test_status_reads_in_the_users_language(ctl, account):
