@@ -378,7 +378,10 @@ def test_an_app_without_new_privileges_and_no_service_gets_no_finger(app_service
     assert (result["success"], result["code"]) == ("0", "-6"), (result, lines)
     assert "DEBUG localauthd is not running (no socket at /run/localauth-no-such-service/socket)" \
         in output, output
-    assert not any(i == "localauth-helper" for i, m in lines), lines
+    # Nothing reached a service on the user's behalf (the world's own service, which the
+    # test's readiness probe connected to as root, is not the one named here).
+    assert not any(i == "localauthd" and m.startswith(f"uid {world.user.uid} ") for i, m in lines), lines
+    assert not any(i == "localauth-helper" and world.user.name in m for i, m in lines), lines
 
 
 # --- localauthctl doctor's look at the service ---------------------------------------------
