@@ -33,8 +33,9 @@ struct DoctorService {
         return [Finding(.ok, "service.ok", { l in tr(l, "service %s: root's socket, answering", socket) })]
     }
 
-    /// No socket file: the module starts its helper inside each caller. That is the design
-    /// where systemd does not run; where it runs, the unit was left off or stopped.
+    /// No socket file: root's callers start the helper themselves, and callers that are not
+    /// root get the password. That is the design where systemd does not run; where it
+    /// runs, the unit was left off or stopped.
     private func absent() -> [Finding] {
         let socket = self.socket
         let systemd = access("/run/systemd/system", F_OK) == 0
@@ -44,16 +45,16 @@ struct DoctorService {
         }
         if !systemd {
             return [Finding(.ok, "service.none", { l in
-                tr(l, "service %s: none (systemd does not run): the module starts its helper for each request", socket)
+                tr(l, "service %s: none (systemd does not run): root's callers start the helper for each request; screen lockers and apps that run as the user get the password", socket)
             })]
         }
         if !unit {
             return [Finding(.ok, "service.none", { l in
-                tr(l, "service %s: none (no localauth.socket unit): the module starts its helper for each request", socket)
+                tr(l, "service %s: none (no localauth.socket unit): root's callers start the helper for each request; screen lockers and apps that run as the user get the password", socket)
             })]
         }
         return [Finding(.warning, "service.stopped", { l in
-            tr(l, "service %s: absent while systemd runs: the module starts its helper inside each caller, where polkit's sandboxed agent helper and Flatpak apps get no finger",
+            tr(l, "service %s: absent while systemd runs: root's callers start the helper themselves, where polkit's sandboxed agent helper gets no finger, and screen lockers and apps that run as the user get the password",
                socket)
         }, fix: DoctorCommand.verbatim("systemctl enable --now localauth.socket"))]
     }
