@@ -57,9 +57,6 @@ class Doctor:
         self.helper = self.helper_dir / "localauth-helper"
         shutil.copy("/bin/true", self.helper)
         self.helper.chmod(0o755)
-        launcher = self.helper_dir / "localauth-launcher"
-        shutil.copy("/bin/true", launcher)
-        launcher.chmod(0o4755)
         self.module = root / "pam_localauth.so"
         self.module.write_bytes(b"\x7fELF")
         self.module.chmod(0o644)
@@ -370,16 +367,33 @@ def test_a_missing_localauthctl_service_is_a_warning(doctor):
     assert any(l.startswith(f"warning  {doctor.pam}/localauthctl is missing") for l in r.lines), r
 
 
-def test_a_launcher_that_is_not_setuid_is_a_warning_and_one_others_can_write_a_problem(doctor):
+def test_a_launcher_left_by_an_earlier_version_is_a_warning_to_remove_it(doctor):
+    """Earlier versions installed a setuid-root localauth-launcher beside the helper;
+    localauthd serves callers that are not root now, so one still there is only a setuid
+    program nothing uses. Without it, doctor says nothing about a launcher."""
+    import json
     launcher = doctor.helper_dir / "localauth-launcher"
-    launcher.chmod(0o755)
+    sound = doctor.run("--json")
+    assert not [f for f in json.loads(sound.out)["findings"] if f["code"].startswith("launcher.")], sound
+    sound = doctor.run()
+    assert not any(str(launcher) in l for l in sound.lines), sound
+    shutil.copy("/bin/true", launcher)
+    launcher.chmod(0o4755)                  # as an earlier version installed it
     r = doctor.run()
-    assert r.rc == 0 and f"warning  launcher {launcher}: mode 0755, not setuid root" in "\n".join(r.lines), r
-    launcher.chmod(0o4777)
+    assert r.rc == 0 and r.last == "doctor: 0 problems, 1 warning", r
+    i = r.lines.index(f"warning  launcher {launcher}: left by an earlier version; nothing uses it "
+                      "(localauthd serves callers that are not root)")
+    fix = r.lines[i + 1].strip()
+    assert fix == f"fix: rm {launcher}", fix
+    [found] = [f for f in json.loads(doctor.run("--json").out)["findings"] if f["code"].startswith("launcher.")]
+    assert (found["severity"], found["code"], found["fix"]) == ("warning", "launcher.leftover", f"rm {launcher}"), found
+    # Any file of that name, whatever its mode: nothing should be there.
+    launcher.chmod(0o644)
+    assert any(l.startswith(f"warning  launcher {launcher}: left by") for l in doctor.run().lines)
+    _apply(fix)
+    assert not launcher.exists()
     r = doctor.run()
-    assert r.rc == 1, r
-    [(line, fix)] = problems(r)
-    assert line.startswith(f"problem  launcher {launcher}: owned by uid 0, mode 4777"), line
+    assert r.rc == 0 and r.last == "doctor: 0 problems, 0 warnings" and not any(str(launcher) in l for l in r.lines), r
 
 
 def test_a_module_others_can_write_is_a_problem(doctor):
