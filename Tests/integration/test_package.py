@@ -37,8 +37,9 @@ MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], captur
 MODULE = f"/lib/{MULTIARCH}/security/pam_localauth.so"   # where libpam-modules puts Debian 12's
 HELPER = "/usr/libexec/localauth/localauth-helper"
 CTL = "/usr/bin/localauthctl"
-LAUNCHER = "/usr/libexec/localauth/localauth-launcher"
 SERVICE = "/usr/libexec/localauth/localauthd"
+# What earlier versions installed for callers that are not root; localauthd serves them now.
+OLD_LAUNCHER = "/usr/libexec/localauth/localauth-launcher"
 UNITS = ("/lib/systemd/system/localauth.socket", "/lib/systemd/system/localauth.service")
 # What enabling the socket writes (deb-systemd-helper, with or without a running systemd).
 ENABLED = [Path("/etc/systemd/system/sockets.target.wants/localauth.socket"),
@@ -50,6 +51,11 @@ STATE = Path("/var/lib/localauth")
 PAM_SNAPSHOT = [Path("/etc/pam.d") / n
                 for n in ("common-auth", "common-account", "common-password", "common-session",
                           "common-session-noninteractive")]
+
+
+def setuid_or_setgid(perms: str) -> bool:
+    """``-rwsr-xr-x`` and the like, as ``dpkg-deb --contents`` and ``ls -l`` write modes."""
+    return perms[3] in "sS" or perms[6] in "sS"
 
 
 def deb_members(deb: Path) -> dict:
@@ -93,6 +99,12 @@ def test_the_files_are_where_a_debian_system_expects_them(deb):
     assert m["etc/security/localauth.conf.d"] == ("drwxr-xr-x", "root/root"), m.get("etc/security/localauth.conf.d")
     assert not any(p.startswith("var/") for p in m), "the state directory is postinst's"
     assert all(owner == "root/root" for _, owner in m.values())
+    # No setuid or setgid file at all: callers that are not root reach root's side through
+    # localauthd's socket, and the launcher earlier versions installed is gone.
+    assert OLD_LAUNCHER[1:] not in m, m[OLD_LAUNCHER[1:]]
+    assert not any(p.endswith("localauth-launcher") for p in m), sorted(m)
+    assert [(p, perms) for p, (perms, _) in m.items() if setuid_or_setgid(perms)] == []
+    assert sorted(p for p in m if p.startswith("usr/libexec/localauth/")) == [HELPER[1:], SERVICE[1:]], sorted(m)
 
 
 def test_control_fields_and_conffiles(deb, tmp_path):
@@ -161,7 +173,7 @@ def test_lintian_finds_no_error(deb):
 
 def test_binaries_are_stripped_and_the_swift_ones_need_no_toolchain(deb, tmp_path):
     subprocess.run(["dpkg-deb", "--extract", str(deb), str(tmp_path)], check=True)
-    for path in (HELPER, CTL, LAUNCHER, MODULE):
+    for path in (HELPER, CTL, SERVICE, MODULE):
         f = tmp_path / path[1:]
         sections = subprocess.run(["readelf", "-S", "-W", str(f)], capture_output=True,
                                   text=True, check=True).stdout
@@ -181,7 +193,6 @@ def build_id(binary: Path) -> str:
 
 # What gdb answers for each binary when it finds the debug information, and not without.
 DEBUGGER_FINDS = [(MODULE, "info line pam_sm_authenticate", "Line "),
-                  (LAUNCHER, "info line main", "Line "),
                   (HELPER, "info address localauth_helper_main", "is a function at"),
                   (CTL, "info line Sources/localauthctl/main.swift:1", "Line "),
                   (SERVICE, "info line Sources/localauthd/main.swift:1", "Line ")]
@@ -319,6 +330,9 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
         assert _installed()
         for path in ours:
             assert path.is_file(), path
+        # As installed, too: nothing of ours is setuid or setgid, and no launcher.
+        assert [(str(p), oct(p.stat().st_mode)) for p in ours if p.stat().st_mode & 0o6000] == []
+        assert not Path(OLD_LAUNCHER).exists()
         st = STATE.stat()
         assert STATE.is_dir() and st.st_uid == 0, st
         assert (st.st_mode & 0o7777) == 0o700, oct(st.st_mode)
@@ -424,7 +438,7 @@ def test_licence_copyright_and_examples(deb, tmp_path):
 
 def test_the_swift_binaries_are_bound_at_start(deb, tmp_path):
     subprocess.run(["dpkg-deb", "--extract", str(deb), str(tmp_path)], check=True)
-    for path in (HELPER, CTL, "/usr/libexec/localauth/localauth-launcher", MODULE):
+    for path in (HELPER, CTL, SERVICE, MODULE):
         dynamic = subprocess.run(["readelf", "-d", "-W", str(tmp_path / path[1:])], capture_output=True,
                                  text=True, check=True).stdout
         assert "BIND_NOW" in dynamic or "Flags: NOW" in dynamic, (path, dynamic)
