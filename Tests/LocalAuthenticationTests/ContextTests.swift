@@ -8,6 +8,7 @@ import Testing
 @Suite(.serialized) struct LAContextTests {
     init() {
         // No root side here: an evaluation that got that far would fail as not available.
+        setenv("LOCALAUTH_SERVICE", "/nonexistent-localauth-prefix/socket", 1)
         setenv("LOCALAUTH_PREFIX", "/nonexistent-localauth-prefix", 1)
     }
 

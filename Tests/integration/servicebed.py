@@ -122,6 +122,7 @@ class Service:
         self.syslog = syslog
         self.pinning = extra[extra.index("--peer-pidfd") + 1] if "--peer-pidfd" in extra else "kernel"
         binary = system.REPO / "build" / SERVICE_REL
+        mark = syslog.mark()
         argv = (prefix or namespace_prefix(syslog)) + [str(binary), "--listen", str(self.socket),
                                                        "--helper", str(inst.helper),
                                                        "--config", str(inst.config), *extra]
@@ -135,6 +136,13 @@ class Service:
                 self.stop()
                 raise RuntimeError(f"localauthd's socket did not answer within {STARTED_WITHIN} s")
             time.sleep(0.05)
+        # The probe's connection started a helper that logs it closed before a request: once
+        # that line is in, no test that marks the syslog after this sees it as its own.
+        if syslog.wait_for(lambda i, m: i == "localauth-helper"
+                           and "the connection closed before a request" in m,
+                           timeout=STARTED_WITHIN, since=mark) is None:
+            self.stop()
+            raise RuntimeError(f"localauthd's helper did not log the start-up probe within {STARTED_WITHIN} s")
 
     def answers(self) -> bool:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -246,6 +254,12 @@ class Syslog:
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.02)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def close(self) -> None:
         self._stop.set()
