@@ -27,7 +27,8 @@ struct ProgramBinding {
         case untrusted(String)
     }
 
-    static func of(pid: Int32) throws(Refusal) -> ProgramBinding {
+    /// `interpreters`: whether an interpreter or a loader may hold rights (Interpreters).
+    static func of(pid: Int32, interpreters: Bool) throws(Refusal) -> ProgramBinding {
         guard let pin = CallerPin(caller: pid) else {
             throw .notPinned("the calling process could not be pinned (it ended, or is not the caller)")
         }
@@ -36,6 +37,9 @@ struct ProgramBinding {
         guard !path.hasSuffix(" (deleted)") else { throw .untrusted("its executable was deleted or replaced") }
         try checkFile(path, pid: pid)
         try checkDirectories(above: path)
+        if !interpreters, Interpreters.isInterpreter(path) {
+            throw .untrusted("\(quoted(path)) is an interpreter or a loader: its rights would be every script's it runs (rights_interpreters = yes allows it)")
+        }
         guard let stat = ProcStat(pid: pid), pin.stillRunning else {
             throw .notPinned("the calling process ended while it was examined")
         }

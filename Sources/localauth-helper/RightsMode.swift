@@ -48,7 +48,7 @@ enum RightsMode {
             }
             guard let op else { throw Refusal.unavailable("mode=right needs a known op") }
             let binding: ProgramBinding
-            do { binding = try ProgramBinding.of(pid: caller.callerPID) } catch {
+            do { binding = try ProgramBinding.of(pid: caller.callerPID, interpreters: options.rightsInterpreters) } catch {
                 switch error {
                 case .notPinned(let why): throw Refusal(code: .notInteractive, reason: "no-session", cause: why)
                 case .untrusted(let why):
@@ -102,11 +102,19 @@ enum RightsMode {
                 return success(nil, cause: "secret given", extra: [("secret", Crypto.hex(record.secret))])
             case .sign: return try sign()
             case .remove:
+                // As reading it: only this process, once the right was authorized for it.
+                _ = try authorized()
                 guard try store.remove(program: binding.path, identifier: try identifier()) else { throw Refusal.notFound() }
                 return success(nil, cause: "removed")
             case .removeAll:
-                let n = try store.removeAll(program: binding.path)
-                return success(nil, cause: "removed \(n)")
+                // As removing each one: every right must be authorized for this process.
+                switch try store.removeAll(program: binding.path, allowed: { $0.map(isThisProcess) ?? false }) {
+                case .removed(let n):
+                    return success(nil, cause: "removed \(n)")
+                case .refused(let n):
+                    throw Refusal(code: .notInteractive, reason: "not-authorized",
+                                  cause: "\(n) of this program's rights are not authorized for this process: authorize each before removing them all (nothing was removed)")
+                }
             }
         }
 
@@ -114,6 +122,14 @@ enum RightsMode {
 
         private func save() throws -> Frame {
             let id = try identifier()
+            // Replacing a right needs what reading it needs (a damaged record is no right:
+            // it is moved aside, as before).
+            if (try? store.load(program: binding.path, identifier: id)) != nil {
+                do { _ = try authorized() } catch let refusal as Refusal where refusal.reason == "not-authorized" {
+                    throw Refusal(code: refusal.code, reason: refusal.reason,
+                                  cause: "a right is saved under this identifier: authorize it before replacing it")
+                }
+            }
             guard let requirement = request.keys.value("requirement").flatMap(RightRequirement.init(rawValue:)) else {
                 throw Refusal.unavailable("unknown requirement")
             }
@@ -192,16 +208,27 @@ enum RightsMode {
         }
 
         /// The record, when this very process (pid and start time, this boot) was granted it.
+        /// The record and its grant are read under the store's lock, so a replacement or a
+        /// removal in between cannot pair one right's grant with another's bytes.
         private func authorized() throws -> RightRecord {
-            let record = try existing()
+            let id = try identifier()
+            let (loaded, grant) = try store.reading { () throws(RightsStore.Failure) in
+                (try store.load(program: binding.path, identifier: id),
+                 try store.grant(program: binding.path, identifier: id))
+            }
+            guard let record = loaded else { throw Refusal.notFound() }
             try checkStillValid(record)
-            guard let grant = try store.grant(program: binding.path, identifier: record.identifier),
-                  grant.pid == caller.callerPID, grant.startTime == binding.startTime,
-                  grant.bootID == LinuxSystem().bootID() else {
+            guard let grant, isThisProcess(grant) else {
                 throw Refusal(code: .notInteractive, reason: "not-authorized",
                               cause: "the right is not authorized for this process: authorize it first")
             }
             return record
+        }
+
+        /// A grant for this very process: the peer's pid and start time, this boot.
+        func isThisProcess(_ grant: RightGrant) -> Bool {
+            grant.pid == caller.callerPID && grant.startTime == binding.startTime
+                && grant.bootID == LinuxSystem().bootID()
         }
 
         /// A `biometryCurrentSet` right is void once the enrolled set differs from the one

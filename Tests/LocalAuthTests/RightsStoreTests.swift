@@ -53,10 +53,44 @@ import Testing
         #expect(stat(store.file("/usr/bin/notes", "vault", ".right"), &st) == 0 && st.st_mode & 0o777 == 0o600)
         try store.save(try record(store, id: "second"))
         try store.save(try record(store, program: "/usr/bin/other", id: "third"))
-        #expect(try store.removeAll(program: "/usr/bin/notes") == 2)
+        #expect(try store.removeAll(program: "/usr/bin/notes", allowed: { _ in true }) == .removed(2))
         #expect(try store.load(program: "/usr/bin/other", identifier: "third") != nil)
         #expect(try store.remove(program: "/usr/bin/other", identifier: "third"))
         #expect(try !store.remove(program: "/usr/bin/other", identifier: "third"))
+    }
+
+    /// Removing them all is all or nothing: one right its caller may not remove keeps every one.
+    @Test func removeAllRemovesNothingWhenOneIsNotAllowed() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let store = RightsStore(stateDirectory: dir.path, uid: 1000)
+        try store.save(try record(store, id: "a"))
+        try store.save(try record(store, id: "b"))
+        let mine = RightGrant(pid: 4242, startTime: 7, bootID: "boot")
+        try store.grant(mine, program: "/usr/bin/notes", identifier: "a")
+        #expect(try store.removeAll(program: "/usr/bin/notes", allowed: { $0 == mine }) == .refused(notAllowed: 1))
+        #expect(try store.load(program: "/usr/bin/notes", identifier: "a") != nil)
+        #expect(try store.load(program: "/usr/bin/notes", identifier: "b") != nil)
+        try store.grant(mine, program: "/usr/bin/notes", identifier: "b")
+        #expect(try store.removeAll(program: "/usr/bin/notes", allowed: { $0 == mine }) == .removed(2))
+        #expect(try store.reading { () throws(RightsStore.Failure) in
+            try store.load(program: "/usr/bin/notes", identifier: "a") } == nil)
+    }
+
+    /// One user cannot fill root's file system: a save past the count is refused and loses
+    /// nothing; a replacement does not count twice.
+    @Test func aUserCannotSaveMoreThanTheLimit() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let store = RightsStore(stateDirectory: dir.path, uid: 1000)
+        for n in 0..<RightsStore.maxRights { try store.save(try record(store, id: "r\(n)")) }
+        #expect(throws: RightsStore.Failure.self) { try store.save(try record(store, id: "one-more")) }
+        do { try store.save(try record(store, id: "one-more")) } catch {
+            #expect("\(error)".contains("would have \(RightsStore.maxRights + 1) rights"), "\(error)")
+        }
+        #expect(try store.load(program: "/usr/bin/notes", identifier: "one-more") == nil)
+        try store.save(try record(store, id: "r0"))                     // replacing one is fine
+        #expect(try store.load(program: "/usr/bin/notes", identifier: "r\(RightsStore.maxRights - 1)") != nil)
     }
 
     @Test func aDamagedRecordIsAClearErrorAndIsKeptWhenReplaced() throws {
@@ -110,5 +144,20 @@ import Testing
         try store.grant(g, program: "/usr/bin/notes", identifier: "vault")
         try store.save(try record(store))
         #expect(try store.grant(program: "/usr/bin/notes", identifier: "vault") == nil)
+    }
+}
+
+/// What may not hold rights unless the administrator allows it (rights_interpreters).
+@Suite struct InterpreterTests {
+    @Test func interpretersAndLoadersAreKnownWithOrWithoutTheirVersion() {
+        for path in ["/usr/bin/python3.11", "/usr/bin/python3", "/usr/bin/perl5.36.0", "/usr/bin/bash",
+                     "/bin/dash", "/usr/bin/node", "/usr/lib64/ld-linux-x86-64.so.2",
+                     "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "/usr/bin/qemu-x86_64", "/usr/bin/env"] {
+            #expect(Interpreters.isInterpreter(path), "\(path)")
+        }
+        for path in ["/usr/bin/secret-vault", "/usr/bin/passwd", "/usr/bin/shred", "/usr/bin/nodes-app",
+                     "/opt/app/bin/python-helper-gui"] {
+            #expect(!Interpreters.isInterpreter(path), "\(path)")
+        }
     }
 }

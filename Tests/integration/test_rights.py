@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import struct
 import sys
 from pathlib import Path
 
@@ -325,15 +326,117 @@ def test_the_log_names_the_right_as_one_word_and_never_shows_the_secret(world):
     assert not any(SECRET in m or SECRET.encode().hex() in m for m in logs), logs
 
 
-def test_removing_rights(world):
+def test_removing_rights_needs_the_finger_as_reading_them_does(world):
     saved(world, name="a")
     saved(world, name="b")
-    assert "OK removed a" in world.run("remove", "a").output
+    removed = world.run("remove", "a", fingers=[ENROLLED])
+    assert "OK removed a" in removed.output and len(removed.verify_starts) == 1, removed.output
     assert error_code(world.run("open", "a")) == -10
     assert error_code(world.run("remove", "a")) == -10
-    assert "OK removed all" in world.run("remove-all").output
+    # Every right at once, without authorizing b in that process: refused, nothing removed.
+    bare = world.run("remove-all")
+    assert error_code(bare) == -1004 and bare.verify_starts == [], bare.output   # notInteractive
+    assert any("rights are not authorized for this process" in m and "nothing was removed" in m
+               for m in bare.messages("localauth-helper")), bare.logs
+    assert "OK can authorize" in world.run("check", "b").output
+    assert "OK removed all" in world.run("remove-all", "b", fingers=[ENROLLED]).output
     assert error_code(world.run("check", "b")) == -10
+
+
+def test_replacing_a_right_needs_the_finger_and_without_it_the_secret_stays(world):
+    saved(world)
+    again = world.run("save", "notes", "a secret someone else knows", "biometry")
+    assert error_code(again) == -1004 and again.verify_starts == [], again.output
+    assert any("authorize it before replacing it" in m for m in again.messages("localauth-helper")), again.logs
+    assert line(world.run("open", "notes", fingers=[ENROLLED]), "SECRET") == SECRET
+
+
+# A process forks a child that waits, then becomes the real program (exec keeps its pid and
+# start time); once the owner authorized a right there, the child -- whose parent is now
+# the authorized program -- runs the program's own code to read the secret.
+FORK_THEN_EXEC = r"""
+import os, sys
+app, go = sys.argv[1], sys.argv[2]
+if os.fork() == 0:
+    with open(go) as f:
+        f.read()
+    os.execv(app, [app, "peek", "notes"])
+os.execv(app, [app, "hold", "notes"])
+"""
+
+
+def test_a_child_of_the_authorized_program_gets_no_bytes(world):
+    saved(world)
+    script = world.dir / "fork-then-exec.py"
+    script.write_text(FORK_THEN_EXEC)
+    script.chmod(0o644)
+    go = world.dir / "go"
+    os.mkfifo(go, 0o600)
+    os.chown(go, world.user.uid, world.user.gid)
+    pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.app), str(go)],
+                           env=world.inst.env(), user=world.user,
+                           prefix=namespace_prefix(world.syslog), timeout=60)
+    try:
+        injection = world.bed.inject_async([f"SCAN {ENROLLED}"])
+        pt.expect("AUTHORIZED notes", timeout=40)
+        injection.wait(20)
+        with open(go, "w") as f:                   # the child goes on: exec, then peek
+            f.write("go")
+        pt.expect(r"ERROR code=(-?\d+)", timeout=30)
+        code = int(pt.child.match.group(1))
+        pt.sendline("")                            # the program lets its right go
+        res = pt.finish(timeout=30)
+    finally:
+        pt.kill()
+    assert code == -1004 and SECRET not in res.output, res.output   # notInteractive: not this process
+    logs = [m for i, m in world.syslog.lines if i == "localauth-helper"]
+    assert any(f"program {world.app} " in m and "right secret notes: notInteractive" in m for m in logs), logs
+
+
+def forged_save(world, program_user) -> dict:
+    """A right saved by hand through the service, from a Python program of the user's own
+    (socket_client.py): the caller's executable is the interpreter."""
+    client = Path(__file__).resolve().parent / "socket_client.py"
+    keys = dict(version="1", mode="right", op="save", identifier=b"notes".hex(), requirement="biometry",
+                secret=SECRET.encode().hex(), user=world.user.name, service="forged", tty="", rhost="",
+                ruser="", silent="0", locale="", caller_uid=str(world.user.uid), pid="1", display="0",
+                stdin_tty="0")
+    payload = "\n".join(f"{k}={v}" for k, v in keys.items()).encode()
+    data = struct.pack(">I", len(payload) + 1) + b"Q" + payload
+    out = subprocess.run(system.as_user(program_user, ["/usr/bin/python3", str(client), str(world.inst.service_socket)]),
+                         input=data, capture_output=True, timeout=60).stdout
+    frames = []
+    while len(out) >= 4:
+        (length,) = struct.unpack(">I", out[:4])
+        frames.append((chr(out[4]), out[5:4 + length].decode()))
+        out = out[4 + length:]
+    results = [p for k, p in frames if k == "R"]
+    assert len(results) == 1, frames
+    return dict(l.split("=", 1) for l in results[0].split("\n"))
+
+
+def test_an_interpreter_cannot_hold_rights_unless_the_administrator_allows_it(world):
+    r = forged_save(world, world.user)
+    assert (r["code"], r["name"]) == ("-6", "biometryNotAvailable"), r
+    assert "is an interpreter or a loader" in r["cause"] and "rights_interpreters" in r["cause"], r
     assert not list(rights_dir(world).glob("*.right"))
+    world.configure(rights_interpreters="yes")
+    assert forged_save(world, world.user)["name"] == "success"
+    assert len(list(rights_dir(world).glob("*.right"))) == 1
+
+
+def test_a_user_cannot_fill_roots_disk_with_rights(world):
+    """Any user can save rights as root's files: past the limit a save is refused, and
+    nothing already saved is lost."""
+    saved(world)
+    (first,) = rights_dir(world).glob("*.right")
+    for n in range(63):                      # 64 records in all: the limit
+        shutil.copy2(first, first.with_name(f"{n:064x}.right"))
+    full = world.run("save", "one-more", SECRET, "biometry")
+    assert error_code(full) == -6, full.output                               # biometryNotAvailable
+    assert any("would have 65 rights, more than 64" in m for m in full.messages("localauth-helper")), full.logs
+    assert len(list(rights_dir(world).glob("*.right"))) == 64
+    assert line(world.run("open", "notes", fingers=[ENROLLED]), "SECRET") == SECRET
 
 
 # --- a program without a terminal: the desktop's polkit dialog -----------------------------

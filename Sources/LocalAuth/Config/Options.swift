@@ -47,6 +47,10 @@ public struct Options: Equatable, Sendable {
     /// polkit-agent-helper.socket). Only an agent helper whose stdin was accepted there is
     /// judged for the peer of that stdin.
     public var polkitAgentSocket = "/run/polkit/agent-helper.socket"
+    /// `rights_interpreters`: whether a right may be saved for a program that is an
+    /// interpreter or a loader (python3, bash, node, ld.so ...). Off: such a right would
+    /// belong to every script that interpreter runs, whoever wrote it.
+    public var rightsInterpreters = false
     /// `lid_closed`: what a closed lid means (logind's `LidClosed`, or `lid_path` without
     /// logind): `password` (the reader is in the lid: nobody can reach it), `scan` (the
     /// reader is elsewhere, a closed lid does not stop it).
@@ -214,6 +218,7 @@ extension Options {
         .choice("prompt", \.prompt, [PromptMode.sequential, .concurrent]),
         .path("lid_path", \.lidPath),
         .path("polkit_agent_socket", \.polkitAgentSocket),
+        .bool("rights_interpreters", \.rightsInterpreters),
         .choice("lid_closed", \.lidClosed, [LidClosedChoice.password, .scan]),
         .bool("require_presence", \.requirePresence),
         .bool("remote_login_guard", \.remoteLoginGuard),

@@ -18,11 +18,23 @@ import Glibc
 ///
 /// Files are opened with O_NOFOLLOW and must be regular, the store's and closed to others.
 /// A write goes to a temporary file, fsynced, renamed over the old one, and the directory
-/// fsynced: a crash leaves the old record or the new one, never half of one.
+/// fsynced: a crash leaves the old record or the new one, never half of one. Reads that
+/// pair a record with its grant take the lock shared (`reading`).
+///
+/// Any user can save rights, and the files are root's on root's file system: a save that
+/// would take a user past `maxRights` records or `maxBytes`, or leave less than
+/// `freeSpaceFloor` free for others, is refused (`full`).
 public struct RightsStore {
     public let directory: String
     public let uid: UInt32
     private let owner: uid_t
+
+    /// Records per user, counting damaged ones kept aside.
+    public static let maxRights = 64
+    /// Bytes of records per user (a record holds at most a 1 KiB secret and a key pair).
+    public static let maxBytes = 512 * 1024
+    /// Bytes that must stay free for unprivileged users on the store's file system.
+    public static let freeSpaceFloor: UInt64 = 64 * 1024 * 1024
 
     public init(stateDirectory: String, uid: UInt32, owner: uid_t = geteuid()) {
         let base = stateDirectory.hasSuffix("/") ? String(stateDirectory.dropLast()) : stateDirectory
@@ -37,12 +49,15 @@ public struct RightsStore {
         case io(path: String, operation: String, errno: Int32)
         /// A record that cannot be read; it is left where it is (or moved aside on a save).
         case damaged(path: String, why: String)
+        /// A limit that a save would pass (the number of rights, their bytes, free space).
+        case full(why: String)
 
         public var description: String {
             switch self {
             case .unsafe(let path, let why): return "rights store \(path): \(why)"
             case .io(let path, let operation, let e): return "\(operation) \(path): \(errnoText(e))"
             case .damaged(let path, let why): return "rights store: \(path) is damaged (\(why)); it was left untouched"
+            case .full(let why): return "rights store: \(why); nothing was saved"
             }
         }
     }
@@ -68,8 +83,10 @@ public struct RightsStore {
         try prepare()
         try locked { () throws(Failure) in
             let path = file(record.program, record.identifier, ".right")
+            let bytes = record.encoded()
+            try checkRoom(for: bytes.count, replacing: path)
             if exists(path), !readable(path) { rename(path, path + ".damaged") }
-            try writeAtomically(path, record.encoded())
+            try writeAtomically(path, bytes)
             unlink(file(record.program, record.identifier, ".grant"))  // a new right starts unauthorized
             try syncDirectory()
         }
@@ -91,22 +108,42 @@ public struct RightsStore {
         }
     }
 
-    /// Removes every right `program` saved for this user; returns how many.
-    @discardableResult
-    public func removeAll(program: String) throws(Failure) -> Int {
+    public enum RemoveAll: Equatable {
+        case removed(Int)
+        /// Nothing was removed: this many of the program's rights were not `allowed`.
+        case refused(notAllowed: Int)
+    }
+
+    /// Removes every right `program` saved for this user, all or nothing: when `allowed`
+    /// says no for any of them (given its grant, if any), none is removed.
+    public func removeAll(program: String, allowed: (RightGrant?) -> Bool) throws(Failure) -> RemoveAll {
         try prepare()
-        return try locked { () throws(Failure) -> Int in
-            var removed = 0
+        return try locked { () throws(Failure) -> RemoveAll in
+            var paths: [String] = []
+            var refused = 0
             for name in try names() where name.hasSuffix(".right") {
                 let path = directory + "/" + name
                 guard let bytes = try? read(path, limit: 16 * 1024),
                       let record = try? RightRecord.decode(bytes), record.program == program else { continue }
+                let grant = (try? read(String(path.dropLast(".right".count)) + ".grant", limit: 1024))
+                    .flatMap { $0 }.flatMap(RightGrant.decode)
+                if allowed(grant) { paths.append(path) } else { refused += 1 }
+            }
+            guard refused == 0 else { return .refused(notAllowed: refused) }
+            var removed = 0
+            for path in paths {
                 unlink(String(path.dropLast(".right".count)) + ".grant")
                 if unlink(path) == 0 { removed += 1 }
             }
             try syncDirectory()
-            return removed
+            return .removed(removed)
         }
+    }
+
+    /// `body` under the lock, shared: no change happens while it reads.
+    public func reading<T>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
+        try prepare()
+        return try locked(LOCK_SH, body)
     }
 
     // MARK: - Grants
@@ -205,12 +242,40 @@ public struct RightsStore {
         return out
     }
 
-    private func locked<T>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
+    /// The user's records and their bytes, with the new one in place of `replacing`, must
+    /// stay within the limits, and the file system keep its floor free.
+    private func checkRoom(for size: Int, replacing path: String) throws(Failure) {
+        var count = 1
+        var bytes = size
+        for name in try names() where name.hasSuffix(".right") || name.hasSuffix(".damaged") {
+            let other = directory + "/" + name
+            guard other != path else { continue }
+            var st = stat()
+            guard lstat(other, &st) == 0 else { continue }
+            count += 1
+            bytes += Int(st.st_size)
+        }
+        if count > Self.maxRights {
+            throw .full(why: "uid \(uid) would have \(count) rights, more than \(Self.maxRights)")
+        }
+        if bytes > Self.maxBytes {
+            throw .full(why: "uid \(uid)'s rights would take \(bytes) bytes, more than \(Self.maxBytes)")
+        }
+        var fs = statvfs()
+        if statvfs(directory, &fs) == 0 {
+            let free = UInt64(fs.f_bavail) * UInt64(fs.f_frsize)
+            if free < Self.freeSpaceFloor + UInt64(size) {
+                throw .full(why: "\(free / 1024 / 1024) MiB free on the state directory's file system, below the \(Self.freeSpaceFloor / 1024 / 1024) MiB kept for others")
+            }
+        }
+    }
+
+    private func locked<T>(_ mode: Int32 = LOCK_EX, _ body: () throws(Failure) -> T) throws(Failure) -> T {
         let path = directory + "/.lock"
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .io(path: path, operation: "open", errno: errno) }
         defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
+        while flock(fd, mode) != 0 {
             guard errno == EINTR else { throw .io(path: path, operation: "lock", errno: errno) }
         }
         return try body()

@@ -8,7 +8,11 @@
 //   secret-vault open-handlers NAME  the same as open, with the completion-handler forms
 //   secret-vault peek NAME           loads the secret without authorizing (refused)
 //   secret-vault check NAME          whether the right can be authorized now
-//   secret-vault remove NAME | remove-all
+//   secret-vault hold NAME           asks for the finger, then keeps the right authorized
+//                                    until a line is typed
+//   secret-vault remove NAME         asks for the finger, then removes the right
+//   secret-vault remove-all NAME...  asks for the finger for each NAME, then removes every
+//                                    right of the vault (refused while one is not authorized)
 //
 // Output lines for scripts: `SECRET text`, `PUBLIC hex`, `SIGNATURE hex`, `OK what`, and on
 // failure `ERROR code=N domain=D desc` (exit status 1).
@@ -60,10 +64,25 @@ func run(_ args: [String]) async throws {
     case ("check", 2):
         try await store.right(forIdentifier: args[1]).checkCanAuthorize()
         print("OK can authorize")
+    case ("hold", 2):
+        // Authorized until a line comes on standard input (an app that keeps a right open).
+        let right = try await store.right(forIdentifier: args[1])
+        try await right.authorize(localizedReason: "Open the vault \(args[1])")
+        print("AUTHORIZED \(args[1])")
+        _ = readLine()
+        await right.deauthorize()
     case ("remove", 2):
-        try await store.removeRight(forIdentifier: args[1])
+        // Removing a right needs what reading it needs: this process authorized it.
+        let right = try await store.right(forIdentifier: args[1])
+        try await right.authorize(localizedReason: "Remove \(args[1]) from the vault")
+        try await store.removeRight(right)
         print("OK removed \(args[1])")
-    case ("remove-all", 1):
+    case ("remove-all", _):
+        // Every right of the vault, each authorized by this process first (named here:
+        // the store does not list them).
+        for name in args.dropFirst() {
+            try await store.right(forIdentifier: name).authorize(localizedReason: "Remove \(name) from the vault")
+        }
         try await store.removeAllRights()
         print("OK removed all")
     default:
@@ -98,7 +117,7 @@ Task.detached {
         exit(0)
     } catch is Usage {
         print("usage: secret-vault save NAME SECRET [biometry|current|default|passcode] | open[-handlers] NAME"
-              + " | sign NAME MESSAGE | peek NAME | check NAME | remove NAME | remove-all")
+              + " | sign NAME MESSAGE | peek NAME | check NAME | hold NAME | remove NAME | remove-all NAME...")
         exit(64)
     } catch {
         let ns = error as NSError
