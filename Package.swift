@@ -72,7 +72,7 @@ let package = Package(
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "LogindClient", "SystemBus",
                                          "CSystemd", "CCrypt", "CLinux", "CPathOpen", "SystemEvents"]),
         // The resident service (DESIGN.md §1): the socket, who connected, a helper per request.
-        .executableTarget(name: "localauthd", dependencies: ["LocalAuth", "CSystemd", "CLinux"]),
+        .executableTarget(name: "localauthd", dependencies: ["LocalAuth", "SystemBus", "CSystemd", "CLinux"]),
         .executableTarget(name: "localauthctl",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CPAM", "CLinux",
                                          "SystemEvents"]),

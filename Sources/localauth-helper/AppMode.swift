@@ -119,7 +119,8 @@ enum AppMode {
         let ui = AppFrameUI(channel: channel, language: request.language, log: log)
         let wake = AppWakeSource(channel: channel, fallbackOffered: options.fallbackTitle != "")
         let env = environment(request, policy: policy, unprivileged: unprivileged, options: options, ui: ui,
-                              wake: [wake] + (presence.watch.map { [$0] } ?? []), log: log)
+                              wake: [wake] + (presence.watch.map { [$0] } ?? [])
+                                  + (SleepSignal.wakeSource().map { [$0] } ?? []), log: log)
         let evaluation = PolicyEvaluation(environment: env)
         switch evaluation.run(policy.evaluationPolicy) {
         case .success(let method):

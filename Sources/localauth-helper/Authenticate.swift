@@ -30,7 +30,7 @@ enum Authenticate {
             options: options, ui: ui, log: log,
             wakeSources: [ModuleWakeSource(channel: channel, ui: ui,
                                            fallbackOffered: options.fallbackTitle != "")]
-                + (presence.watch.map { [$0] } ?? []),
+                + (presence.watch.map { [$0] } ?? []) + (SleepSignal.wakeSource().map { [$0] } ?? []),
             language: request.language)
         let policy: EvaluationPolicy = options.policy == .biometrics
             ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication

@@ -28,6 +28,8 @@ signal(SIGPIPE, SIG_IGN)
 // Started for a user's program on a terminal, a hangup must not end it
 // between a failed match and its record.
 signal(SIGHUP, SIG_IGN)
+// localauthd's word that the system prepares to sleep: the scan ends (SleepSignal).
+SleepSignal.install()
 
 HardDeadline.set(seconds: HardDeadline.startSeconds)
 

@@ -17,11 +17,14 @@ struct Service {
     let log: LogSink
     private var running: [Worker] = []
     private var idleSince = MonotonicClock.millis()
+    /// logind's sleep announcements (nil where there is no bus to follow).
+    private var sleepWatch: SleepWatch?
 
     init(listener: Listener, arguments: ServiceArguments, log: LogSink) {
         self.listener = listener
         self.arguments = arguments
         self.log = log
+        sleepWatch = SleepWatch.start(configPath: arguments.configPath, log: log)
         for sig in [SIGTERM, SIGINT] {
             signal(sig) { number in stopRequested.store(number, ordering: .relaxed) }
         }
@@ -31,7 +34,9 @@ struct Service {
     mutating func run() -> String {
         let watchdog = Watchdog()
         while true {
-            var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0)]
+            // The listener, the sleep watch's bus (or -1: ignored by poll), then the helpers.
+            var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: sleepWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
             let ready = poll(&fds, nfds_t(fds.count), pollTimeout(watchdog))
             let sig = stopRequested.load(ordering: .relaxed)
@@ -39,7 +44,8 @@ struct Service {
             if ready < 0 && errno != EINTR { return "poll: \(String(cString: strerror(errno)))" }
             watchdog.ping()
             if ready > 0 {
-                reap(fds.dropFirst().filter { $0.revents != 0 }.map(\.fd))
+                if fds[1].revents != 0 { followSleep() }
+                reap(fds.dropFirst(2).filter { $0.revents != 0 }.map(\.fd))
                 if fds[0].revents != 0 { acceptWaiting() }
             }
             if !running.isEmpty { idleSince = MonotonicClock.millis() }
@@ -89,6 +95,20 @@ struct Service {
         case .failure(let problem):
             log.log(.error, "a request of uid \(peer.uid) (pid \(peer.pid)) could not start the helper: \(problem.text)")
         }
+    }
+
+    /// The system prepares to sleep: every running helper ends its scan (SleepSignal).
+    private mutating func followSleep() {
+        guard let watch = sleepWatch else { return }
+        do {
+            guard try watch.takeAnnouncement() else { return }
+        } catch {
+            log.log(.warning, "logind's sleep signal no longer followed: \(error)")
+            sleepWatch = nil
+            return
+        }
+        for worker in running { kill(worker.pid, SIGUSR1) }
+        log.log(.info, "the system prepares to sleep: \(running.count) running request(s) told to end their scan")
     }
 
     private mutating func reap(_ exited: [Int32]) {

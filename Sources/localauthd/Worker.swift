@@ -5,7 +5,7 @@ import CLinux
 
 /// One request's helper: `localauth-helper --service-peer-uid U --service-peer-pid P
 /// --config PATH`, its fd 0 and 1 the connection, fd 2 /dev/null (it logs to syslog), fd 3
-/// the peer's pidfd; its own session, default signals, an empty mask, and the fixed
+/// the peer's pidfd; its own session, default signals, a mask holding only SIGUSR1, and the fixed
 /// environment the module gives it. The helper trusts these arguments because only root
 /// can start it with real uid 0 (Unprivileged.swift).
 struct Worker {
@@ -36,11 +36,14 @@ struct Worker {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var all = sigset_t(), none = sigset_t()
+        var all = sigset_t(), held = sigset_t()
         sigfillset(&all)
-        sigemptyset(&none)
+        sigemptyset(&held)
         posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setsigmask(&attributes, &none)
+        // SIGUSR1 (the system prepares to sleep, SleepWatch) held until the helper has its
+        // handler (SleepSignal.install unblocks it): before that its default would end it.
+        sigaddset(&held, SIGUSR1)
+        posix_spawnattr_setsigmask(&attributes, &held)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | la_posix_spawn_setsid))
         var pid: pid_t = 0
         let result = withCStrings(argv) { cargv in

@@ -6,7 +6,8 @@ and `IdleHint`, the Manager's `LidClosed`) comes from this: a process that owns
 org.freedesktop.login1 on the bed's bus and answers `Properties.Get` for every session path
 (unlocked and not idle unless told otherwise) and for the Manager (the lid open unless
 told). Tests change a hint with `LogindBus.set_hint(session, name, value)`, which emits
-`PropertiesChanged` as logind does, and the lid with `set_lid(closed)`. The real logind is
+`PropertiesChanged` as logind does, the lid with `set_lid(closed)`, and announce a suspend
+with `prepare_for_sleep()` (the Manager's `PrepareForSleep` signal). The real logind is
 tested in the Debian guest (Tests/vm); this is the bus-level fake for the rule's edge cases.
 
 Run as a script by LogindBus (``/usr/bin/python3 logind_bus.py``), with
@@ -82,6 +83,14 @@ def _serve() -> None:
         def Freeze(self, on):
             frozen["on"] = bool(on)
 
+        @dbus.service.method(CONTROL, in_signature="b")
+        def Sleep(self, start):
+            self.PrepareForSleep(bool(start))
+
+        @dbus.service.signal(MANAGER, signature="b")
+        def PrepareForSleep(self, start):
+            pass
+
     name = dbus.service.BusName(NAME, bus)  # noqa: F841  (held for the process's life)
     sessions = Sessions(bus, SESSION_PREFIX)
     Manager(bus, MANAGER_PATH)
@@ -108,6 +117,10 @@ class LogindBus(FakeProcess):
 
     def freeze(self, on: bool = True) -> None:
         self._control("Freeze", "b", "true" if on else "false")
+
+    def prepare_for_sleep(self, start: bool = True) -> None:
+        """Manager.PrepareForSleep(start), as logind sends it before a suspend and after."""
+        self._control("Sleep", "b", "true" if start else "false")
 
 
 def _label(session: str) -> str:

@@ -109,10 +109,11 @@ class ServiceInstallation(system.Installation):
 class Service:
     """One localauthd on a socket; stopped by its PID on every exit path (``stop``)."""
 
-    def __init__(self, inst, syslog, *extra, prefix=None, parent="/run", socket_path=None):
+    def __init__(self, inst, syslog, *extra, prefix=None, parent="/run", socket_path=None, config=None):
         """``prefix``: the namespace to run in (default: one whose /dev/log is ``syslog``);
         ``parent``: where the socket's directory is made (visible to the callers);
-        ``socket_path``: listen there instead (its directory exists and stays)."""
+        ``socket_path``: listen there instead (its directory exists and stays);
+        ``config``: the service's configuration (default: the installation's)."""
         if socket_path is None:
             self.dir = Path(tempfile.mkdtemp(prefix="localauth-service-", dir=parent))
             self.dir.chmod(0o755)
@@ -125,7 +126,7 @@ class Service:
         mark = syslog.mark()
         argv = (prefix or namespace_prefix(syslog)) + [str(binary), "--listen", str(self.socket),
                                                        "--helper", str(inst.helper),
-                                                       "--config", str(inst.config), *extra]
+                                                       "--config", str(config or inst.config), *extra]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, env={"PATH": system.SAFE_PATH})
         deadline = time.monotonic() + STARTED_WITHIN

@@ -244,6 +244,45 @@ def test_a_request_killed_mid_scan_ends_its_helper_and_frees_the_reader(e2e, ser
     assert (r.status, r.results) == (0, ["verify-match"]), r
 
 
+def test_the_system_going_to_sleep_ends_the_scan_and_gives_the_try_back(e2e, inst, syslog, tmp_path):
+    """logind's PrepareForSleep(true) (the fake on the bed's bus, which root's configuration
+    names): the service tells its running helper to end the scan, which releases the reader,
+    gives the try back and answers systemCancel; the password module's prompt follows."""
+    from logind_bus import LogindBus
+    logind = LogindBus(e2e.bed.address)
+    logind.start()
+    config = tmp_path / "localauth.conf"
+    config.write_text(f"dbus_address = {e2e.bed.address}\n")
+    service = None
+    try:
+        service = Service(inst, syslog, config=config)
+        e2e.args.append(f"service={service.socket}")
+        e2e.service = e2e.stack()
+        e2e.first_password()
+        pt = e2e.world.pamtester(e2e.service, USER, operation=("authenticate", "acct_mgmt"))
+        try:
+            assert e2e.bed.wait_finger_needed(timeout=30), "the reader never waited for a finger"
+            mark = e2e.bed.mark()
+            logind.prepare_for_sleep(True)
+            e2e.bed.wait_event("finger-needed", since=mark, timeout=30, where=lambda e: e.args == (False,))
+            pt.expect(PROMPT_TEXT)
+            pt.send_secret(PASSWORD)
+            res = pt.finish()
+        finally:
+            pt.kill()
+        syslog._sync()
+        assert any("the system prepares to sleep: 1 running request(s) told to end their scan" in m
+                   for m in service.lines("localauthd")), service.lines("localauthd")
+        assert any("result=systemCancel" in m and "the system is going to sleep" in m
+                   for m in service.lines("localauth-helper")), service.lines("localauth-helper")
+        assert res.status == 0, res
+        assert e2e.state_file()["failures"] == "0"          # the try was given back
+    finally:
+        if service is not None:
+            service.stop()
+        logind.stop()
+
+
 # --- the service's own faults: the password at once, nothing lost ------------------------
 
 def test_the_service_killed_mid_scan_leaves_the_password_and_keeps_the_try(e2e, service):
