@@ -103,12 +103,17 @@ enum RightsMode {
             case .sign: return try sign()
             case .remove:
                 // As reading it: only this process, once the right was authorized for it.
-                _ = try authorized()
+                try authorizedOrVoid()
                 guard try store.remove(program: binding.path, identifier: try identifier()) else { throw Refusal.notFound() }
                 return success(nil, cause: "removed")
             case .removeAll:
-                // As removing each one: every right must be authorized for this process.
-                switch try store.removeAll(program: binding.path, allowed: { $0.map(isThisProcess) ?? false }) {
+                // As removing each one: every right must be authorized for this process
+                // (or be void: its fingers changed).
+                let now = knownDomainState()
+                let allowed = { (record: RightRecord, grant: RightGrant?) -> Bool in
+                    (grant.map(isThisProcess) ?? false) || isVoid(record, now: now)
+                }
+                switch try store.removeAll(program: binding.path, allowed: allowed) {
                 case .removed(let n):
                     return success(nil, cause: "removed \(n)")
                 case .refused(let n):
@@ -123,9 +128,9 @@ enum RightsMode {
         private func save() throws -> Frame {
             let id = try identifier()
             // Replacing a right needs what reading it needs (a damaged record is no right:
-            // it is moved aside, as before).
+            // it is moved aside, as before; nor is a void one).
             if (try? store.load(program: binding.path, identifier: id)) != nil {
-                do { _ = try authorized() } catch let refusal as Refusal where refusal.reason == "not-authorized" {
+                do { try authorizedOrVoid() } catch let refusal as Refusal where refusal.reason == "not-authorized" {
                     throw Refusal(code: refusal.code, reason: refusal.reason,
                                   cause: "a right is saved under this identifier: authorize it before replacing it")
                 }
@@ -176,7 +181,8 @@ enum RightsMode {
         /// This process (pid and start time, this boot) may now load the secret and sign.
         func grant(_ record: RightRecord, method: EvaluationMachine.Outcome.Method) throws -> Frame {
             guard let boot = LinuxSystem().bootID() else { throw Refusal.unavailable("no boot id") }
-            let grant = RightGrant(pid: caller.callerPID, startTime: binding.startTime, bootID: boot)
+            let grant = RightGrant(pid: caller.callerPID, startTime: binding.startTime, bootID: boot,
+                                   grantedAt: BootClock.nanos())
             try store.grant(grant, program: binding.path, identifier: record.identifier)
             return success(record, cause: "authorized (\(method.rawValue))")
         }
@@ -225,10 +231,34 @@ enum RightsMode {
             return record
         }
 
-        /// A grant for this very process: the peer's pid and start time, this boot.
+        /// Authorized for this process, or void: a `biometryCurrentSet` right whose fingers
+        /// changed can never be authorized again, and its bytes are out of everyone's reach,
+        /// so removing or replacing it takes nothing from anyone (it would otherwise stay,
+        /// counted against the user's limit, until root removed it).
+        private func authorizedOrVoid() throws {
+            do { _ = try authorized() } catch let refusal as Refusal where refusal.reason == "right-invalidated" {}
+        }
+
+        /// The enrolled set's domain state now: `.some(nil)` when no finger is enrolled,
+        /// nil when it cannot be known (fprintd unreachable: then no right counts as void).
+        private func knownDomainState() -> String?? {
+            do { return .some(try currentDomainState()) } catch let r as Refusal where r.code == .biometryNotEnrolled {
+                return .some(nil)
+            } catch { return nil }
+        }
+
+        private func isVoid(_ record: RightRecord, now: String??) -> Bool {
+            guard record.requirement == .biometryCurrentSet, case .some(let current) = now else { return false }
+            return current != record.domainState
+        }
+
+        /// A grant for this very process (the peer's pid and start time, this boot), on a
+        /// connection made after it: this helper, started when the connection was accepted,
+        /// started after the grant. Otherwise a connection opened before the program was
+        /// exec'd in place, and handed to a child, would carry the program's grant.
         func isThisProcess(_ grant: RightGrant) -> Bool {
             grant.pid == caller.callerPID && grant.startTime == binding.startTime
-                && grant.bootID == LinuxSystem().bootID()
+                && grant.bootID == LinuxSystem().bootID() && grant.grantedAt < HelperStart.bootNanos
         }
 
         /// A `biometryCurrentSet` right is void once the enrolled set differs from the one

@@ -292,6 +292,13 @@ def test_a_current_set_right_is_invalidated_when_a_finger_is_added(world):
     run = world.run("open", "notes")
     assert error_code(run) == -10 and SECRET not in run.output and run.verify_starts == [], run.output
     assert "changed since the right was saved" in run.output
+    # Void for good, so it can be replaced or removed without a finger that could never
+    # authorize it again (it would otherwise count against the user's limit until root acts).
+    assert "OK saved notes" in world.run("save", "notes", "new", "current").output
+    world.bed.enroll(world.user.name, "left-index-finger", "f3")
+    gone = world.run("remove-all")
+    assert "OK removed all" in gone.output and gone.verify_starts == [], gone.output
+    assert not list(rights_dir(world).glob("*.right"))
 
 
 def test_the_password_opens_only_a_right_that_allows_it(world):
@@ -391,6 +398,66 @@ def test_a_child_of_the_authorized_program_gets_no_bytes(world):
     assert code == -1004 and SECRET not in res.output, res.output   # notInteractive: not this process
     logs = [m for i, m in world.syslog.lines if i == "localauth-helper"]
     assert any(f"program {world.app} " in m and "right secret notes: notInteractive" in m for m in logs), logs
+
+
+# The same with the connection: a process connects to localauthd, forks a child that keeps
+# the connection, then becomes the real program; once the owner authorized a right there,
+# the child asks for the secret on the connection its parent opened (whose peer, for the
+# kernel, is the program now).
+HANDED_CONNECTION = r"""
+import os, socket, struct, sys
+app, sock_path, go, user = sys.argv[1:5]
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+conn.connect(sock_path)
+if os.fork() == 0:
+    with open(go) as f:
+        f.read()
+    keys = dict(version="1", mode="right", op="secret", identifier=b"notes".hex(), user=user,
+                service="forged", tty="", rhost="", ruser="", silent="0", locale="",
+                caller_uid=str(os.getuid()), pid=str(os.getppid()), display="0", stdin_tty="1")
+    payload = "\n".join(f"{k}={v}" for k, v in keys.items()).encode()
+    conn.sendall(struct.pack(">I", len(payload) + 1) + b"Q" + payload)
+    conn.shutdown(socket.SHUT_WR)
+    data = b""
+    while chunk := conn.recv(65536):
+        data += chunk
+    while len(data) >= 4:
+        (n,) = struct.unpack(">I", data[:4])
+        if data[4:5] == b"R":
+            print("CHILD " + data[5:4 + n].decode().replace("\n", " "), flush=True)
+        data = data[4 + n:]
+    sys.exit(0)
+conn.close()
+os.execv(app, [app, "hold", "notes"])
+"""
+
+
+def test_a_connection_opened_before_the_program_ran_carries_no_grant(world):
+    saved(world)
+    script = world.dir / "handed-connection.py"
+    script.write_text(HANDED_CONNECTION)
+    script.chmod(0o644)
+    go = world.dir / "go"
+    os.mkfifo(go, 0o600)
+    os.chown(go, world.user.uid, world.user.gid)
+    pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.app), str(world.inst.service_socket),
+                            str(go), world.user.name],
+                           env=world.inst.env(), user=world.user,
+                           prefix=namespace_prefix(world.syslog), timeout=60)
+    try:
+        injection = world.bed.inject_async([f"SCAN {ENROLLED}"])
+        pt.expect("AUTHORIZED notes", timeout=40)
+        injection.wait(20)
+        with open(go, "w") as f:
+            f.write("go")
+        pt.expect(r"CHILD ([^\r\n]*)", timeout=30)
+        child = pt.child.match.group(1)
+        pt.sendline("")
+        res = pt.finish(timeout=30)
+    finally:
+        pt.kill()
+    assert "name=notInteractive" in child and "secret=" not in child, child
+    assert SECRET.encode().hex() not in res.output and SECRET not in res.output, res.output
 
 
 def forged_save(world, program_user) -> dict:

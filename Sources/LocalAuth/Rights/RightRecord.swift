@@ -113,20 +113,26 @@ public struct RightRecord: Equatable, Sendable {
 
 /// An authorization the root side granted one process for one right: that process (its
 /// pid and start time, on this boot) may load the secret and sign until it deauthorizes or
-/// ends. Text as the record: `pid=`, `start=`, `boot=`.
+/// ends, over connections made after the grant (`grantedAt`: a connection opened before it
+/// may have been handed to another process before the program was exec'd in place). Text
+/// as the record: `pid=`, `start=`, `boot=`, `at=`. A grant without `at=` (an earlier
+/// version's) decodes to nothing: the program authorizes again.
 public struct RightGrant: Equatable, Sendable {
     public var pid: Int32
     public var startTime: UInt64
     public var bootID: String
+    /// CLOCK_BOOTTIME in nanoseconds when it was granted.
+    public var grantedAt: UInt64
 
-    public init(pid: Int32, startTime: UInt64, bootID: String) {
+    public init(pid: Int32, startTime: UInt64, bootID: String, grantedAt: UInt64) {
         self.pid = pid
         self.startTime = startTime
         self.bootID = bootID
+        self.grantedAt = grantedAt
     }
 
     public func encoded() -> [UInt8] {
-        Array("pid=\(pid)\nstart=\(startTime)\nboot=\(bootID)\n".utf8)
+        Array("pid=\(pid)\nstart=\(startTime)\nboot=\(bootID)\nat=\(grantedAt)\n".utf8)
     }
 
     public static func decode(_ bytes: [UInt8]) -> RightGrant? {
@@ -136,7 +142,7 @@ public struct RightGrant: Equatable, Sendable {
             fields[String(line[..<eq])] = String(line[line.index(after: eq)...])
         }
         guard let pid = fields["pid"].flatMap({ Int32($0) }), let start = fields["start"].flatMap({ UInt64($0) }),
-              let boot = fields["boot"], !boot.isEmpty else { return nil }
-        return RightGrant(pid: pid, startTime: start, bootID: boot)
+              let boot = fields["boot"], !boot.isEmpty, let at = fields["at"].flatMap({ UInt64($0) }) else { return nil }
+        return RightGrant(pid: pid, startTime: start, bootID: boot, grantedAt: at)
     }
 }

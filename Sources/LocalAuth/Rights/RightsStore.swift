@@ -115,8 +115,8 @@ public struct RightsStore {
     }
 
     /// Removes every right `program` saved for this user, all or nothing: when `allowed`
-    /// says no for any of them (given its grant, if any), none is removed.
-    public func removeAll(program: String, allowed: (RightGrant?) -> Bool) throws(Failure) -> RemoveAll {
+    /// says no for any of them (given the record and its grant, if any), none is removed.
+    public func removeAll(program: String, allowed: (RightRecord, RightGrant?) -> Bool) throws(Failure) -> RemoveAll {
         try prepare()
         return try locked { () throws(Failure) -> RemoveAll in
             var paths: [String] = []
@@ -127,7 +127,7 @@ public struct RightsStore {
                       let record = try? RightRecord.decode(bytes), record.program == program else { continue }
                 let grant = (try? read(String(path.dropLast(".right".count)) + ".grant", limit: 1024))
                     .flatMap { $0 }.flatMap(RightGrant.decode)
-                if allowed(grant) { paths.append(path) } else { refused += 1 }
+                if allowed(record, grant) { paths.append(path) } else { refused += 1 }
             }
             guard refused == 0 else { return .refused(notAllowed: refused) }
             var removed = 0
