@@ -23,6 +23,7 @@
 #include "args.h"
 #include "frame.h"
 #include "request.h"
+#include "service.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -159,7 +160,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(args.argc == argc && args.argv == argv);
     check(args.helper_timeout_ms >= LA_HELPER_TIMEOUT_MIN_MS
           && args.helper_timeout_ms <= LA_HELPER_TIMEOUT_MAX_MS);
-    check(args.helper_path != NULL && args.helper_path[0] == '/');
+    /* A caller that is not root starts nothing (localauthd only) and cannot move the
+     * service; root's helper is an absolute path. */
+    check(args.unprivileged == (fuzz_euid != 0));
+    if (args.unprivileged) {
+        check(args.helper_path == NULL);
+        check(args.service_path != NULL && strcmp(args.service_path, LA_SERVICE_PATH) == 0);
+    } else {
+        check(args.helper_path != NULL && args.helper_path[0] == '/');
+    }
     uintptr_t at = (uintptr_t)args.helper_path;
     for (int i = 0; i < argc; i++) {
         uintptr_t from = (uintptr_t)argv[i], to = from + strlen(argv[i]);
