@@ -372,30 +372,41 @@ os.execv(app, [app, "hold", "notes"])
 """
 
 
-def test_a_child_of_the_authorized_program_gets_no_bytes(world):
+def attack_on_a_held_right(world, name, script_text, *args, child_says):
+    """``script_text`` run as the user on a terminal (argv: the program, a FIFO, ``args``):
+    it ends by exec'ing the program's `hold notes`, and its child waits on the FIFO. The
+    owner's finger authorizes the right; then the child is let go and its answer, the
+    first match of ``child_says``, is read; the program lets the right go. Returns that
+    match's first group and the whole output."""
     saved(world)
-    script = world.dir / "fork-then-exec.py"
-    script.write_text(FORK_THEN_EXEC)
+    script = world.dir / name
+    script.write_text(script_text)
     script.chmod(0o644)
     go = world.dir / "go"
     os.mkfifo(go, 0o600)
     os.chown(go, world.user.uid, world.user.gid)
-    pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.app), str(go)],
+    pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.app), str(go), *args],
                            env=world.inst.env(), user=world.user,
                            prefix=namespace_prefix(world.syslog), timeout=60)
     try:
         injection = world.bed.inject_async([f"SCAN {ENROLLED}"])
         pt.expect("AUTHORIZED notes", timeout=40)
         injection.wait(20)
-        with open(go, "w") as f:                   # the child goes on: exec, then peek
+        with open(go, "w") as f:                   # the child goes on
             f.write("go")
-        pt.expect(r"ERROR code=(-?\d+)", timeout=30)
-        code = int(pt.child.match.group(1))
+        pt.expect(child_says, timeout=30)
+        said = pt.child.match.group(1)
         pt.sendline("")                            # the program lets its right go
         res = pt.finish(timeout=30)
     finally:
         pt.kill()
-    assert code == -1004 and SECRET not in res.output, res.output   # notInteractive: not this process
+    return said, res.output
+
+
+def test_a_child_of_the_authorized_program_gets_no_bytes(world):
+    code, output = attack_on_a_held_right(world, "fork-then-exec.py", FORK_THEN_EXEC,
+                                          child_says=r"ERROR code=(-?\d+)")
+    assert int(code) == -1004 and SECRET not in output, output   # notInteractive: not this process
     logs = [m for i, m in world.syslog.lines if i == "localauth-helper"]
     assert any(f"program {world.app} " in m and "right secret notes: notInteractive" in m for m in logs), logs
 
@@ -406,7 +417,7 @@ def test_a_child_of_the_authorized_program_gets_no_bytes(world):
 # kernel, is the program now).
 HANDED_CONNECTION = r"""
 import os, socket, struct, sys
-app, sock_path, go, user = sys.argv[1:5]
+app, go, sock_path, user = sys.argv[1:5]
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 conn.connect(sock_path)
 if os.fork() == 0:
@@ -433,31 +444,11 @@ os.execv(app, [app, "hold", "notes"])
 
 
 def test_a_connection_opened_before_the_program_ran_carries_no_grant(world):
-    saved(world)
-    script = world.dir / "handed-connection.py"
-    script.write_text(HANDED_CONNECTION)
-    script.chmod(0o644)
-    go = world.dir / "go"
-    os.mkfifo(go, 0o600)
-    os.chown(go, world.user.uid, world.user.gid)
-    pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.app), str(world.inst.service_socket),
-                            str(go), world.user.name],
-                           env=world.inst.env(), user=world.user,
-                           prefix=namespace_prefix(world.syslog), timeout=60)
-    try:
-        injection = world.bed.inject_async([f"SCAN {ENROLLED}"])
-        pt.expect("AUTHORIZED notes", timeout=40)
-        injection.wait(20)
-        with open(go, "w") as f:
-            f.write("go")
-        pt.expect(r"CHILD ([^\r\n]*)", timeout=30)
-        child = pt.child.match.group(1)
-        pt.sendline("")
-        res = pt.finish(timeout=30)
-    finally:
-        pt.kill()
+    child, output = attack_on_a_held_right(world, "handed-connection.py", HANDED_CONNECTION,
+                                           str(world.inst.service_socket), world.user.name,
+                                           child_says=r"CHILD ([^\r\n]*)")
     assert "name=notInteractive" in child and "secret=" not in child, child
-    assert SECRET.encode().hex() not in res.output and SECRET not in res.output, res.output
+    assert SECRET.encode().hex() not in output and SECRET not in output, output
 
 
 def forged_save(world, program_user) -> dict:
