@@ -35,6 +35,7 @@ CONTROL = "org.localauth.Test.Logind"
 
 def _serve() -> None:
     import dbus
+    import dbus.lowlevel
     import dbus.service
     from dbus.mainloop.glib import DBusGMainLoop
     from gi.repository import GLib
@@ -83,9 +84,26 @@ def _serve() -> None:
         def Freeze(self, on):
             frozen["on"] = bool(on)
 
-        @dbus.service.method(CONTROL, in_signature="b")
-        def Sleep(self, start):
-            self.PrepareForSleep(bool(start))
+        @dbus.service.method(CONTROL, in_signature="bu")
+        def Sleep(self, start, pid):
+            """PrepareForSleep(start): to everyone, or (pid != 0) only to the connections of
+            that process, so that fprintd, which follows the signal too, does not race it."""
+            if pid == 0:
+                self.PrepareForSleep(bool(start))
+                return
+            driver = bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")
+            for name in driver.ListNames(dbus_interface="org.freedesktop.DBus"):
+                if not name.startswith(":"):
+                    continue
+                try:
+                    owner = driver.GetConnectionUnixProcessID(name, dbus_interface="org.freedesktop.DBus")
+                except dbus.exceptions.DBusException:
+                    continue
+                if owner == pid:
+                    msg = dbus.lowlevel.SignalMessage(MANAGER_PATH, MANAGER, "PrepareForSleep")
+                    msg.append(dbus.Boolean(start))
+                    msg.set_destination(name)
+                    bus.send_message(msg)
 
         @dbus.service.signal(MANAGER, signature="b")
         def PrepareForSleep(self, start):
@@ -118,9 +136,10 @@ class LogindBus(FakeProcess):
     def freeze(self, on: bool = True) -> None:
         self._control("Freeze", "b", "true" if on else "false")
 
-    def prepare_for_sleep(self, start: bool = True) -> None:
-        """Manager.PrepareForSleep(start), as logind sends it before a suspend and after."""
-        self._control("Sleep", "b", "true" if start else "false")
+    def prepare_for_sleep(self, start: bool = True, only_pid: int = 0) -> None:
+        """Manager.PrepareForSleep(start), as logind sends it before a suspend and after; to
+        the bus connections of ``only_pid`` alone when given."""
+        self._control("Sleep", "bu", "true" if start else "false", str(only_pid))
 
 
 def _label(session: str) -> str:
