@@ -121,6 +121,14 @@ package final class Message {
         return value != 0
     }
 
+    package func readObjectPath() throws(BusError) -> String {
+        var value: UnsafePointer<CChar>?
+        let r = try checked(sd_bus_message_read_basic(pointer, typeObjectPath, &value),
+                            "sd_bus_message_read_basic")
+        guard r > 0, let value else { throw .malformed("missing object path") }
+        return String(cString: value)
+    }
+
     /// Reads an array of strings (`as`) or object paths (`ao`).
     package func readArray(of element: CChar) throws(BusError) -> [String] {
         let contents = String(UnicodeScalar(UInt8(bitPattern: element)))
@@ -175,6 +183,60 @@ package final class Message {
         }
         try checked(sd_bus_message_exit_container(pointer), "sd_bus_message_exit_container")
         return (interface, booleans, try readArray(of: typeString))
+    }
+
+    /// A property value as `readProperties` gives it.
+    package enum PropertyValue: Equatable {
+        case string(String)
+        case bool(Bool)
+    }
+
+    /// Properties.GetAll's reply (`a{sv}`): strings and booleans, and a struct that starts
+    /// with a string (logind's `Seat` and `User`, `(so)` / `(uo)`) as that string; others are
+    /// skipped.
+    package func readProperties() throws(BusError) -> [String: PropertyValue] {
+        var out: [String: PropertyValue] = [:]
+        try enter(typeArray, "{sv}")
+        while try checked(sd_bus_message_enter_container(pointer, typeDictEntry, "sv"),
+                          "sd_bus_message_enter_container") > 0 {
+            let name = try readString()
+            var type: CChar = 0
+            var contents: UnsafePointer<CChar>?
+            try checked(sd_bus_message_peek_type(pointer, &type, &contents), "sd_bus_message_peek_type")
+            switch contents.map({ String(cString: $0) }) {
+            case "s"?: out[name] = .string(try readStringVariant())
+            case "b"?: out[name] = .bool(try readBoolVariant())
+            case "(so)"?:
+                try enter(typeVariant, "(so)")
+                try enterStruct("so")
+                out[name] = .string(try readString())
+                try checked(sd_bus_message_skip(pointer, "o"), "sd_bus_message_skip")
+                try exitContainer()
+                try exitContainer()
+            default:
+                try checked(sd_bus_message_skip(pointer, "v"), "sd_bus_message_skip")
+            }
+            try exitContainer()
+        }
+        try exitContainer()
+        return out
+    }
+
+    /// logind's `ListSessions` reply (`a(susso)`): each session's id and object path.
+    package func readSessionList() throws(BusError) -> [(id: String, path: String)] {
+        var out: [(id: String, path: String)] = []
+        try enter(typeArray, "(susso)")
+        while try checked(sd_bus_message_enter_container(pointer, typeStruct, "susso"),
+                          "sd_bus_message_enter_container") > 0 {
+            let id = try readString()
+            try checked(sd_bus_message_skip(pointer, "uss"), "sd_bus_message_skip")
+            var path: UnsafePointer<CChar>?
+            try checked(sd_bus_message_read_basic(pointer, typeObjectPath, &path), "sd_bus_message_read_basic")
+            if let path { out.append((id, String(cString: path))) }
+            try exitContainer()
+        }
+        try exitContainer()
+        return out
     }
 
     private func enter(_ type: CChar, _ contents: String) throws(BusError) {

@@ -9,15 +9,13 @@ import LocalAuthProtocol
 /// are the user's own to set, and a remote session that has ended leaves nothing in logind,
 /// so what a remote login may have left behind is judged from these.
 ///
-/// * A remote login is recorded by sshd's account phase (`account optional pam_localauth.so`,
-///   `mode=remotelogin` on a networked handle) and whenever a request sees a remote logind
+/// * A remote login is recorded (RemoteLoginRecord) by localauthd as logind announces the
+///   session, by sshd's account phase (`account optional pam_localauth.so`,
+///   `mode=remotelogin` on a networked handle), and whenever a request sees a remote logind
 ///   session of the user open.
 /// * A local unlock is a finger at the machine itself (a virtual console, the greeter, the lock
 ///   screen: `CallerPlace.atTheMachine`), or a proven password on a handle that is no login
 ///   from elsewhere (AuthSucc): whoever types the password has all the password gives anyway.
-///
-/// Only users who already have a state file get a remote login recorded: one without has
-/// never used the finger here, and its first finger needs a password first (PolicyRules).
 enum RemoteLogins {
     /// The fact for the rule, or nil (the guard off, nothing recorded, an unlock since).
     static func fact(_ user: UserName, options: Options) -> RemoteLogin? {
@@ -26,26 +24,13 @@ enum RemoteLogins {
         return RemoteLogin(state)
     }
 
-    /// A remote login now, `from` one word (a host, `ssh`, a logind session).
+    /// A remote login now, `from` one word (a host, `ssh`, a logind session): nil once
+    /// recorded, else why not.
     static func recordLogin(_ user: UserName, from: String, options: Options, log: LogSink) -> String? {
-        let store = FileStateStore(directory: options.stateDir)
-        let now = SystemClock().now()
-        do {
-            var skipped: String?
-            // Synced: it tightens, and lost to a power cut it would give the finger back.
-            try store.update(user, durability: .synced) { stored in
-                guard case .state(var state) = stored else {
-                    skipped = stored == .fresh ? "no state yet (the finger has never been used)"
-                                               : "the state is damaged (the finger needs the password anyway)"
-                    return nil
-                }
-                state.lastRemoteLoginAt = now
-                state.lastRemoteLoginFrom = LogWords.word(from)
-                return state
-            }
-            if let skipped { return "remote login of \(user) not recorded: \(skipped)" }
-            return nil
-        } catch {
+        switch RemoteLoginRecord.record(user, from: from, stateDir: options.stateDir) {
+        case .recorded: return nil
+        case .skipped(let why): return "remote login of \(user) not recorded: \(why)"
+        case .failed(let error):
             log.log(.error, "the remote login of \(user) could not be recorded: \(error)")
             return "could not be recorded: \(error)"
         }

@@ -17,14 +17,14 @@ struct Service {
     let log: LogSink
     private var running: [Worker] = []
     private var idleSince = MonotonicClock.millis()
-    /// logind's sleep announcements (nil where there is no bus to follow).
-    private var sleepWatch: SleepWatch?
+    /// logind's sleep announcements and new sessions (nil where there is no bus to follow).
+    private var logind: LogindWatch?
 
     init(listener: Listener, arguments: ServiceArguments, log: LogSink) {
         self.listener = listener
         self.arguments = arguments
         self.log = log
-        sleepWatch = SleepWatch.start(configPath: arguments.configPath, log: log)
+        logind = LogindWatch.start(configPath: arguments.configPath, log: log)
         for sig in [SIGTERM, SIGINT] {
             signal(sig) { number in stopRequested.store(number, ordering: .relaxed) }
         }
@@ -34,9 +34,9 @@ struct Service {
     mutating func run() -> String {
         let watchdog = Watchdog()
         while true {
-            // The listener, the sleep watch's bus (or -1: ignored by poll), then the helpers.
+            // The listener, logind's bus (or -1: ignored by poll), then the helpers.
             var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: sleepWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+                       pollfd(fd: logind?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
             let ready = poll(&fds, nfds_t(fds.count), pollTimeout(watchdog))
             let sig = stopRequested.load(ordering: .relaxed)
@@ -44,7 +44,7 @@ struct Service {
             if ready < 0 && errno != EINTR { return "poll: \(String(cString: strerror(errno)))" }
             watchdog.ping()
             if ready > 0 {
-                if fds[1].revents != 0 { followSleep() }
+                if fds[1].revents != 0 { followLogind() }
                 reap(fds.dropFirst(2).filter { $0.revents != 0 }.map(\.fd))
                 if fds[0].revents != 0 { acceptWaiting() }
             }
@@ -97,14 +97,15 @@ struct Service {
         }
     }
 
-    /// The system prepares to sleep: every running helper ends its scan (SleepSignal).
-    private mutating func followSleep() {
-        guard let watch = sleepWatch else { return }
+    /// logind's news (sessions are recorded inside); if the system prepares to sleep, every
+    /// running helper ends its scan (SleepSignal).
+    private mutating func followLogind() {
+        guard let watch = logind else { return }
         do {
-            guard try watch.takeAnnouncement() else { return }
+            guard try watch.takeSleepAnnouncement() else { return }
         } catch {
-            log.log(.warning, "logind's sleep signal no longer followed: \(error)")
-            sleepWatch = nil
+            log.log(.warning, "logind no longer followed (sleep, new sessions): \(error)")
+            logind = nil
             return
         }
         for worker in running { kill(worker.pid, SIGUSR1) }

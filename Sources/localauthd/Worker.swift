@@ -40,7 +40,7 @@ struct Worker {
         sigfillset(&all)
         sigemptyset(&held)
         posix_spawnattr_setsigdefault(&attributes, &all)
-        // SIGUSR1 (the system prepares to sleep, SleepWatch) held until the helper has its
+        // SIGUSR1 (the system prepares to sleep, LogindWatch) held until the helper has its
         // handler (SleepSignal.install unblocks it): before that its default would end it.
         sigaddset(&held, SIGUSR1)
         posix_spawnattr_setsigmask(&attributes, &held)

@@ -6,8 +6,10 @@ and `IdleHint`, the Manager's `LidClosed`) comes from this: a process that owns
 org.freedesktop.login1 on the bed's bus and answers `Properties.Get` for every session path
 (unlocked and not idle unless told otherwise) and for the Manager (the lid open unless
 told). Tests change a hint with `LogindBus.set_hint(session, name, value)`, which emits
-`PropertiesChanged` as logind does, the lid with `set_lid(closed)`, and announce a suspend
-with `prepare_for_sleep()` (the Manager's `PrepareForSleep` signal). The real logind is
+`PropertiesChanged` as logind does, the lid with `set_lid(closed)`, announce a suspend
+with `prepare_for_sleep()` (the Manager's `PrepareForSleep` signal), and open and end sessions
+the way localauthd sees them (`new_session`: `SessionNew`, the session's `GetAll`, the
+Manager's `ListSessions`; `end_session`). The real logind is
 tested in the Debian guest (Tests/vm); this is the bus-level fake for the rule's edge cases.
 
 Run as a script by LogindBus (``/usr/bin/python3 logind_bus.py``), with
@@ -45,6 +47,8 @@ def _serve() -> None:
     hints: dict[tuple[str, str], bool] = {}
     lid = {"closed": False}
     frozen = {"on": False}
+    # Sessions announced with NewSession: label -> (id, properties of GetAll).
+    announced: dict[str, tuple[str, dict]] = {}
 
     class Sessions(dbus.service.FallbackObject):
         @dbus.service.method(PROPS, in_signature="ss", out_signature="v", rel_path_keyword="path")
@@ -56,6 +60,14 @@ def _serve() -> None:
                                                     name="org.freedesktop.DBus.Error.UnknownProperty")
             default = name == "Active"
             return dbus.Boolean(hints.get((path.lstrip("/"), name), default), variant_level=1)
+
+        @dbus.service.method(PROPS, in_signature="s", out_signature="a{sv}", rel_path_keyword="path")
+        def GetAll(self, interface, path=""):
+            label = path.rsplit("/", 1)[-1]
+            if interface != SESSION or label not in announced:
+                raise dbus.exceptions.DBusException(f"no session {label}",
+                                                    name="org.freedesktop.login1.NoSuchSession")
+            return announced[label][1]
 
         @dbus.service.signal(PROPS, signature="sa{sv}as", rel_path_keyword="path")
         def PropertiesChanged(self, interface, changed, invalidated, path=""):
@@ -75,6 +87,45 @@ def _serve() -> None:
         def SetHint(self, session, name, value):
             hints[(session, name)] = bool(value)
             sessions.PropertiesChanged(SESSION, {name: dbus.Boolean(value)}, [], path="/" + session)
+
+        @dbus.service.method(MANAGER, in_signature="", out_signature="a(susso)")
+        def ListSessions(self):
+            return [(sid, dbus.UInt32(props["User"][0]), props["Name"], props["Seat"][0],
+                     dbus.ObjectPath(f"{SESSION_PREFIX}/{label}"))
+                    for label, (sid, props) in announced.items()]
+
+        @dbus.service.method(CONTROL, in_signature="susbss")
+        def NewSession(self, sid, uid, user, remote, host, seat):
+            """A session as logind announces it: its properties (what GetAll gives of the
+            ones the service reads, and Seat/User as logind's structs), then SessionNew."""
+            label = _label(sid)
+            path = dbus.ObjectPath(f"{SESSION_PREFIX}/{label}")
+            announced[label] = (sid, dbus.Dictionary({
+                "Id": dbus.String(sid, variant_level=1), "Name": dbus.String(user, variant_level=1),
+                "User": dbus.Struct((dbus.UInt32(uid), dbus.ObjectPath(f"/org/freedesktop/login1/user/_{uid}")),
+                                    variant_level=1),
+                "Remote": dbus.Boolean(remote, variant_level=1),
+                "RemoteHost": dbus.String(host, variant_level=1),
+                "Seat": dbus.Struct((seat, dbus.ObjectPath(f"/org/freedesktop/login1/seat/{seat}" if seat else "/")),
+                                    variant_level=1),
+                "Class": dbus.String("user", variant_level=1),
+                "Type": dbus.String("tty", variant_level=1)}, signature="sv"))
+            self.SessionNew(sid, path)
+
+        @dbus.service.method(CONTROL, in_signature="s")
+        def EndSession(self, sid):
+            label = _label(sid)
+            if label in announced:
+                del announced[label]
+                self.SessionRemoved(sid, dbus.ObjectPath(f"{SESSION_PREFIX}/{label}"))
+
+        @dbus.service.signal(MANAGER, signature="so")
+        def SessionNew(self, sid, path):
+            pass
+
+        @dbus.service.signal(MANAGER, signature="so")
+        def SessionRemoved(self, sid, path):
+            pass
 
         @dbus.service.method(CONTROL, in_signature="b")
         def SetLid(self, closed):
@@ -129,6 +180,15 @@ class LogindBus(FakeProcess):
 
     def set_hint(self, session: str, name: str, value: bool) -> None:
         self._control("SetHint", "ssb", _label(session), name, "true" if value else "false")
+
+    def new_session(self, sid: str, uid: int, user: str, *, remote: bool, host: str = "",
+                    seat: str = "") -> None:
+        """A session of ``user`` opens: SessionNew, its properties answered by GetAll and
+        listed by ListSessions until ``end_session``."""
+        self._control("NewSession", "susbss", sid, str(uid), user, "true" if remote else "false", host, seat)
+
+    def end_session(self, sid: str) -> None:
+        self._control("EndSession", "s", sid)
 
     def set_lid(self, closed: bool) -> None:
         self._control("SetLid", "b", "true" if closed else "false")

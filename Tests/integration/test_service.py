@@ -32,7 +32,7 @@ from servicebed import Service, ServiceInstallation  # noqa: E402
 from servicebed import namespace_prefix  # noqa: E402
 from pamenv import PamWorld  # noqa: E402
 from test_e2e_pam import E2E, ENROLLED, FINGER, OK, PASSWORD, PROMPT, SWIPE, USER  # noqa: E402
-from test_e2e_pam import PROMPT_TEXT  # noqa: E402
+from test_e2e_pam import PROMPT_TEXT, only  # noqa: E402
 from pamenv import outcomes  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
@@ -284,6 +284,84 @@ def test_the_system_going_to_sleep_ends_the_scan_and_gives_the_try_back(e2e, ins
         if service is not None:
             service.stop()
         logind.stop()
+
+
+# --- logind's sessions: a remote login is recorded by the service, whatever stack it used --
+
+REMOTE_HOST = "192.0.2.7"
+
+
+def following_logind(e2e, inst, syslog, tmp_path, before_start=()):
+    """A logind fake on the bed's bus, ``before_start`` sessions opened on it, then a service
+    whose configuration names that bus (the user's state file made first by one password, so
+    a record has a place). Yields (logind, service, mark of the syslog before the start)."""
+    from logind_bus import LogindBus
+    logind = LogindBus(e2e.bed.address)
+    logind.start()
+    service = None
+    try:
+        e2e.first_password()
+        for session in before_start:
+            logind.new_session(*session[:3], **session[3])
+        config = tmp_path / "localauth.conf"
+        config.write_text(f"dbus_address = {e2e.bed.address}\nstate_dir = {e2e.state}\n")
+        mark = syslog.mark()
+        service = Service(inst, syslog, config=config)
+        e2e.args.append(f"service={service.socket}")
+        e2e.service = e2e.stack()
+        yield logind, service, mark
+    finally:
+        if service is not None:
+            service.stop()
+        logind.stop()
+
+
+def recorded(syslog, mark, session):
+    """The service's line for ``session``'s remote login, waited for (logind's answer is
+    asynchronous); None if it did not come."""
+    found = syslog.wait_for(lambda i, m: i == "localauthd" and f"(logind session {session}" in m,
+                            timeout=30, since=mark)
+    return found and found[1]
+
+
+def takes_the_password_since_a_remote_login(e2e):
+    """pamtester on its pseudo-terminal (a place a remote login could drive): no scan, the
+    helper's reason is the remote login since the last unlock, and the password works."""
+    r = e2e.run(password=PASSWORD)
+    assert r.status == 0 and r.scans_started == [], r
+    only(r.logs, result="notInteractive", reason="remote-login-since-unlock")
+
+
+def test_a_remote_login_that_came_and_went_is_recorded_by_the_service(e2e, inst, syslog, tmp_path):
+    """logind announces a remote session of the user (SessionNew, Remote=yes from a host) that
+    ends before any request: no PAM account line of ours ran for it (a stack we are not in:
+    xrdp, a remote desktop, sshd without the profile). The service records it in root's state,
+    so the next request from a terminal takes the password. A local session on a seat
+    announced first is no remote login and is not recorded."""
+    for logind, service, mark in following_logind(e2e, inst, syslog, tmp_path):
+        assert "last_remote_login" not in e2e.state_file()
+        logind.new_session("c1", 4242, USER, remote=False, seat="seat0")
+        logind.new_session("c2", 4242, USER, remote=True, host=REMOTE_HOST)
+        logind.end_session("c2")
+        line = recorded(syslog, mark, "c2")
+        assert line == f"remote login of {USER} recorded (logind session c2, from {REMOTE_HOST})", \
+            syslog.since(mark, "localauthd")
+        assert not any("session c1" in m for m in syslog.since(mark, "localauthd")), syslog.since(mark)
+        assert e2e.state_file()["last_remote_login_from"] == REMOTE_HOST
+        takes_the_password_since_a_remote_login(e2e)
+
+
+def test_a_remote_session_open_when_the_service_starts_is_recorded(e2e, inst, syslog, tmp_path):
+    """A restart of the service misses no remote session still open: at start it lists
+    logind's sessions and records the remote ones (here one on no seat, which sshd's and
+    `machinectl shell`'s are, with no remote host named)."""
+    sessions = [("c3", 4242, USER, {"remote": False, "seat": ""})]
+    for _logind, _service, mark in following_logind(e2e, inst, syslog, tmp_path, before_start=sessions):
+        line = recorded(syslog, mark, "c3")
+        assert line == f"remote login of {USER} recorded (logind session c3, from logind-session-c3)", \
+            syslog.since(mark, "localauthd")
+        assert e2e.state_file()["last_remote_login_from"] == "logind-session-c3"
+        takes_the_password_since_a_remote_login(e2e)
 
 
 # --- the service's own faults: the password at once, nothing lost ------------------------
