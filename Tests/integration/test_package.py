@@ -41,12 +41,18 @@ SERVICE = "/usr/libexec/localauth/localauthd"
 # What earlier versions installed for callers that are not root; localauthd serves them now.
 OLD_LAUNCHER = "/usr/libexec/localauth/localauth-launcher"
 UNITS = ("/lib/systemd/system/localauth.socket", "/lib/systemd/system/localauth.service")
-# What enabling the socket writes (deb-systemd-helper, with or without a running systemd).
+# What enabling the socket and the service writes (deb-systemd-helper, with or without a
+# running systemd): the service runs from boot, to follow logind's sessions.
 ENABLED = [Path("/etc/systemd/system/sockets.target.wants/localauth.socket"),
+           Path("/etc/systemd/system/multi-user.target.wants/localauth.service"),
            Path("/var/lib/systemd/deb-systemd-helper-enabled/localauth.socket.dsh-also"),
+           Path("/var/lib/systemd/deb-systemd-helper-enabled/localauth.service.dsh-also"),
            Path("/var/lib/systemd/deb-systemd-helper-enabled/sockets.target.wants/localauth.socket"),
-           Path("/etc/systemd/system/localauth.socket"),          # a mask, after remove
-           Path("/var/lib/systemd/deb-systemd-helper-masked/localauth.socket")]
+           Path("/var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/localauth.service"),
+           Path("/etc/systemd/system/localauth.socket"),          # masks, after remove
+           Path("/etc/systemd/system/localauth.service"),
+           Path("/var/lib/systemd/deb-systemd-helper-masked/localauth.socket"),
+           Path("/var/lib/systemd/deb-systemd-helper-masked/localauth.service")]
 STATE = Path("/var/lib/localauth")
 PAM_SNAPSHOT = [Path("/etc/pam.d") / n
                 for n in ("common-auth", "common-account", "common-password", "common-session",
@@ -122,12 +128,13 @@ def test_control_fields_and_conffiles(deb, tmp_path):
         assert os.access(tmp_path / "DEBIAN" / script, os.X_OK), script
     postinst = (tmp_path / "DEBIAN" / "postinst").read_text()
     assert "mkdir -m 0700 /var/lib/localauth" in postinst
-    assert "deb-systemd-helper enable localauth.socket" in postinst
+    assert "for unit in localauth.socket localauth.service" in postinst
+    assert 'deb-systemd-helper enable "$unit"' in postinst
     prerm = (tmp_path / "DEBIAN" / "prerm").read_text()
     assert "pam-auth-update --package --remove localauth localauth-authsucc" in prerm
     assert "deb-systemd-invoke stop localauth.socket localauth.service" in prerm
     postrm = (tmp_path / "DEBIAN" / "postrm").read_text()
-    assert "rm -rf /var/lib/localauth" in postrm and "deb-systemd-helper purge localauth.socket" in postrm
+    assert "rm -rf /var/lib/localauth" in postrm and 'deb-systemd-helper purge "$unit"' in postrm
 
 
 def test_md5sums_match_the_files(deb, tmp_path):
@@ -338,9 +345,10 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
         assert (st.st_mode & 0o7777) == 0o700, oct(st.st_mode)
         # pam-auth-update notes the new profiles in /var/lib/pam/seen; the stacks stay.
         assert _changed(snapshot, PAM_SNAPSHOT) == [], "installing changed the PAM stacks"
-        # The service's socket is enabled (no systemd runs here to start it, so the module
-        # below starts its helper itself: no socket file).
+        # The service and its socket are enabled (no systemd runs here to start them, so
+        # the module below starts its helper itself: no socket file).
         assert os.readlink(ENABLED[0]) == UNITS[0], os.readlink(ENABLED[0])
+        assert os.readlink(ENABLED[1]) == UNITS[1], os.readlink(ENABLED[1])
         assert not Path("/run/localauth/socket").exists()
 
         with ThrowawayAccount("la-pkg-") as account:
