@@ -179,6 +179,33 @@ def test_gnome_shaped_terminal_after_alice_s_ssh_login_ended_takes_the_password_
     owner_unlocks_at_the_console_then_the_terminal_takes_the_finger(guest, tty1, cleanup)
 
 
+def test_a_remote_login_through_a_stack_without_localauth_is_recorded_by_the_service(guest, tty1, cleanup):
+    """A remote login whose PAM stack has no line of ours (xrdp's, a remote desktop's, an
+    sshd with its own stack): pam_systemd opens a remote logind session for it, which ends
+    at once. No account phase of the module ran, and logind keeps nothing of it; localauthd,
+    running since boot, recorded it as logind announced it. So alice's terminal gets the
+    password until she unlocks at the machine itself."""
+    service = guest.unique("la-remote-desk")
+    cleanup(lambda: guest.sh(f"rm -f /etc/pam.d/{service}"))
+    guest.sh(f"printf '%s\\n' 'auth required pam_permit.so' 'account required pam_permit.so' "
+             f"'session required pam_systemd.so' > /etc/pam.d/{service}")
+    mark = guest.mark()
+    opened = guest.sh(f"systemd-run --quiet --wait --pipe --collect la-remote-login {service} alice 192.0.2.7")
+    session = re.search(r"session=(\S+) open=0", opened)
+    assert session, opened
+    guest.wait_no_remote_session("alice")
+    recorded = f"remote login of alice recorded (logind session {session[1]}, from 192.0.2.7)"
+    wait_for("localauthd's record of the remote login", lambda: any(
+        e.get("SYSLOG_IDENTIFIER") == "localauthd" and e.get("MESSAGE") == recorded for e in guest.journal(mark)))
+    assert guest.status("alice")["remote_login_since_unlock"] is True, guest.status("alice")
+    unit = gnome_terminal(guest, tty1, cleanup)
+    out = sudo(guest, tty1)
+    assert out.facts() == took_the_password("remote-login-since-unlock"), \
+        f"{out.evidence()}\nstatus: {guest.status('alice')}"
+    leave_gnome_terminal(guest, tty1, unit)
+    owner_unlocks_at_the_console_then_the_terminal_takes_the_finger(guest, tty1, cleanup)
+
+
 def owner_unlocks_at_the_console_then_the_terminal_takes_the_finger(guest, tty1, cleanup):
     """The owner back at the machine: sudo at the console by finger (a local unlock), then
     sudo in a new terminal on tty1 by finger too."""
@@ -435,15 +462,16 @@ def test_loopback_ssh_wrong_password_then_a_key_keeps_the_lockout(guest, tty1, c
 
 # --- localauthd under the real systemd (docs/SERVICE.md) -----------------------------------
 
-def test_console_sudo_goes_through_the_packaged_localauthd_which_exits_when_idle(guest, tty1, cleanup):
+def test_console_sudo_goes_through_the_packaged_localauthd_which_its_socket_restarts(guest, tty1, cleanup):
     """The package enabled and started localauth.socket (every case of this tier runs
     through the service): console sudo's request goes to it, its helper runs in
     localauth.service (not in sudo's session) and takes the finger; doctor says the socket
-    answers. With the idle bound made short (a drop-in: the unit's is 60 s), the service
-    exits when idle and the next sudo starts it again through the socket."""
-    state = guest.sh("systemctl is-enabled localauth.socket; systemctl is-active localauth.socket; "
-                     "stat -c '%U %F' /run/localauth/socket").split("\n")[:3]
-    assert state == ["enabled", "active", "root socket"], state
+    answers. The service runs from boot (it follows logind's sessions); stopped, the next
+    sudo starts it again through the socket."""
+    state = guest.sh("systemctl is-enabled localauth.socket localauth.service; "
+                     "systemctl is-active localauth.socket localauth.service; "
+                     "stat -c '%U %F' /run/localauth/socket").split("\n")[:5]
+    assert state == ["enabled", "enabled", "active", "active", "root socket"], state
     # The unit's sandbox, as systemd scores it ("OK" is below 4.0 on its scale).
     security = guest.sh("systemd-analyze security --no-pager localauth.service", check=False)
     exposure = re.search(r"Overall exposure level for localauth\.service: ([0-9.]+)", security)
@@ -460,13 +488,9 @@ def test_console_sudo_goes_through_the_packaged_localauthd_which_exits_when_idle
     assert facts == {**TOOK_THE_FINGER, "peer_pinned_by_the_kernel": True,
                      "success_from_the_services_helper": True, "enter_to_skip": True}, out.evidence(facts)
 
-    dropin = "/run/systemd/system/localauth.service.d"
-    cleanup(lambda: guest.sh(f"rm -rf {dropin} && systemctl daemon-reload && systemctl restart localauth.socket"))
-    guest.sh(f"mkdir -p {dropin} && printf '%s\\n' '[Service]' 'ExecStart=' "
-             f"'ExecStart=/usr/libexec/localauth/localauthd --idle-exit 2' > {dropin}/50-vm-idle.conf "
-             "&& systemctl daemon-reload && systemctl restart localauth.service")
-    wait_for("localauth.service to exit when idle",
-             lambda: guest.sh("systemctl is-active localauth.service", check=False).strip() == "inactive")
+    cleanup(lambda: guest.sh("systemctl start localauth.service", check=False))
+    guest.sh("systemctl stop localauth.service")
+    assert guest.sh("systemctl is-active localauth.service", check=False).strip() == "inactive"
     assert guest.sh("systemctl is-active localauth.socket").strip() == "active"
     tty1.clear()
     mark = guest.mark()
@@ -496,6 +520,9 @@ def test_after_a_reboot_the_password_comes_first_then_the_finger(guest, machine)
     guest.install_tools()          # /run is new; the tools in /usr/local/bin stayed
     guest.start_fingerwatch()
     con = console_ready(guest)
+    # Up from boot, before any request (nothing has connected to its socket yet): it follows
+    # logind's sessions from the first login on.
+    assert guest.sh("systemctl is-active localauth.service", check=False).strip() == "active"
     first = sudo(guest, con)
     assert first.facts() == took_the_password("reboot", result="biometryLockout"), first.evidence()
     con.clear()
