@@ -53,7 +53,7 @@ struct HelperRequest {
         do { kv = try KeyValues.parse(frame.payload) } catch { throw Invalid("request is not key=value text: \(error)") }
         for key in ["version", "mode", "user", "service", "tty", "rhost", "ruser", "silent", "locale", "language",
                     "pid", "first_line", "stdin_tty", "display", "proof", "caller_uid", "op", "policy", "reader",
-                    "identifier", "requirement", "secret", "digest", "localized_reason"]
+                    "identifier", "requirement", "secret", "digest", "localized_reason", "capability", "capabilities"]
         where kv.count(key) > 1 {
             throw Invalid("request repeats `\(key)`")
         }

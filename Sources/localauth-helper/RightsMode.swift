@@ -110,8 +110,10 @@ enum RightsMode {
                 // As removing each one: every right must be authorized for this process
                 // (or be void: its fingers changed).
                 let now = knownDomainState()
+                let presented = (request.keys.value("capabilities") ?? "").split(separator: ",").map(String.init)
                 let allowed = { (record: RightRecord, grant: RightGrant?) -> Bool in
-                    (grant.map(isThisProcess) ?? false) || isVoid(record, now: now)
+                    (grant.map { g in isThisProcess(g) && presented.contains(where: g.admits(capability:)) } ?? false)
+                        || isVoid(record, now: now)
                 }
                 switch try store.removeAll(program: binding.path, allowed: allowed) {
                 case .removed(let n):
@@ -178,13 +180,19 @@ enum RightsMode {
             }
         }
 
-        /// This process (pid and start time, this boot) may now load the secret and sign.
+        /// This process (pid and start time, this boot) may now load the secret and sign, with
+        /// the capability returned here (kept only as its hash): the right object that was
+        /// authorized, not any code of the process that asks for the same identifier.
         func grant(_ record: RightRecord, method: EvaluationMachine.Outcome.Method) throws -> Frame {
             guard let boot = LinuxSystem().bootID() else { throw Refusal.unavailable("no boot id") }
+            guard var capability = Crypto.randomBytes(RightGrant.capabilityBytes) else {
+                throw Refusal.unavailable("no random bytes for the capability")
+            }
+            defer { Crypto.wipe(&capability) }
             let grant = RightGrant(pid: caller.callerPID, startTime: binding.startTime, bootID: boot,
-                                   grantedAt: BootClock.nanos())
+                                   grantedAt: BootClock.nanos(), capabilityHash: Crypto.hex(Crypto.sha256(capability)))
             try store.grant(grant, program: binding.path, identifier: record.identifier)
-            return success(record, cause: "authorized (\(method.rawValue))")
+            return success(record, cause: "authorized (\(method.rawValue))", extra: [("capability", Crypto.hex(capability))])
         }
 
         private func sign() throws -> Frame {
@@ -227,6 +235,10 @@ enum RightsMode {
             guard let grant, isThisProcess(grant) else {
                 throw Refusal(code: .notInteractive, reason: "not-authorized",
                               cause: "the right is not authorized for this process: authorize it first")
+            }
+            guard grant.admits(capability: request.keys.value("capability")) else {
+                throw Refusal(code: .notInteractive, reason: "not-authorized",
+                              cause: "the request does not present the capability of this right's authorization: authorize this right object first")
             }
             return record
         }

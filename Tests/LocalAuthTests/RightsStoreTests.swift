@@ -66,7 +66,7 @@ import Testing
         let store = RightsStore(stateDirectory: dir.path, uid: 1000)
         try store.save(try record(store, id: "a"))
         try store.save(try record(store, id: "b"))
-        let mine = RightGrant(pid: 4242, startTime: 7, bootID: "boot", grantedAt: 1)
+        let mine = RightGrant(pid: 4242, startTime: 7, bootID: "boot", grantedAt: 1, capabilityHash: String(repeating: "ab", count: 32))
         try store.grant(mine, program: "/usr/bin/notes", identifier: "a")
         #expect(try store.removeAll(program: "/usr/bin/notes", allowed: { $1 == mine }) == .refused(notAllowed: 1))
         #expect(try store.load(program: "/usr/bin/notes", identifier: "a") != nil)
@@ -136,7 +136,9 @@ import Testing
         defer { dir.remove() }
         let store = RightsStore(stateDirectory: dir.path, uid: 1000)
         try store.save(try record(store))
-        let g = RightGrant(pid: 4242, startTime: 99, bootID: "b00t", grantedAt: 123_456_789)
+        let cap = [UInt8](repeating: 7, count: RightGrant.capabilityBytes)
+        let g = RightGrant(pid: 4242, startTime: 99, bootID: "b00t", grantedAt: 123_456_789,
+                           capabilityHash: Crypto.hex(Crypto.sha256(cap)))
         try store.grant(g, program: "/usr/bin/notes", identifier: "vault")
         #expect(try store.grant(program: "/usr/bin/notes", identifier: "vault") == g)
         try store.revoke(program: "/usr/bin/notes", identifier: "vault")
@@ -144,9 +146,16 @@ import Testing
         try store.grant(g, program: "/usr/bin/notes", identifier: "vault")
         try store.save(try record(store))
         #expect(try store.grant(program: "/usr/bin/notes", identifier: "vault") == nil)
-        // An earlier version's grant (no `at=`) is no grant: the program authorizes again.
+        // An earlier version's grant (no `at=`, or no `cap=`) is no grant: the program
+        // authorizes again.
         #expect(RightGrant.decode(Array("pid=1\nstart=2\nboot=b\n".utf8)) == nil)
+        #expect(RightGrant.decode(Array("pid=1\nstart=2\nboot=b\nat=3\n".utf8)) == nil)
         #expect(RightGrant.decode(g.encoded()) == g)
+        // Only the capability it was made with opens it.
+        #expect(g.admits(capability: Crypto.hex(cap)))
+        #expect(!g.admits(capability: Crypto.hex([UInt8](repeating: 8, count: RightGrant.capabilityBytes))))
+        #expect(!g.admits(capability: nil) && !g.admits(capability: "") && !g.admits(capability: "zz"))
+        #expect(!g.admits(capability: g.capabilityHash))   // the hash itself is not the capability
     }
 }
 

@@ -21,7 +21,7 @@ import Testing
     @Test func applesAlgorithmNamesAndStates() {
         #expect(SecKeyAlgorithm.ecdsaSignatureMessageX962SHA256.rawValue == "algid:sign:ECDSA:message-X962:SHA256")
         #expect(LARight.State.unknown.rawValue == 0 && LARight.State.notAuthorized.rawValue == 3)
-        let key = LAPrivateKey(identifier: "x", publicKey: LAPublicKey(bytes: Data()))
+        let key = LAPrivateKey(identifier: "x", publicKey: LAPublicKey(bytes: Data()), capability: RightCapability())
         #expect(key.canSign(using: .ecdsaSignatureMessageX962SHA256))
         #expect(!key.canSign(using: SecKeyAlgorithm(rawValue: "algid:sign:RSA:message-PSS:SHA256")))
         #expect(!key.canDecrypt(using: .ecdsaSignatureMessageX962SHA256))
@@ -57,7 +57,7 @@ import Testing
 
     /// Apple's async form of `loadData(completion:)` is a property, `rawData`.
     @Test func aSecretsRawDataIsItsAsyncForm() async {
-        let secret = LASecret(identifier: "")
+        let secret = LASecret(identifier: "", capability: RightCapability())
         await #expect { try await secret.rawData } throws: { ($0 as? LAError)?.code == .invalidContext }
     }
 }

@@ -167,6 +167,19 @@ def test_without_authorizing_or_in_another_process_there_are_no_bytes(world):
     assert error_code(again) == -1004 and SECRET not in again.output
 
 
+def test_another_right_object_of_the_same_process_gets_no_bytes_until_it_authorizes(world):
+    """The authorization returns a capability, which only the authorized right object
+    presents: another object for the same identifier, in the same process (another part of
+    the program, a plugin asking through the library), gets notInteractive, as on Apple's
+    platforms; the authorized one reads the secret in the same process right after."""
+    saved(world)
+    run = world.run("open-beside", "notes", fingers=[ENROLLED])
+    assert run.status == 0 and line(run, "SECRET") == SECRET and len(run.verify_starts) == 1, run.output
+    assert line(run, "BESIDE") == "code=-1004" and run.output.count(SECRET) == 1, run.output
+    logs = run.messages("localauth-helper")
+    assert any("right secret notes: notInteractive" in m for m in logs), logs
+
+
 def test_a_wrong_finger_gets_authentication_failed_and_no_bytes(world):
     saved(world)
     run = world.run("open", "notes", fingers=[OTHER] * 3)

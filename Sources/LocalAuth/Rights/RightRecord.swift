@@ -114,25 +114,45 @@ public struct RightRecord: Equatable, Sendable {
 /// An authorization the root side granted one process for one right: that process (its
 /// pid and start time, on this boot) may load the secret and sign until it deauthorizes or
 /// ends, over connections made after the grant (`grantedAt`: a connection opened before it
-/// may have been handed to another process before the program was exec'd in place). Text
-/// as the record: `pid=`, `start=`, `boot=`, `at=`. A grant without `at=` (an earlier
-/// version's) decodes to nothing: the program authorizes again.
+/// may have been handed to another process before the program was exec'd in place), and
+/// only for the request that presents the capability the authorization returned (kept here
+/// as its SHA-256: the right object that was authorized, as on Apple's platforms). Text as
+/// the record: `pid=`, `start=`, `boot=`, `at=`, `cap=`. A grant without `at=` or `cap=`
+/// (an earlier version's) decodes to nothing: the program authorizes again.
 public struct RightGrant: Equatable, Sendable {
     public var pid: Int32
     public var startTime: UInt64
     public var bootID: String
     /// CLOCK_BOOTTIME in nanoseconds when it was granted.
     public var grantedAt: UInt64
+    /// SHA-256 of the capability, 64 hex digits.
+    public var capabilityHash: String
 
-    public init(pid: Int32, startTime: UInt64, bootID: String, grantedAt: UInt64) {
+    public init(pid: Int32, startTime: UInt64, bootID: String, grantedAt: UInt64, capabilityHash: String) {
         self.pid = pid
         self.startTime = startTime
         self.bootID = bootID
         self.grantedAt = grantedAt
+        self.capabilityHash = capabilityHash
     }
 
+    /// Whether `capability` (as the request sent it, hex) is the one this grant was made
+    /// with. Compared in constant time.
+    public func admits(capability hex: String?) -> Bool {
+        guard let hex, let bytes = Hex.decode(hex), bytes.count == RightGrant.capabilityBytes else { return false }
+        let presented = Array(Crypto.hex(Crypto.sha256(bytes)).utf8)
+        let kept = Array(capabilityHash.utf8)
+        guard presented.count == kept.count else { return false }
+        var difference: UInt8 = 0
+        for i in 0..<kept.count { difference |= presented[i] ^ kept[i] }
+        return difference == 0
+    }
+
+    /// The capability's length: 256 random bits.
+    public static let capabilityBytes = 32
+
     public func encoded() -> [UInt8] {
-        Array("pid=\(pid)\nstart=\(startTime)\nboot=\(bootID)\nat=\(grantedAt)\n".utf8)
+        Array("pid=\(pid)\nstart=\(startTime)\nboot=\(bootID)\nat=\(grantedAt)\ncap=\(capabilityHash)\n".utf8)
     }
 
     public static func decode(_ bytes: [UInt8]) -> RightGrant? {
@@ -142,7 +162,8 @@ public struct RightGrant: Equatable, Sendable {
             fields[String(line[..<eq])] = String(line[line.index(after: eq)...])
         }
         guard let pid = fields["pid"].flatMap({ Int32($0) }), let start = fields["start"].flatMap({ UInt64($0) }),
-              let boot = fields["boot"], !boot.isEmpty, let at = fields["at"].flatMap({ UInt64($0) }) else { return nil }
-        return RightGrant(pid: pid, startTime: start, bootID: boot, grantedAt: at)
+              let boot = fields["boot"], !boot.isEmpty, let at = fields["at"].flatMap({ UInt64($0) }),
+              let cap = fields["cap"], cap.utf8.count == 64, Hex.decode(cap) != nil else { return nil }
+        return RightGrant(pid: pid, startTime: start, bootID: boot, grantedAt: at, capabilityHash: cap)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 
 /// Apple's `LAPersistedRight`: a right saved in `LARightStore`, with a secret and a private
-/// key that stay on the root side. After `authorize`, this process (and no other) may load
-/// the secret and sign; `deauthorize` ends that.
+/// key that stay on the root side. After `authorize`, this right object (in this process,
+/// and no other) may load the secret and sign; `deauthorize` ends that.
 ///
 /// `@unchecked Sendable`: its own properties are constants.
 open class LAPersistedRight: LARight, @unchecked Sendable {
@@ -12,10 +12,13 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
     /// The data saved with the right.
     public let secret: LASecret
 
+    /// What this object's authorization returned, shared with its secret and its key.
+    let capability = RightCapability()
+
     init(identifier: String, requirement: LAAuthenticationRequirement, publicKey: Data) {
         self.identifier = identifier
-        key = LAPrivateKey(identifier: identifier, publicKey: LAPublicKey(bytes: publicKey))
-        secret = LASecret(identifier: identifier)
+        key = LAPrivateKey(identifier: identifier, publicKey: LAPublicKey(bytes: publicKey), capability: capability)
+        secret = LASecret(identifier: identifier, capability: capability)
         super.init(requirement: requirement)
     }
 
@@ -23,8 +26,13 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
         // The reason goes to the root side too: for a program without a terminal, the
         // desktop's polkit dialog shows it (docs/PROTOCOL.md, "Rights").
         let text = RightsClient.hex(Data(reason.utf8.prefix(512)))
-        _ = try await RightsClient.call("authorize", identifier: identifier, keys: [("localized_reason", text)],
-                                        prompt: prompt(reason))
+        let values = try await RightsClient.call("authorize", identifier: identifier, keys: [("localized_reason", text)],
+                                                 prompt: prompt(reason))
+        guard let granted = values["capability"], !granted.isEmpty else {
+            throw LAError.make(.biometryNotAvailable, debug: "the root side sent no capability for the authorization")
+        }
+        capability.set(granted)
+        AuthorizedRights.note(identifier, granted)
     }
 
     override func performCheck() async throws {
@@ -32,6 +40,8 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
     }
 
     override func performDeauthorization() async {
+        AuthorizedRights.forget(identifier, capability.current)
+        capability.set(nil)
         _ = try? await RightsClient.call("deauthorize", identifier: identifier)
     }
 }
@@ -42,9 +52,11 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
 /// `@unchecked Sendable`: its one property is a constant.
 open class LASecret: NSObject, @unchecked Sendable {
     let identifier: String
+    let capability: RightCapability
 
-    init(identifier: String) {
+    init(identifier: String, capability: RightCapability) {
         self.identifier = identifier
+        self.capability = capability
     }
 
     /// Apple's async form of `loadData(completion:)`: the bytes, for the authorized process.
@@ -54,7 +66,8 @@ open class LASecret: NSObject, @unchecked Sendable {
 
     /// The same as `rawData` (kept for programs that call it so).
     nonisolated(nonsending) open func loadData() async throws -> Data {
-        let values = try await RightsClient.call("secret", identifier: identifier)
+        let values = try await RightsClient.call("secret", identifier: identifier,
+                                                 keys: [("capability", capability.current ?? "")])
         guard let data = RightsClient.bytes(values["secret"]) else {
             throw LAError.make(.biometryNotAvailable, debug: "the root side sent no readable secret")
         }

@@ -20,10 +20,12 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, Sendable {
 open class LAPrivateKey: NSObject, @unchecked Sendable {
     let identifier: String
     public let publicKey: LAPublicKey
+    let capability: RightCapability
 
-    init(identifier: String, publicKey: LAPublicKey) {
+    init(identifier: String, publicKey: LAPublicKey, capability: RightCapability) {
         self.identifier = identifier
         self.publicKey = publicKey
+        self.capability = capability
     }
 
     open func canSign(using algorithm: SecKeyAlgorithm) -> Bool {
@@ -44,7 +46,8 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
             throw LAError.make(.invalidContext, debug: "the key signs with ecdsaSignatureMessageX962SHA256 only")
         }
         let values = try await RightsClient.call("sign", identifier: identifier,
-                                                 keys: [("digest", RightsClient.hex(digest))])
+                                                 keys: [("digest", RightsClient.hex(digest)),
+                                                        ("capability", capability.current ?? "")])
         guard let signature = RightsClient.bytes(values["signature"]), !signature.isEmpty else {
             throw LAError.make(.biometryNotAvailable, debug: "the root side sent no readable signature")
         }

@@ -23,16 +23,29 @@ open class LARightStore: NSObject, @unchecked Sendable {
         try await save(right, identifier, secret: secret)
     }
 
+    /// Needs the right authorized in this process (the object given, or another for its
+    /// identifier), as reading it does.
     nonisolated(nonsending) open func removeRight(_ right: LAPersistedRight) async throws {
-        _ = try await RightsClient.call("remove", identifier: right.identifier)
+        let capability = right.capability.current ?? AuthorizedRights.capability(of: right.identifier)
+        _ = try await RightsClient.call("remove", identifier: right.identifier, keys: [("capability", capability ?? "")])
+        AuthorizedRights.forget(right.identifier)
     }
 
     nonisolated(nonsending) open func removeRight(forIdentifier identifier: String) async throws {
-        _ = try await RightsClient.call("remove", identifier: identifier)
+        let capability = AuthorizedRights.capability(of: identifier)
+        _ = try await RightsClient.call("remove", identifier: identifier, keys: [("capability", capability ?? "")])
+        AuthorizedRights.forget(identifier)
     }
 
+    /// Needs every right of the program authorized in this process (the root side removes
+    /// all or none).
     nonisolated(nonsending) open func removeAllRights() async throws {
-        _ = try await RightsClient.call("remove_all", identifier: nil)
+        let capabilities = AuthorizedRights.all.joined(separator: ",")
+        guard capabilities.utf8.count <= Self.maxCapabilitiesText else {
+            throw LAError.make(.invalidContext, debug: "too many rights are authorized to remove them in one request: remove them one by one")
+        }
+        _ = try await RightsClient.call("remove_all", identifier: nil, keys: [("capabilities", capabilities)])
+        for identifier in AuthorizedRights.identifiers { AuthorizedRights.forget(identifier) }
     }
 
     // MARK: - Completion-handler forms
@@ -71,14 +84,20 @@ open class LARightStore: NSObject, @unchecked Sendable {
     /// What one request frame carries (docs/PROTOCOL.md, "Rights").
     static let maxSecretBytes = 1024
     static let maxIdentifierBytes = 256
+    /// The capabilities of one `remove_all` (65 bytes each with the comma): what fits in a
+    /// request frame beside the other keys, 50 rights.
+    static let maxCapabilitiesText = 50 * 65
 
     private func save(_ right: LARight, _ identifier: String, secret: Data) async throws -> LAPersistedRight {
         guard secret.count <= Self.maxSecretBytes else {
             throw LAError.make(.invalidContext, debug: "a secret of \(secret.count) bytes: at most \(Self.maxSecretBytes) are kept")
         }
+        // Saving over an existing right needs it authorized in this process, as reading it does.
         let values = try await RightsClient.call("save", identifier: identifier, keys: [
             ("requirement", right.requirement.word), ("secret", RightsClient.hex(secret)),
+            ("capability", AuthorizedRights.capability(of: identifier) ?? ""),
         ])
+        AuthorizedRights.forget(identifier)   // a new right starts unauthorized
         return persisted(identifier, values)
     }
 

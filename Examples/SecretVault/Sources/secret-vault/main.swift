@@ -7,6 +7,10 @@
 //                                    right's key; prints the public key and the signature
 //   secret-vault open-handlers NAME  the same as open, with the completion-handler forms
 //   secret-vault peek NAME           loads the secret without authorizing (refused)
+//   secret-vault open-beside NAME    asks for the finger for one right object of NAME, then
+//                                    loads the secret through another object of NAME that
+//                                    was not authorized (refused, as on Apple's platforms:
+//                                    `BESIDE code=N`), then through the first
 //   secret-vault check NAME          whether the right can be authorized now
 //   secret-vault hold NAME           asks for the finger, then keeps the right authorized
 //                                    until a line is typed
@@ -61,6 +65,19 @@ func run(_ args: [String]) async throws {
     case ("peek", 2):
         let right = try await store.right(forIdentifier: args[1])
         print("SECRET \(String(decoding: try await right.secret.loadData(), as: UTF8.self))")
+    case ("open-beside", 2):
+        // Another part of a program asking for the same identifier has not authorized it.
+        let right = try await store.right(forIdentifier: args[1])
+        try await right.authorize(localizedReason: "Open the vault \(args[1])")
+        let beside = try await store.right(forIdentifier: args[1])
+        do {
+            let data = try await beside.secret.loadData()
+            print("BESIDE SECRET \(String(decoding: data, as: UTF8.self))")
+        } catch {
+            print("BESIDE code=\((error as NSError).code)")
+        }
+        print("SECRET \(String(decoding: try await right.secret.loadData(), as: UTF8.self))")
+        await right.deauthorize()
     case ("check", 2):
         try await store.right(forIdentifier: args[1]).checkCanAuthorize()
         print("OK can authorize")
@@ -117,7 +134,7 @@ Task.detached {
         exit(0)
     } catch is Usage {
         print("usage: secret-vault save NAME SECRET [biometry|current|default|passcode] | open[-handlers] NAME"
-              + " | sign NAME MESSAGE | peek NAME | check NAME | hold NAME | remove NAME | remove-all NAME...")
+              + " | sign NAME MESSAGE | peek NAME | open-beside NAME | check NAME | hold NAME | remove NAME | remove-all NAME...")
         exit(64)
     } catch {
         let ns = error as NSError
