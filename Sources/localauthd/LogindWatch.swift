@@ -40,8 +40,7 @@ final class LogindWatch {
 
     /// Connected to the bus of root's configuration, the matches in place and the open
     /// sessions asked for; nil (said once in the log) where there is no bus to follow.
-    static func start(configPath: String, log: LogSink) -> LogindWatch? {
-        let options = Options.load(configPath: configPath, log: log)
+    static func start(options: Options, log: LogSink) -> LogindWatch? {
         do {
             let bus = try Bus(address: options.dbusAddress, timeoutSeconds: max(options.busTimeout, 1))
             guard let fd = bus.fileDescriptor else { throw BusError.disconnected(errno: ENOTCONN) }

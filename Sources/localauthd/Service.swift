@@ -19,12 +19,18 @@ struct Service {
     private var idleSince = MonotonicClock.millis()
     /// logind's sleep announcements and new sessions (nil where there is no bus to follow).
     private var logind: LogindWatch?
+    /// Answers sign-ins itself while fprintd is absent (nil: --no-absent-answer).
+    private let readerAbsent: ReaderAbsent?
 
     init(listener: Listener, arguments: ServiceArguments, log: LogSink) {
         self.listener = listener
         self.arguments = arguments
         self.log = log
-        logind = LogindWatch.start(configPath: arguments.configPath, log: log)
+        // Root's configuration as it is at the start: the bus to follow and to ask about
+        // fprintd, and where the state is. Each helper reads it again for its request.
+        let options = Options.load(configPath: arguments.configPath, log: log)
+        logind = LogindWatch.start(options: options, log: log)
+        readerAbsent = arguments.answerAbsent ? ReaderAbsent(address: options.dbusAddress) : nil
         for sig in [SIGTERM, SIGINT] {
             signal(sig) { number in stopRequested.store(number, ordering: .relaxed) }
         }
@@ -86,6 +92,11 @@ struct Service {
         guard already < limit else {
             log.log(.warning, "a request of uid \(peer.uid) (pid \(peer.pid)) refused: \(already) of its requests "
                     + "run already, the limit for \(peer.uid == 0 ? "root's callers" : "a user")")
+            return
+        }
+        if let cause = readerAbsent?.answer(connection) {
+            log.log(.info, "uid \(peer.uid) pid \(peer.pid) (\(peer.source)): result=biometryNotAvailable "
+                    + "reason=reader-unreachable, no helper: \(cause)")
             return
         }
         switch Worker.start(for: peer, connection: connection, arguments: arguments) {

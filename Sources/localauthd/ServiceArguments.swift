@@ -21,6 +21,9 @@ struct ServiceArguments {
     /// `--peer-pidfd pid`: pin every peer by its pid, as on kernels before 6.5 (Debian 12's),
     /// so that path is tested where the kernel has SO_PEERPIDFD.
     var pinByPID = false
+    /// `--absent-answer no`: every sign-in goes to a helper, fprintd absent too (ReaderAbsent),
+    /// so that the helper's own answer for that case stays tested.
+    var answerAbsent = true
 
     /// The helper installed beside this program (PREFIX/libexec/localauth/): the one the
     /// package or `scripts/install` put there with it.
@@ -36,7 +39,7 @@ struct ServiceArguments {
 
     static let usage = """
         usage: localauthd [--listen PATH] [--helper PATH] [--config PATH] [--idle-exit SECONDS]
-                          [--per-user-limit N] [--peer-pidfd kernel|pid]
+                          [--per-user-limit N] [--peer-pidfd kernel|pid] [--absent-answer yes|no]
         """
 
     static func parse(_ words: [String]) -> Result<ServiceArguments, Problem> {
@@ -53,6 +56,11 @@ struct ServiceArguments {
                     return .failure(Problem(text: "--peer-pidfd takes kernel or pid, not `\(value)`"))
                 }
                 parsed.pinByPID = value == "pid"
+            case "--absent-answer":
+                guard value == "yes" || value == "no" else {
+                    return .failure(Problem(text: "--absent-answer takes yes or no, not `\(value)`"))
+                }
+                parsed.answerAbsent = value == "yes"
             case "--idle-exit", "--per-user-limit":
                 guard let n = Int(value), (0...86_400).contains(n) else {
                     return .failure(Problem(text: "\(word) takes a number of 0 to 86400, not `\(value)`"))

@@ -364,6 +364,45 @@ def test_a_remote_session_open_when_the_service_starts_is_recorded(e2e, inst, sy
         takes_the_password_since_a_remote_login(e2e)
 
 
+# --- fprintd absent: the service answers without a helper --------------------------------
+
+def test_fprintd_absent_is_answered_by_the_service_without_a_helper(bed_factory, inst, syslog, tmp_path):
+    """fprintd is neither on the bed's bus nor startable there: the service asks the bus
+    daemon, answers the sign-in itself (biometryNotAvailable, reader-unreachable) without
+    starting a helper, and the password prompt follows. With --absent-answer no, a helper
+    gives the same answer, as it always did."""
+    bed = bed_factory(fprintd=False)
+    config = tmp_path / "localauth.conf"
+    config.write_text(f"dbus_address = {bed.address}\n")
+    with PamWorld() as world:
+        e2e = E2E(bed, world, inst)
+        base = list(e2e.args)
+        for answer in ("yes", "no"):
+            service = Service(inst, syslog, "--absent-answer", answer, config=config)
+            try:
+                e2e.args = base + [f"service={service.socket}"]
+                e2e.service = e2e.stack()
+                mark = syslog.mark()
+                r = e2e.run(password=PASSWORD)
+                assert r.status == 0 and r.screen[-2] == PROMPT, r
+                first = only(r.logs, result="biometryNotAvailable", reason="reader-unreachable",
+                             pam="PAM_AUTHINFO_UNAVAIL")
+                said = {i: [m for j, m in syslog.lines[mark:] if j == i] for i in ("localauthd", "localauth-helper")}
+                if answer == "yes":
+                    assert "answered by localauthd" in first["cause"], first
+                    assert any("result=biometryNotAvailable reason=reader-unreachable, no helper" in m
+                               for m in said["localauthd"]), said
+                    # No helper answered the first line (the authsucc and account lines
+                    # after the password still go to helpers, which record it).
+                    assert not any("fprintd is not running" in m for m in said["localauth-helper"]), said
+                else:
+                    assert "fprintd is not running" in first["cause"], first
+                    assert any("fprintd is not running" in m for m in said["localauth-helper"]), said
+                    assert not any("no helper" in m for m in said["localauthd"]), said
+            finally:
+                service.stop()
+
+
 # --- the service's own faults: the password at once, nothing lost ------------------------
 
 def test_the_service_killed_mid_scan_leaves_the_password_and_keeps_the_try(e2e, service):

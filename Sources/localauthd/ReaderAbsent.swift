@@ -1,0 +1,94 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+import LocalAuthProtocol
+import SystemBus
+
+/// One answer the service gives without a helper: a sign-in request (`mode=authenticate`)
+/// while fprintd is neither on the bus nor startable there. Whatever a helper would judge
+/// (presence, lockout, the switch), no scan can happen, and its answer would be one of the
+/// codes the module maps to the password at once; starting a root process for that costs
+/// the caller milliseconds before its password prompt. The answer is the helper's for an
+/// absent fprintd (`biometryNotAvailable`, `reader-unreachable`, which tells the
+/// module's later lines not to wait for the reader either).
+///
+/// Asked of the bus daemon for each request, never cached: an fprintd installed or started
+/// a moment ago is seen by the next request. Anything not known for sure (the bus slow or
+/// gone, the request not all there yet, another mode) starts a helper as usual.
+final class ReaderAbsent {
+    private let address: String
+    private var bus: Bus?
+    /// A bus daemon answers these in microseconds; a slow one is not waited for.
+    static let boundSeconds = 0.05
+    static let fprintd = "net.reactivated.Fprint"
+
+    /// Connects at once, so that the first request does not pay for it.
+    init(address: String) {
+        self.address = address
+        bus = try? Bus(address: address, timeoutSeconds: Self.boundSeconds)
+    }
+
+    /// Answers `connection` itself when its request is a sign-in and fprintd is absent;
+    /// the cause for the log line when it did, nil when a helper should take it.
+    func answer(_ connection: Int32) -> String? {
+        guard let request = Self.peek(connection), request.mode == "authenticate", fprintdAbsent() else { return nil }
+        // Taken off the socket: one closed with unread bytes resets the peer's connection,
+        // and the module would read that instead of the answer.
+        var taken = [UInt8](repeating: 0, count: request.bytes)
+        _ = taken.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        let cause = "fprintd is not on the bus and cannot be started there (answered by localauthd)"
+        var kv = KeyValues()
+        kv.add("code", String(EvaluationError.Code.biometryNotAvailable.rawValue))
+        kv.add("name", EvaluationError.Code.biometryNotAvailable.name)
+        kv.add("reason", EvaluationError.Reason.readerUnreachable.key)
+        kv.add("cause", cause)
+        let bytes = Frame(.started).encoded() + Frame(.result, kv.encoded()).encoded()
+        // The socket's buffer takes these few bytes at once; a peer that cannot take them
+        // sees the connection close, which is the password too.
+        _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        return cause
+    }
+
+    /// The `mode` of the request frame and its length on the wire, when it has fully
+    /// arrived (peeked: left in place for a helper), else nil.
+    static func peek(_ fd: Int32) -> (mode: String, bytes: Int)? {
+        var buffer = [UInt8](repeating: 0, count: 4 + Frame.maxLength)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_PEEK | MSG_DONTWAIT)) }
+        guard n >= 5 else { return nil }
+        let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
+        guard (1...Frame.maxLength).contains(length), n >= 4 + length,
+              buffer[4] == Frame.Kind.request.rawValue,
+              let kv = try? KeyValues.parse(Array(buffer[5..<(4 + length)])),
+              kv.value("version") == "1", kv.values("mode").count == 1, let mode = kv.value("mode") else { return nil }
+        return (mode, 4 + length)
+    }
+
+    /// True only when the bus daemon said both: nobody owns fprintd's name, and no service
+    /// file can start it.
+    func fprintdAbsent() -> Bool {
+        do {
+            let bus = try connected()
+            let owner = try bus.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                           interface: "org.freedesktop.DBus", member: "NameHasOwner")
+            try owner.append(Self.fprintd)
+            if try bus.call(owner).readBool() { return false }
+            let activatable = try bus.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                 interface: "org.freedesktop.DBus", member: "ListActivatableNames")
+            let absent = try !bus.call(activatable).readArray(of: typeString).contains(Self.fprintd)
+            try bus.dispatch()   // what else came (NameAcquired) is dropped, not kept
+            return absent
+        } catch {
+            bus?.close()
+            bus = nil    // connected again next time
+            return false
+        }
+    }
+
+    private func connected() throws(BusError) -> Bus {
+        if let bus, bus.isOpen { return bus }
+        let fresh = try Bus(address: address, timeoutSeconds: Self.boundSeconds)
+        bus = fresh
+        return fresh
+    }
+}
