@@ -265,12 +265,12 @@ enum RightsMode {
         }
 
         /// A grant for this very process (the peer's pid and start time, this boot), on a
-        /// connection made after it: this helper, started when the connection was accepted,
-        /// started after the grant. Otherwise a connection opened before the program was
-        /// exec'd in place, and handed to a child, would carry the program's grant.
+        /// connection accepted after it (localauthd says when). Otherwise a connection opened
+        /// before the program was exec'd in place, and handed to a child, would carry the
+        /// program's grant.
         func isThisProcess(_ grant: RightGrant) -> Bool {
             grant.pid == caller.callerPID && grant.startTime == binding.startTime
-                && grant.bootID == LinuxSystem().bootID() && grant.grantedAt < HelperStart.bootNanos
+                && grant.bootID == LinuxSystem().bootID() && grant.grantedAt < caller.acceptedAt
         }
 
         /// A `biometryCurrentSet` right is void once the enrolled set differs from the one

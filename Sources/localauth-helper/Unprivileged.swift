@@ -11,7 +11,8 @@ import LocalAuthProtocol
 ///   agent helper). argv is the path alone. The request comes from root's PAM stack.
 /// * `.rootPeer`: by localauthd for a root peer (see below).
 /// * `.unprivileged`: by localauthd, for a peer that is not root (a screen locker, an
-///   application): `--service-peer-uid UID --service-peer-pid PID --config PATH`, the
+///   application): `--service-peer-uid UID --service-peer-pid PID --service-accepted-at
+///   NANOS --config PATH` (NANOS: CLOCK_BOOTTIME when the connection was accepted), the
 ///   peer's pidfd on fd 3. The request may then be anything the user wrote, since the user
 ///   can connect to the socket with a program of their own. So the helper authenticates the
 ///   peer's user and nobody else, takes paths, the bus and the policy numbers from root's
@@ -39,8 +40,8 @@ enum Launch {
             return
         }
         // localauthd: the peer's uid and pid from SO_PEERCRED, its pidfd on fd 3 (ServicePeer).
-        let service = rest.count == 6 && rest[0] == "--service-peer-uid" && rest[2] == "--service-peer-pid"
-            && rest[4] == "--config"
+        let service = rest.count == 8 && rest[0] == "--service-peer-uid" && rest[2] == "--service-peer-pid"
+            && rest[4] == "--service-accepted-at" && rest[6] == "--config"
         guard service else {
             self = .refused("unexpected arguments; only localauthd passes any")
             return
@@ -50,10 +51,16 @@ enum Launch {
                             + "(only localauthd may pass it)")
             return
         }
-        self = Launch.servicePeer(uidText: rest[1], pidText: rest[3], config: rest[5])
+        // Never later than now: a later time would let grants made after the connection count.
+        guard rest[5].utf8.allSatisfy({ (0x30...0x39).contains($0) }), let accepted = UInt64(rest[5]),
+              accepted <= BootClock.nanos() else {
+            self = .refused("--service-accepted-at refused: `\(Presence.printable(rest[5]))` is not a past CLOCK_BOOTTIME time")
+            return
+        }
+        self = Launch.servicePeer(uidText: rest[1], pidText: rest[3], acceptedAt: accepted, config: rest[7])
     }
 
-    private static func servicePeer(uidText: String, pidText: String, config: String) -> Launch {
+    private static func servicePeer(uidText: String, pidText: String, acceptedAt: UInt64, config: String) -> Launch {
         guard let pid = Int32(pidText), pid > 1, ServicePeer.adopt(pid: pid) else {
             return .refused("--service-peer-pid refused: `\(Presence.printable(pidText))` is not the pidfd's process on fd 3")
         }
@@ -61,7 +68,7 @@ enum Launch {
             guard Launch.configPathOK(config) else { return .refused("--config refused: not an absolute path") }
             return .rootPeer(RootPeer(pid: pid, configPath: config))
         }
-        return unprivilegedPeer(uidText: uidText, config: config, pidText: pidText)
+        return unprivilegedPeer(uidText: uidText, config: config, pidText: pidText, acceptedAt: acceptedAt)
     }
 
     private static func configPathOK(_ config: String) -> Bool {
@@ -70,7 +77,7 @@ enum Launch {
     }
 
     /// A peer that is not root.
-    private static func unprivilegedPeer(uidText: String, config: String, pidText: String) -> Launch {
+    private static func unprivilegedPeer(uidText: String, config: String, pidText: String, acceptedAt: UInt64) -> Launch {
         guard let uid = Launch.parseUID(uidText) else {
             return .refused("--service-peer-uid refused: `\(Presence.printable(uidText))` is not a user id")
         }
@@ -82,7 +89,8 @@ enum Launch {
         guard let callerPID = Int32(pidText), callerPID > 1 else {
             return .refused("--service-peer-pid refused: `\(Presence.printable(pidText))` is not a process id")
         }
-        return .unprivileged(UnprivilegedCaller(uid: uid, name: name, configPath: config, callerPID: callerPID))
+        return .unprivileged(UnprivilegedCaller(uid: uid, name: name, configPath: config, callerPID: callerPID,
+                                                acceptedAt: acceptedAt))
     }
 
     /// A decimal uid as localauthd writes it: digits only, no sign, not root.
@@ -132,6 +140,9 @@ struct UnprivilegedCaller {
     /// The program that called PAM or the library: the connection's peer, as the kernel
     /// names it; never the pid the request claims.
     let callerPID: Int32
+    /// When localauthd accepted the connection (CLOCK_BOOTTIME ns): a right's grant counts
+    /// only when it was written before (RightsMode.isThisProcess).
+    let acceptedAt: UInt64
 
     /// What a screen locker's service file may still choose on this path.
     /// Not `scan_timeout`: a user could hold the reader (and every other user's sudo) for

@@ -8,9 +8,6 @@ import Glibc
 import LocalAuth
 import LocalAuthProtocol
 
-// The start, before anything else (a right's grant must be older than the connection).
-_ = HelperStart.bootNanos
-
 // Root's module, localauthd for a peer that is not root (Unprivileged.swift), or
 // localauthd for either (ServicePeer).
 let launch = Launch(arguments: CommandLine.arguments)

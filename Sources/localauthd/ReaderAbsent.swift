@@ -19,8 +19,12 @@ import SystemBus
 final class ReaderAbsent {
     private let address: String
     private var bus: Bus?
-    /// A bus daemon answers these in microseconds; a slow one is not waited for.
-    static let boundSeconds = 0.05
+    /// After a question the bus did not answer in time, none is asked until then (monotonic
+    /// ms): a stuck bus daemon costs one request the bound, not every request.
+    private var quietUntil: Int64 = 0
+    /// A bus daemon answers these in microseconds; a slow one is not waited for long.
+    static let boundSeconds = 0.25
+    static let quietMillis: Int64 = 10_000
     static let fprintd = "net.reactivated.Fprint"
 
     /// Connects at once, so that the first request does not pay for it.
@@ -67,6 +71,7 @@ final class ReaderAbsent {
     /// True only when the bus daemon said both: nobody owns fprintd's name, and no service
     /// file can start it.
     func fprintdAbsent() -> Bool {
+        guard MonotonicClock.millis() >= quietUntil else { return false }
         do {
             let bus = try connected()
             let owner = try bus.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
@@ -80,7 +85,8 @@ final class ReaderAbsent {
             return absent
         } catch {
             bus?.close()
-            bus = nil    // connected again next time
+            bus = nil    // connected again after the quiet time
+            quietUntil = MonotonicClock.millis() + Self.quietMillis
             return false
         }
     }

@@ -16,6 +16,8 @@ struct Service {
     let arguments: ServiceArguments
     let log: LogSink
     private var running: [Worker] = []
+    /// Accepted connections whose request has not come yet (Waiting).
+    private var waiting: [Waiting] = []
     private var idleSince = MonotonicClock.millis()
     /// logind's sleep announcements and new sessions (nil where there is no bus to follow).
     private var logind: LogindWatch?
@@ -40,10 +42,12 @@ struct Service {
     mutating func run() -> String {
         let watchdog = Watchdog()
         while true {
-            // The listener, logind's bus (or -1: ignored by poll), then the helpers.
+            // The listener, logind's bus (or -1: ignored by poll), the helpers, then the
+            // connections waiting for their request.
             var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: logind?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
+                + waiting.map { pollfd(fd: $0.connection, events: Int16(POLLIN), revents: 0) }
             let ready = poll(&fds, nfds_t(fds.count), pollTimeout(watchdog))
             let sig = stopRequested.load(ordering: .relaxed)
             if sig != 0 { return "signal \(sig)" }
@@ -51,11 +55,15 @@ struct Service {
             watchdog.ping()
             if ready > 0 {
                 if fds[1].revents != 0 { followLogind() }
-                reap(fds.dropFirst(2).filter { $0.revents != 0 }.map(\.fd))
+                let helpers = fds[2..<(2 + running.count)]
+                let requests = fds[(2 + running.count)...]
+                reap(helpers.filter { $0.revents != 0 }.map(\.fd))
+                serve(requests.filter { $0.revents != 0 }.map(\.fd))
                 if fds[0].revents != 0 { acceptWaiting() }
             }
-            if !running.isEmpty { idleSince = MonotonicClock.millis() }
-            if arguments.idleExitSeconds > 0, running.isEmpty,
+            serveOverdue()
+            if !running.isEmpty || !waiting.isEmpty { idleSince = MonotonicClock.millis() }
+            if arguments.idleExitSeconds > 0, running.isEmpty, waiting.isEmpty,
                MonotonicClock.millis() - idleSince >= Int64(arguments.idleExitSeconds) * 1000 {
                 return "idle for \(arguments.idleExitSeconds) s"
             }
@@ -64,42 +72,77 @@ struct Service {
 
     private func pollTimeout(_ watchdog: Watchdog) -> Int32 {
         var ms = watchdog.intervalMillis ?? -1
+        func bound(_ limit: Int64) { ms = ms < 0 ? max(0, limit) : min(ms, max(0, limit)) }
         if arguments.idleExitSeconds > 0 {
-            let idle = Int64(arguments.idleExitSeconds) * 1000 - (MonotonicClock.millis() - idleSince)
-            ms = ms < 0 ? max(0, idle) : min(ms, max(0, idle))
+            bound(Int64(arguments.idleExitSeconds) * 1000 - (MonotonicClock.millis() - idleSince))
         }
+        if let first = waiting.map(\.deadline).min() { bound(first - MonotonicClock.millis()) }
         return Int32(clamping: ms)
     }
 
     private mutating func acceptWaiting() {
         while let connection = listener.accept() {
             take(connection)
-            close(connection)
         }
     }
 
+    /// A new connection: its peer identified (the kernel's word, at the accept) and counted
+    /// against its user's limit, then held until its request has come (`serve`).
     private mutating func take(_ connection: Int32) {
+        let acceptedAt = BootClock.nanos()
         let peer: Peer
         switch Peer.of(connection, pinByPID: arguments.pinByPID) {
         case .success(let p): peer = p
         case .failure(let problem):
             log.log(.warning, "a connection refused: \(problem.text)")
+            close(connection)
             return
         }
-        defer { close(peer.pidfd) }
         let limit = peer.uid == 0 ? arguments.rootLimit : arguments.perUserLimit
-        let already = running.filter { $0.uid == peer.uid }.count
+        let already = running.filter { $0.uid == peer.uid }.count + waiting.filter { $0.peer.uid == peer.uid }.count
         guard already < limit else {
             log.log(.warning, "a request of uid \(peer.uid) (pid \(peer.pid)) refused: \(already) of its requests "
                     + "run already, the limit for \(peer.uid == 0 ? "root's callers" : "a user")")
+            close(peer.pidfd)
+            close(connection)
             return
         }
-        if let cause = readerAbsent?.answer(connection) {
-            log.log(.info, "uid \(peer.uid) pid \(peer.pid) (\(peer.source)): result=biometryNotAvailable "
-                    + "reason=reader-unreachable, no helper: \(cause)")
-            return
+        let held = Waiting(connection: connection, peer: peer, acceptedAt: acceptedAt,
+                           deadline: MonotonicClock.millis() + Waiting.requestWithinMillis)
+        // Without the service's own answer there is nothing to wait for: the helper reads
+        // the request itself.
+        if readerAbsent == nil { start(held) } else { waiting.append(held) }
+    }
+
+    /// Connections whose request came (or that closed, or sent something else): answered
+    /// here when fprintd is absent (ReaderAbsent), else handed to a helper.
+    private mutating func serve(_ readable: [Int32]) {
+        for fd in readable {
+            guard let index = waiting.firstIndex(where: { $0.connection == fd }) else { continue }
+            let held = waiting.remove(at: index)
+            if let cause = readerAbsent?.answer(held.connection) {
+                log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
+                        + "result=biometryNotAvailable reason=reader-unreachable, no helper: \(cause)")
+                held.release()
+            } else {
+                start(held)
+            }
         }
-        switch Worker.start(for: peer, connection: connection, arguments: arguments) {
+    }
+
+    /// A peer that has not written its request in time gets a helper anyway, which waits
+    /// for it under its own bound and says so.
+    private mutating func serveOverdue() {
+        let now = MonotonicClock.millis()
+        while let index = waiting.firstIndex(where: { $0.deadline <= now }) {
+            start(waiting.remove(at: index))
+        }
+    }
+
+    private mutating func start(_ held: Waiting) {
+        defer { held.release() }
+        let peer = held.peer
+        switch Worker.start(for: peer, connection: held.connection, acceptedAt: held.acceptedAt, arguments: arguments) {
         case .success(let worker):
             running.append(worker)
             log.log(.info, "uid \(peer.uid) pid \(peer.pid) (\(peer.source)): helper pid \(worker.pid)")
@@ -146,5 +189,25 @@ struct Watchdog {
 
     func ping() {
         if intervalMillis != nil { _ = sd_notify(0, "WATCHDOG=1") }
+    }
+}
+
+/// An accepted connection waiting for its request: what the helper will need (the peer and
+/// its pidfd, when the connection was accepted), and how long it may take.
+struct Waiting {
+    let connection: Int32
+    let peer: Peer
+    /// CLOCK_BOOTTIME ns at the accept: a right's grant must be older (the helper's
+    /// --service-accepted-at).
+    let acceptedAt: UInt64
+    /// Monotonic ms after which a helper takes it, request or not.
+    let deadline: Int64
+
+    static let requestWithinMillis: Int64 = 2000
+
+    /// The service's copies: the helper has its own.
+    func release() {
+        close(peer.pidfd)
+        close(connection)
     }
 }

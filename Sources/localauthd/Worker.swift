@@ -4,7 +4,7 @@ import Glibc
 import CLinux
 
 /// One request's helper: `localauth-helper --service-peer-uid U --service-peer-pid P
-/// --config PATH`, its fd 0 and 1 the connection, fd 2 /dev/null (it logs to syslog), fd 3
+/// --service-accepted-at NANOS --config PATH` (NANOS: CLOCK_BOOTTIME at the accept), its fd 0 and 1 the connection, fd 2 /dev/null (it logs to syslog), fd 3
 /// the peer's pidfd; its own session, default signals, a mask holding only SIGUSR1, and the fixed
 /// environment the module gives it. The helper trusts these arguments because only root
 /// can start it with real uid 0 (Unprivileged.swift).
@@ -18,9 +18,10 @@ struct Worker {
 
     static let environment = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
 
-    static func start(for peer: Peer, connection: Int32, arguments: ServiceArguments) -> Result<Worker, Problem> {
+    static func start(for peer: Peer, connection: Int32, acceptedAt: UInt64,
+                      arguments: ServiceArguments) -> Result<Worker, Problem> {
         let argv = [arguments.helperPath, "--service-peer-uid", String(peer.uid), "--service-peer-pid",
-                    String(peer.pid), "--config", arguments.configPath]
+                    String(peer.pid), "--service-accepted-at", String(acceptedAt), "--config", arguments.configPath]
         let devnull = open("/dev/null", O_RDWR | O_CLOEXEC)
         guard devnull >= 0 else { return .failure(Problem(text: "/dev/null: \(String(cString: strerror(errno)))")) }
         defer { close(devnull) }

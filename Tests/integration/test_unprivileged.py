@@ -790,7 +790,7 @@ def test_a_hard_file_size_limit_of_the_caller_does_not_reach_the_helper(locker):
 
 def test_helper_run_directly_by_the_user_refuses_the_services_flags(locker):
     argv = [str(locker.inst.helper), "--service-peer-uid", str(locker.user.uid), "--service-peer-pid",
-            str(os.getpid()), "--config", str(locker.inst.config)]
+            str(os.getpid()), "--service-accepted-at", "1", "--config", str(locker.inst.config)]
     r = direct(locker, request(locker.user), argv=argv)
     assert r["code"] == "-6" and "not running as root" in r["cause"], r
     assert not locker.state_file.exists()
@@ -804,10 +804,17 @@ def test_helper_run_directly_by_the_user_refuses_the_services_flags(locker):
     (["--unprivileged-uid", "1000"], "unexpected arguments"),
     (["--state-dir", "/tmp"], "unexpected arguments"),
     # localauthd's form: the peer's pidfd must be on fd 3 (here nothing is).
-    (["--service-peer-uid", "0", "--service-peer-pid", "2", "--config", "/etc/x"],
+    (["--service-peer-uid", "0", "--service-peer-pid", "2", "--service-accepted-at", "1", "--config", "/etc/x"],
      "is not the pidfd's process on fd 3"),
-    (["--service-peer-uid", "1000", "--service-peer-pid", "x", "--config", "/etc/x"],
+    (["--service-peer-uid", "1000", "--service-peer-pid", "x", "--service-accepted-at", "1", "--config", "/etc/x"],
      "is not the pidfd's process on fd 3"),
+    # The time of the accept must be a past CLOCK_BOOTTIME time, in digits.
+    (["--service-peer-uid", "1000", "--service-peer-pid", "2", "--service-accepted-at", "99999999999999999999",
+      "--config", "/etc/x"], "--service-accepted-at refused"),
+    (["--service-peer-uid", "1000", "--service-peer-pid", "2", "--service-accepted-at", "-1",
+      "--config", "/etc/x"], "--service-accepted-at refused"),
+    # The form of earlier versions, without the time of the accept.
+    (["--service-peer-uid", "0", "--service-peer-pid", "2", "--config", "/etc/x"], "unexpected arguments"),
     (["--service-peer-uid", "0", "--service-peer-pid", "2"], "unexpected arguments"),
 ])
 def test_helper_refuses_malformed_service_arguments(locker, argv, why):
