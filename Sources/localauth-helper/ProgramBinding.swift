@@ -13,10 +13,16 @@ import LocalAuth
 /// and get the secret with a program of their own. The file the path names now must be
 /// the one the process runs (device and inode), or the path says nothing.
 ///
+/// A Flatpak app's process has a root of its own: its program is checked in root's view
+/// as a file of that app's system deployment, and the right is bound to
+/// `flatpak:APPID:/app/…` (FlatpakProgram).
+///
 /// What this does not stop (docs/API.md, "Rights"): root; a debugger of the same user
 /// attached to the program (ptrace reads its memory, where the secret arrives); and any
 /// process that runs the saver's executable, since the binding is the path, not the intent.
 struct ProgramBinding {
+    /// The program's path, or for a Flatpak app `flatpak:APPID:/app/…`: what its rights are
+    /// saved under.
     let path: String
     /// The process's start time (clock ticks after boot, /proc/PID/stat): with the pid, one
     /// process instance, for its grant.
@@ -35,15 +41,18 @@ struct ProgramBinding {
         defer { pin.close() }
         guard let path = executable(pid) else { throw .untrusted("its executable cannot be read from /proc") }
         guard !path.hasSuffix(" (deleted)") else { throw .untrusted("its executable was deleted or replaced") }
-        try checkFile(path, pid: pid)
-        try checkDirectories(above: path)
-        if !interpreters, Interpreters.isInterpreter(path) {
+        // The file in root's view: the path itself, or a Flatpak app's deployed file.
+        let flatpak = try FlatpakProgram.of(pid: pid, exe: path)
+        let file = flatpak?.file ?? path
+        try checkFile(file, pid: pid)
+        try checkDirectories(above: file)
+        if !interpreters, Interpreters.isInterpreter(file) {
             throw .untrusted("\(quoted(path)) is an interpreter or a loader: its rights would be every script's it runs (rights_interpreters = yes allows it)")
         }
         guard let stat = ProcStat(pid: pid), pin.stillRunning else {
             throw .notPinned("the calling process ended while it was examined")
         }
-        return ProgramBinding(path: path, startTime: stat.startTime)
+        return ProgramBinding(path: flatpak?.identity ?? path, startTime: stat.startTime)
     }
 
     /// The start time of `pid` now, for comparing with a grant (nil when it is gone).

@@ -464,9 +464,10 @@ def test_a_connection_opened_before_the_program_ran_carries_no_grant(world):
     assert SECRET.encode().hex() not in output and SECRET not in output, output
 
 
-def forged_save(world, program_user) -> dict:
+def forged_save(world, program_user, sandbox=()) -> dict:
     """A right saved by hand through the service, from a Python program of the user's own
-    (socket_client.py): the caller's executable is the interpreter."""
+    (socket_client.py): the caller's executable is the interpreter. ``sandbox``: a command
+    line that runs it (bubblewrap's)."""
     client = Path(__file__).resolve().parent / "socket_client.py"
     keys = dict(version="1", mode="right", op="save", identifier=b"notes".hex(), requirement="biometry",
                 secret=SECRET.encode().hex(), user=world.user.name, service="forged", tty="", rhost="",
@@ -474,7 +475,8 @@ def forged_save(world, program_user) -> dict:
                 stdin_tty="0")
     payload = "\n".join(f"{k}={v}" for k, v in keys.items()).encode()
     data = struct.pack(">I", len(payload) + 1) + b"Q" + payload
-    out = subprocess.run(system.as_user(program_user, ["/usr/bin/python3", str(client), str(world.inst.service_socket)]),
+    out = subprocess.run(system.as_user(program_user, [*sandbox, "/usr/bin/python3", str(client),
+                                                       str(world.inst.service_socket)]),
                          input=data, capture_output=True, timeout=60).stdout
     frames = []
     while len(out) >= 4:
@@ -650,3 +652,108 @@ def test_a_ticket_whose_dialog_ended_is_removed_and_the_next_dialog_works(dialog
     status, out = run.subject
     assert status == 0 and f"SECRET {SECRET}" in out, run
     assert list(dialogs.iterdir()) == []
+
+
+# --- a Flatpak app: bound to its app id and its deployed file ------------------------------
+#
+# No Flatpak runtime is installed here; the sandbox is built as Flatpak builds it, with
+# bubblewrap (the kernel's mount and user namespaces, as the user): the app's deployment in
+# the system installation mounted at /app, and /.flatpak-info naming the app.
+
+FLATPAK_APPS = Path("/var/lib/flatpak/app")
+
+
+class FlatpakDeployment:
+    """The vault deployed as a system-wide Flatpak app of a unique id (root's files, as
+    `flatpak install` leaves them); removed with every directory this made."""
+
+    def __init__(self, world):
+        self.id = f"org.localauth.Vault_{os.urandom(3).hex()}"
+        self.made = [p for p in (FLATPAK_APPS.parent, FLATPAK_APPS) if not p.exists()]
+        self.files = FLATPAK_APPS / self.id / "x86_64" / "stable" / os.urandom(8).hex() / "files"
+        (self.files / "bin").mkdir(parents=True)
+        for d in [FLATPAK_APPS.parent, FLATPAK_APPS, *reversed((self.files / "bin").relative_to(FLATPAK_APPS).parents)]:
+            path = d if d.is_absolute() else FLATPAK_APPS / d
+            path.chmod(0o755)
+        (self.files / "bin").chmod(0o755)
+        self.program = self.files / "bin" / "secret-vault"
+        shutil.copy2(world.app, self.program)
+        self.program.chmod(0o755)
+        self.info = world.dir / f"{self.id}.flatpak-info"
+        self.info.write_text(f"[Application]\nname={self.id}\nruntime=runtime/org.localauth.Platform/x86_64/1\n")
+        self.info.chmod(0o644)
+
+    def remove(self):
+        shutil.rmtree(FLATPAK_APPS / self.id, ignore_errors=True)
+        for d in reversed(self.made):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+
+def sandbox(world, app_files: Path, info) -> list:
+    """A bubblewrap command line shaped like Flatpak's sandbox: /usr and /etc read-only,
+    /app from ``app_files``, ``info`` (or none) as /.flatpak-info, the service's socket
+    directory shared as the documentation tells Flatpak apps to, and this test directory
+    read-only (for socket_client.py)."""
+    sock_dir = str(world.inst.service_socket.parent)
+    here = str(Path(__file__).resolve().parent)
+    argv = ["bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
+            "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+            "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+            "--ro-bind", str(app_files), "/app", "--bind", sock_dir, sock_dir, "--ro-bind", here, here]
+    if info is not None:
+        argv += ["--ro-bind", str(info), "/.flatpak-info"]
+    return argv + ["--"]
+
+
+def in_sandbox(world, app_files: Path, info, *args, fingers=()):
+    """The vault as the user inside ``sandbox``."""
+    argv = sandbox(world, app_files, info) + ["/app/bin/secret-vault", *args]
+    mark, log_mark = world.bed.mark(), world.syslog.mark()
+    pt = system.run_on_pty(argv, env=world.inst.env(), user=world.user,
+                           prefix=namespace_prefix(world.syslog), timeout=60)
+    injection = world.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
+    res = pt.finish(timeout=60)
+    if injection:
+        injection.wait(20)
+    helper = [m for i, m in world.syslog.lines[log_mark:] if i == "localauth-helper"]
+    return res, helper
+
+
+def test_a_flatpak_app_holds_rights_bound_to_its_app_id_and_deployed_file(world):
+    """In the sandbox the vault saves and opens its right, which is bound to
+    flatpak:APPID:/app/bin/secret-vault; the same file outside the sandbox finds nothing; a
+    sandbox naming the app over other files at /app, and one with no /.flatpak-info, hold
+    no rights. (Before this binding, a sandboxed program could not hold rights at all: its
+    /app path means nothing in root's view.)"""
+    app = FlatpakDeployment(world)
+    try:
+        res, helper = in_sandbox(world, app.files, app.info, "save", "notes", SECRET, "biometry")
+        assert res.status == 0 and "OK saved notes" in res.output, (res.output, helper)
+        identity = f"flatpak:{app.id}:/app/bin/secret-vault"
+        assert any(f"program {identity} " in m and "right save notes: success" in m for m in helper), helper
+        res, helper = in_sandbox(world, app.files, app.info, "open", "notes", fingers=[ENROLLED])
+        assert res.status == 0 and f"SECRET {SECRET}" in res.output, (res.output, helper)
+        # The same file run outside the sandbox is another program: it finds nothing.
+        outside = system.run_on_pty([str(app.program), "peek", "notes"], env=world.inst.env(),
+                                    user=world.user, prefix=namespace_prefix(world.syslog)).finish(timeout=60)
+        assert "ERROR code=-10" in outside.output and SECRET not in outside.output, outside.output
+        # A sandbox that names the app but mounts other files at /app (a root-owned copy of
+        # the very same program) is not the app.
+        copy = world.dir / "not-the-deployment"
+        (copy / "bin").mkdir(parents=True)
+        shutil.copy2(app.program, copy / "bin" / "secret-vault")
+        for p in (copy, copy / "bin", copy / "bin" / "secret-vault"):
+            p.chmod(0o755)
+        res, helper = in_sandbox(world, copy, app.info, "peek", "notes")
+        assert "ERROR code=-6" in res.output and SECRET not in res.output, res.output
+        assert any(f"is not a file of {app.id}'s deployment" in m for m in helper), helper
+        # A file system view of its own without /.flatpak-info is no app at all. (The
+        # library does not even ask there: the socket shows as nobody's; a program of the
+        # user's own asks by hand.)
+        r = forged_save(world, world.user, sandbox=sandbox(world, app.files, None))
+        assert r["code"] == "-6" and "not a Flatpak app's" in r["cause"], r
+    finally:
+        app.remove()
