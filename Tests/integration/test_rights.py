@@ -670,12 +670,18 @@ class FlatpakDeployment:
     def __init__(self, world):
         self.id = f"org.localauth.Vault_{os.urandom(3).hex()}"
         self.made = [p for p in (FLATPAK_APPS.parent, FLATPAK_APPS) if not p.exists()]
-        self.files = FLATPAK_APPS / self.id / "x86_64" / "stable" / os.urandom(8).hex() / "files"
-        (self.files / "bin").mkdir(parents=True)
-        for d in [FLATPAK_APPS.parent, FLATPAK_APPS, *reversed((self.files / "bin").relative_to(FLATPAK_APPS).parents)]:
-            path = d if d.is_absolute() else FLATPAK_APPS / d
-            path.chmod(0o755)
-        (self.files / "bin").chmod(0o755)
+        top = FLATPAK_APPS / self.id
+        self.files = top / "x86_64" / "stable" / os.urandom(8).hex() / "files"
+        try:
+            (self.files / "bin").mkdir(parents=True)
+            # Root's and 0755, as flatpak makes them: only the directories made here are set
+            # (an existing /var/lib/flatpak is left as it is).
+            for d in self.made + [top, top / "x86_64", top / "x86_64" / "stable", self.files.parent,
+                                  self.files, self.files / "bin"]:
+                d.chmod(0o755)
+        except BaseException:
+            self.remove()
+            raise
         self.program = self.files / "bin" / "secret-vault"
         shutil.copy2(world.app, self.program)
         self.program.chmod(0o755)
