@@ -167,21 +167,9 @@ package final class Message {
                                                               invalidated: [String]) {
         let interface = try readString()
         var booleans: [String: Bool] = [:]
-        try enter(typeArray, "{sv}")
-        while try checked(sd_bus_message_enter_container(pointer, typeDictEntry, "sv"),
-                          "sd_bus_message_enter_container") > 0 {
-            let name = try readString()
-            var type: CChar = 0
-            var contents: UnsafePointer<CChar>?
-            try checked(sd_bus_message_peek_type(pointer, &type, &contents), "sd_bus_message_peek_type")
-            if type == typeVariant, let contents, String(cString: contents) == "b" {
-                booleans[name] = try readBoolVariant()
-            } else {
-                try checked(sd_bus_message_skip(pointer, "v"), "sd_bus_message_skip")
-            }
-            try checked(sd_bus_message_exit_container(pointer), "sd_bus_message_exit_container")
+        for (name, value) in try readProperties() {
+            if case .bool(let b) = value { booleans[name] = b }
         }
-        try checked(sd_bus_message_exit_container(pointer), "sd_bus_message_exit_container")
         return (interface, booleans, try readArray(of: typeString))
     }
 
@@ -191,9 +179,8 @@ package final class Message {
         case bool(Bool)
     }
 
-    /// Properties.GetAll's reply (`a{sv}`): strings and booleans, and a struct that starts
-    /// with a string (logind's `Seat` and `User`, `(so)` / `(uo)`) as that string; others are
-    /// skipped.
+    /// Properties.GetAll's reply, or a PropertiesChanged's changes (`a{sv}`): strings and
+    /// booleans, and a `(so)` struct (logind's `Seat`) as its string; others are skipped.
     package func readProperties() throws(BusError) -> [String: PropertyValue] {
         var out: [String: PropertyValue] = [:]
         try enter(typeArray, "{sv}")
