@@ -89,10 +89,12 @@ final class LogindWatch {
         }
     }
 
-    /// Asks for the session's properties; a remote one is recorded when they come. A session
-    /// gone before the answer was a login too short to leave anything behind in logind, and
-    /// is said in the log: a caller that it left behind is still judged per request (its
-    /// place, the remote sessions open then).
+    /// Asks for the session's properties; a remote one is recorded when they come. logind
+    /// keeps a session while anything still runs in its scope, so one gone before the answer
+    /// left nothing there; a job it handed to the user's manager first (`systemd-run --user`)
+    /// is not recorded by this path: a warning in the log, and the job is still judged per
+    /// request (its place, the remote sessions open then; sshd's account line, where the
+    /// stack has it).
     private func follow(session id: String, path: String) {
         do throws(BusError) {
             let call = try bus.methodCall(destination: Self.manager.service, path: path,
