@@ -22,15 +22,22 @@ struct Service {
     /// logind's sleep announcements and new sessions (nil where there is no bus to follow).
     private var logind: LogindWatch?
     /// Answers sign-ins itself while fprintd is absent (nil: --no-absent-answer).
-    private let readerAbsent: ReaderAbsent?
+    private var readerAbsent: ReaderAbsent?
+    /// What the service keeps of root's configuration, and the file's stamp when it was
+    /// read (ConfigReload.swift): read again when the file changes.
+    private var options: Options
+    private var configStamp: ConfigStamp?
+    private let configWatch: ConfigDirectoryWatch?
 
     init(listener: Listener, arguments: ServiceArguments, log: LogSink) {
         self.listener = listener
         self.arguments = arguments
         self.log = log
-        // Root's configuration as it is at the start: the bus to follow and to ask about
-        // fprintd, and where the state is. Each helper reads it again for its request.
-        let options = Options.load(configPath: arguments.configPath, log: log)
+        // Root's configuration: the bus to follow and to ask about fprintd, and where the
+        // state is. Each helper reads it again for its request.
+        configWatch = ConfigDirectoryWatch(configPath: arguments.configPath)
+        configStamp = ConfigStamp(path: arguments.configPath)
+        options = Options.load(configPath: arguments.configPath, log: log)
         logind = LogindWatch.start(options: options, log: log)
         readerAbsent = arguments.answerAbsent ? ReaderAbsent(address: options.dbusAddress) : nil
         for sig in [SIGTERM, SIGINT] {
@@ -42,10 +49,11 @@ struct Service {
     mutating func run() -> String {
         let watchdog = Watchdog()
         while true {
-            // The listener, logind's bus (or -1: ignored by poll), the helpers, then the
-            // connections waiting for their request.
+            // The listener, logind's bus (or -1: ignored by poll), the configuration's
+            // directory, the helpers, then the connections waiting for their request.
             var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: logind?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+                       pollfd(fd: logind?.fd ?? -1, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: configWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
                 + waiting.map { pollfd(fd: $0.connection, events: Int16(POLLIN), revents: 0) }
             let ready = poll(&fds, nfds_t(fds.count), pollTimeout(watchdog))
@@ -53,10 +61,12 @@ struct Service {
             if sig != 0 { return "signal \(sig)" }
             if ready < 0 && errno != EINTR { return "poll: \(String(cString: strerror(errno)))" }
             watchdog.ping()
+            if ready > 0, fds[2].revents != 0 { configWatch?.drain() }
+            rereadConfigIfChanged()
             if ready > 0 {
                 if fds[1].revents != 0 { followLogind() }
-                let helpers = fds[2..<(2 + running.count)]
-                let requests = fds[(2 + running.count)...]
+                let helpers = fds[3..<(3 + running.count)]
+                let requests = fds[(3 + running.count)...]
                 reap(helpers.filter { $0.revents != 0 }.map(\.fd))
                 serve(requests.filter { $0.revents != 0 }.map(\.fd))
                 if fds[0].revents != 0 { acceptWaiting() }
@@ -68,6 +78,22 @@ struct Service {
                 return "idle for \(arguments.idleExitSeconds) s"
             }
         }
+    }
+
+    /// One stat a wake-up; the file is read again only when it changed, and the bus is
+    /// connected again only when the address or the state directory did.
+    private mutating func rereadConfigIfChanged() {
+        let stamp = ConfigStamp(path: arguments.configPath)
+        guard stamp != configStamp else { return }
+        configStamp = stamp
+        let now = Options.load(configPath: arguments.configPath, log: log)
+        defer { options = now }
+        guard now.dbusAddress != options.dbusAddress || now.stateDir != options.stateDir
+                || now.busTimeout != options.busTimeout else { return }
+        log.log(.notice, "root's configuration changed: now the bus \(now.dbusAddress) and the state directory \(now.stateDir)")
+        logind = nil   // the old connection closes before the new one opens
+        logind = LogindWatch.start(options: now, log: log)
+        if arguments.answerAbsent { readerAbsent = ReaderAbsent(address: now.dbusAddress) }
     }
 
     private func pollTimeout(_ watchdog: Watchdog) -> Int32 {

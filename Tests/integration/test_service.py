@@ -366,6 +366,40 @@ def test_a_remote_session_open_when_the_service_starts_is_recorded(e2e, inst, sy
         takes_the_password_since_a_remote_login(e2e)
 
 
+def test_an_edit_of_root_s_configuration_is_read_without_a_restart(e2e, inst, syslog, tmp_path):
+    """The service keeps the bus it follows from root's configuration. An administrator who
+    moves dbus_address to another bus (here from one that does not exist to the bed's)
+    needs no restart: the edit is seen as it is written (the file's directory is watched),
+    and a remote login on the new bus is recorded."""
+    from logind_bus import LogindBus
+    logind = LogindBus(e2e.bed.address)
+    logind.start()
+    service = None
+    try:
+        e2e.first_password()
+        config = tmp_path / "localauth.conf"
+        config.write_text(f"dbus_address = unix:path={tmp_path}/no-bus\nstate_dir = {e2e.state}\n")
+        mark = syslog.mark()
+        service = Service(inst, syslog, config=config)
+        assert syslog.wait_for(lambda i, m: i == "localauthd" and m.startswith("not following logind"),
+                               timeout=30, since=mark), syslog.since(mark)
+        edited = tmp_path / "localauth.conf.new"   # as an editor saves: a new file renamed over
+        edited.write_text(f"dbus_address = {e2e.bed.address}\nstate_dir = {e2e.state}\n")
+        os.rename(edited, config)
+        changed = syslog.wait_for(lambda i, m: i == "localauthd" and "configuration changed" in m,
+                                  timeout=30, since=mark)
+        assert changed and e2e.bed.address in changed[1], syslog.since(mark, "localauthd")
+        logind.new_session("c5", 4242, USER, remote=True, host=REMOTE_HOST)
+        line = recorded(syslog, mark, "c5")
+        logind.end_session("c5")
+        assert line == f"remote login of {USER} recorded (logind session c5, from {REMOTE_HOST})", \
+            syslog.since(mark, "localauthd")
+    finally:
+        if service is not None:
+            service.stop()
+        logind.stop()
+
+
 # --- fprintd absent: the service answers without a helper --------------------------------
 
 def test_fprintd_absent_is_answered_by_the_service_without_a_helper(bed_factory, inst, syslog, tmp_path):
