@@ -17,6 +17,11 @@ import LocalAuth
 /// as a file of that app's system deployment, and the right is bound to
 /// `flatpak:APPID:/app/…` (FlatpakProgram).
 ///
+/// A process confined by an AppArmor profile is bound to the profile as well:
+/// `apparmor:PROFILE:` before the path (AppArmorLabel), so the same file run under another
+/// profile, or unconfined, is another program. On a system without AppArmor, and for an
+/// unconfined process, the path is the whole binding.
+///
 /// What this does not stop (docs/API.md, "Rights"): root; a debugger of the same user
 /// attached to the program (ptrace reads its memory, where the secret arrives); and any
 /// process that runs the saver's executable, since the binding is the path, not the intent.
@@ -49,10 +54,32 @@ struct ProgramBinding {
         if !interpreters, Interpreters.isInterpreter(file) {
             throw .untrusted("\(quoted(path)) is an interpreter or a loader: its rights would be every script's it runs (rights_interpreters = yes allows it)")
         }
+        let profile = try apparmorProfile(pid)
         guard let stat = ProcStat(pid: pid), pin.stillRunning else {
             throw .notPinned("the calling process ended while it was examined")
         }
-        return ProgramBinding(path: flatpak?.identity ?? path, startTime: stat.startTime)
+        return ProgramBinding(path: AppArmorLabel.bound(flatpak?.identity ?? path, profile: profile),
+                              startTime: stat.startTime)
+    }
+
+    /// The caller's AppArmor profile, nil when it is unconfined or the kernel runs no
+    /// AppArmor (the file is missing, or reading it says the module is not enabled).
+    /// Any other failure refuses: a confined caller must not pass for an unconfined one.
+    private static func apparmorProfile(_ pid: Int32) throws(Refusal) -> String? {
+        let path = "/proc/\(pid)/attr/apparmor/current"
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 && errno == ENOENT { return nil }
+        guard fd >= 0 else { throw .untrusted("its AppArmor label cannot be read (\(String(cString: strerror(errno))))") }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 4098)
+        var n: Int
+        repeat { n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } } while n < 0 && errno == EINTR
+        if n < 0 && errno == EINVAL { return nil }
+        guard n >= 0, n < buffer.count else { throw .untrusted("its AppArmor label cannot be read") }
+        switch AppArmorLabel.profile(fromAttr: String(decoding: buffer[0..<n], as: UTF8.self)) {
+        case .success(let profile): return profile
+        case .failure: throw .untrusted("its AppArmor label is not one this reads")
+        }
     }
 
     /// The start time of `pid` now, for comparing with a grant (nil when it is gone).

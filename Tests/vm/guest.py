@@ -22,6 +22,7 @@ longer but reaches the same verdict.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import re
 import shlex
@@ -36,6 +37,8 @@ import pexpect
 from machine import Machine, MachineError
 
 TOOLS = Path(__file__).resolve().parent / "guest-tools"
+# The rights example (Examples/SecretVault), as scripts/test builds it.
+VAULT = Path(__file__).resolve().parents[2] / "build" / "test" / "secret-vault"
 FINGER_LOG = "/run/la-vm/finger.log"
 WAIT = 120          # seconds: the bound of every wait for the guest (TCG, a busy host)
 POLL = 0.3
@@ -43,6 +46,17 @@ PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw"}
 PRINTS = {"alice": "alice-rif", "bob": "bob-rif"}     # the virtual reader's finger ids
 SUMMARY = re.compile(r'pam_localauth\((?P<service>[^:]+):(?P<phase>\w+)\): user="')
 FIELD = re.compile(r'(\w+)=("(?:[^"]*)"|\S+)')
+
+
+def built_vault() -> Path:
+    """build/test/secret-vault, once scripts/test has built it: it holds .apps.lock while it
+    builds the applications, beside this tier."""
+    lock = VAULT.parent / ".apps.lock"
+    if lock.exists():
+        with open(lock) as f:
+            fcntl.flock(f, fcntl.LOCK_SH)
+    assert VAULT.is_file(), f"{VAULT} is not built (scripts/test builds it; or build Examples/SecretVault)"
+    return VAULT
 
 
 class GuestError(AssertionError):

@@ -13,7 +13,6 @@ file's first case; a second GNOME boot and login cost 147 s idle, 322 s in a loa
 """
 from __future__ import annotations
 
-import fcntl
 
 import os
 import tempfile
@@ -22,10 +21,8 @@ from pathlib import Path
 import pytest
 
 from desktop import Desktop
-from guest import PASSWORDS, PRINTS, Guest
+from guest import PASSWORDS, PRINTS, Guest, built_vault
 from machine import Machine
-
-VAULT = Path(__file__).resolve().parents[2] / "build" / "test" / "secret-vault"
 
 # The password's facts leave out how often it was typed: the greeter may end a conversation
 # whose keys came before its field, and the login begins again (desktop.Desktop.login).
@@ -103,17 +100,6 @@ def test_gnome_shells_polkit_dialog_for_pkexec_takes_the_finger(desk, terminal):
     assert facts == {"finger_offered": True, "passwords_typed": 0, "done": True, "rc": 0,
                      "verdicts": [("success", "PAM_SUCCESS")], "scans": 1,
                      "polkitd_authorized": True}, out.evidence()
-
-
-def built_vault() -> Path:
-    """build/test/secret-vault, once scripts/test has built it: it holds .apps.lock while it
-    builds the applications, beside this tier."""
-    lock = VAULT.parent / ".apps.lock"
-    if lock.exists():
-        with open(lock) as f:
-            fcntl.flock(f, fcntl.LOCK_SH)
-    assert VAULT.is_file(), f"{VAULT} is not built (scripts/test builds it; or build Examples/SecretVault)"
-    return VAULT
 
 
 def test_gnome_shells_polkit_dialog_gives_a_right_of_a_program_without_a_terminal(desk, terminal):

@@ -28,7 +28,7 @@ import pytest
 
 from conftest import console_ready
 from guest import (PASSWORDS, POLL, PRINTS, WAIT, Console, GuestError, SshTerminal, TmuxPane,
-                   attempt, flat, wait_for)
+                   attempt, built_vault, flat, wait_for)
 
 PW = PASSWORDS["alice"]
 SUDO_PROMPT = r"\[sudo\] password for alice:"
@@ -426,6 +426,44 @@ def test_polkit_agent_helper_for_bob_offers_no_finger_and_counts_nothing_on_bob(
     # The helper answers polkitd (which refuses the made-up cookie) only after PAM said yes.
     transcript = guest.sh(f"cat {log}")
     assert "error response to PolicyKit daemon" in transcript, transcript
+
+
+# --- a right saved under an AppArmor profile (docs/API.md, "Rights") -----------------------
+
+def test_a_right_saved_under_an_apparmor_profile_is_not_the_same_program_s_unconfined(guest, cleanup):
+    """The vault, root's in /usr/local/bin, saves a right as alice under a profile of its
+    own (loaded here, entered with aa-exec). The same file run unconfined is another
+    program: it finds no such right, and a right it saves under the same name is another
+    record. Under the profile again, the first right is there."""
+    profile = guest.unique("la-vault-profile")
+    name = guest.unique("aa-notes")
+    policy = f"/etc/apparmor.d/{profile}"
+    cleanup(lambda: guest.sh(f"apparmor_parser -R {policy}; rm -f {policy}", check=False))
+    guest.m.put([built_vault()], "/usr/local/bin/secret-vault")
+    guest.sh("chown root:root /usr/local/bin/secret-vault && chmod 755 /usr/local/bin/secret-vault")
+    # complain mode: the profile is a label that allows everything (it logs), so what the
+    # test shows is the binding, not a denial.
+    guest.sh(f"printf '%s\\n' 'abi <abi/4.0>,' 'include <tunables/global>' "
+             f"'profile {profile} flags=(complain) {{' '  include <abstractions/base>' '}}' > {policy} "
+             f"&& apparmor_parser -r {policy}")
+    vault = "/usr/local/bin/secret-vault"
+    confined = f"runuser -u alice -- aa-exec -p {profile} -- {vault}"
+    unconfined = f"runuser -u alice -- {vault}"
+    label = guest.sh(f"runuser -u alice -- aa-exec -p {profile} -- cat /proc/self/attr/apparmor/current")
+    assert label.strip() == f"{profile} (complain)", label
+    mark = guest.mark()
+    saved = guest.m.ssh(f"{confined} save {name} confined-secret biometry", check=False)
+    outside = guest.m.ssh(f"{unconfined} check {name}", check=False)
+    inside = guest.m.ssh(f"{confined} check {name}", check=False)
+    helper = [e.get("MESSAGE", "") for e in guest.journal(mark)
+              if e.get("SYSLOG_IDENTIFIER") == "localauth-helper" and name in e.get("MESSAGE", "")]
+    facts = {"saved": "OK saved" in saved.stdout, "unconfined_finds_it": "OK can authorize" in outside.stdout,
+             "unconfined_rc": outside.returncode != 0, "confined_finds_it": "OK can authorize" in inside.stdout,
+             "bound_to_the_profile": any(f"apparmor:{profile}:{vault}" in m for m in helper)}
+    assert facts == {"saved": True, "unconfined_finds_it": False, "unconfined_rc": True,
+                     "confined_finds_it": True, "bound_to_the_profile": True}, \
+        f"save: {saved.stdout}{saved.stderr}\nunconfined: {outside.stdout}{outside.stderr}\n" \
+        f"confined: {inside.stdout}{inside.stderr}\nhelper: {helper}"
 
 
 # --- an SSH login to the machine itself lifts no lockout ----------------------------------
