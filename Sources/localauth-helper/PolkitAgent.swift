@@ -23,6 +23,10 @@ struct PolkitAgent {
     let pid: Int32
     /// True when the agent was found at the other end of the helper's socket.
     let bySocket: Bool
+    /// A pidfd of the agent, held while presence is judged: the facts read by its pid must
+    /// be about it, not about a process that took the pid after it ended (Presence checks
+    /// `stillRunning` once they are read). The helper serves one request; it ends with it.
+    private let pin: Int32
 
     /// The agent of this request, looked for once: the helper serves one request, and
     /// every part that asks (presence, the messages, the dialog's ticket) must see the same
@@ -42,13 +46,30 @@ struct PolkitAgent {
         guard request.terminalOwner == nil, let caller = request.callerPID, caller > 0,
               Self.executable(of: caller)?.hasSuffix("/polkit-agent-helper-1") == true else { return nil }
         if let agent = Self.peerOfStandardInput(of: caller) {
-            pid = agent
+            (pid, pin) = agent
             bySocket = true
             return
         }
         guard let parent = ProcStat(pid: caller)?.parent else { return nil }
+        // The parent pinned, then the caller's parent read again: had the agent ended
+        // before the pidfd was open, the caller would have been handed to another parent.
+        let pin = parent > 1 ? la_pidfd_open(parent) : -1
+        guard parent <= 1 || (pin >= 0 && ProcStat(pid: caller)?.parent == parent) else {
+            if pin >= 0 { close(pin) }
+            return nil
+        }
         pid = parent
+        self.pin = pin
         bySocket = false
+    }
+
+    /// Whether the agent still runs: false once its pidfd says it ended (or none is held
+    /// for a real agent). pid 0 or 1 is no agent, and has nothing to outlive.
+    var stillRunning: Bool {
+        guard pid > 1 else { return true }
+        guard pin >= 0 else { return false }
+        var p = pollfd(fd: pin, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, 0) == 0
     }
 
     /// The process at the other end of `caller`'s stdin when that is a connection accepted
@@ -59,7 +80,9 @@ struct PolkitAgent {
     /// pidfd: a helper the module starts inside the socket-activated agent helper shares
     /// its sandbox (a read-only file system: no try could be counted), so there the agent
     /// stays unfound and the password is asked.
-    private static func peerOfStandardInput(of caller: Int32) -> Int32? {
+    /// The agent is pinned by the pidfd the kernel took at its connect(2) (SO_PEERPIDFD,
+    /// Linux 6.5; polkit 127 came later): without one, no agent is found.
+    private static func peerOfStandardInput(of caller: Int32) -> (pid: Int32, pin: Int32)? {
         guard let pidfd = ServicePeer.pidfd(for: caller) else { return nil }
         defer { close(pidfd) }
         let input = la_pidfd_getfd(pidfd, 0)
@@ -68,7 +91,9 @@ struct PolkitAgent {
         var cred = la_peer_cred()
         guard la_socket_domain(input) == AF_UNIX, localPath(of: input) == helperSocket,
               la_socket_peer_cred(input, &cred) == 0, cred.pid > 0 else { return nil }
-        return cred.pid
+        let pin = la_socket_peer_pidfd(input)
+        guard pin >= 0 else { return nil }
+        return (cred.pid, pin)
     }
 
     /// The path a Unix socket is bound to; an accepted connection has its listener's.

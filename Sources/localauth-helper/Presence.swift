@@ -42,6 +42,9 @@ enum Presence {
         guard subject.pin.stillRunning else {
             return Verdict(refusal: EvaluationError(.systemCancel, cause: "the calling process ended while presence was judged"))
         }
+        guard subject.polkit?.stillRunning ?? true else {
+            return Verdict(refusal: EvaluationError(.systemCancel, cause: "the polkit agent ended while presence was judged"))
+        }
         return Verdict(refusal: nil,
                        watch: gathered.hints?.watch(lockAndIdle: gathered.facts.caller != .rootWithoutTerminal),
                        place: gathered.facts.caller)
