@@ -86,9 +86,8 @@ open class LAContext: NSObject {
 
     /// Whether `policy` can be evaluated now, without asking the user anything and without
     /// starting the reader. On `false`, `error` (if given) holds an `NSError` in
-    /// `LAErrorDomain` with Apple's code. The answer is the root side's, kept for the
-    /// process: at most 5 s old, and new after an evaluation of this process ended
-    /// (docs/API.md, "How fresh a preflight is").
+    /// `LAErrorDomain` with Apple's code. The answer is the root side's at the call
+    /// (docs/API.md, "How fresh a preflight is"): nothing is kept in the process.
     @discardableResult
     open func canEvaluatePolicy(_ policy: LAPolicy, error: NSErrorPointer) -> Bool {
         let failure: LAError?
@@ -96,10 +95,10 @@ open class LAContext: NSObject {
             failure = refused
             shared.record(AppResult(error: refused), biometry: false)
         } else {
-            // The root side's answer, shared by the process's contexts and kept a few
-            // seconds (PreflightAnswers): the first call starts the root side, later ones
-            // take it from memory.
-            let result = PreflightCache.shared.answer(preflightKey(policy))
+            // The root side's answer now, for every call: localauthd answers a preflight
+            // itself in microseconds (docs/SERVICE.md, "Preflight"), so nothing is kept here
+            // and a lockout, a changed finger or a password reached elsewhere shows at once.
+            let result = askRootSide(policy)
             shared.record(result, biometry: true)
             failure = result.error
         }
@@ -183,10 +182,6 @@ open class LAContext: NSObject {
         handle?.set(evaluation)
         queue.async { [shared] in
             let result = evaluation.run()
-            // Before the reply: the program's next preflight must see what this evaluation
-            // changed (a failure counted, a lockout, a lockout lifted by the password), and
-            // should find it in memory (the new answer waited for, a quarter second at most).
-            PreflightCache.shared.evaluationEnded(waitingUpTo: 0.25)
             shared.withLock { $0.running[id] = nil }
             shared.record(result, biometry: false)
             reply(result.error == nil, result.error)
@@ -220,11 +215,13 @@ open class LAContext: NSObject {
                    fallbackTitle: localizedFallbackTitle, canInteract: false)
     }
 
-    /// The question a preflight asks the root side: its answer depends on who asks where,
-    /// and the policy word, not on the context (the fallback title plays no part in it).
-    private func preflightKey(_ policy: LAPolicy) -> PreflightCache.Key {
-        PreflightCache.Key(program: RootSide.place, uid: getuid(),
-                           policy: request(.preflight, policy).policy)
+    /// One `op=preflight` of the root side. The fallback title plays no part in it.
+    private func askRootSide(_ policy: LAPolicy) -> AppResult {
+        let question = AppRequest(operation: .preflight, policy: request(.preflight, policy).policy,
+                                  fallbackTitle: nil, canInteract: false)
+        // Kept alive until it returns, as any caller's evaluation is (the optimizer otherwise
+        // sees its [weak self] callback outlive it, though without a user interface none is made).
+        return withExtendedLifetime(Evaluation(request: question, prompt: nil, ui: nil)) { $0.run() }
     }
 
     private func fallbackTitle(_ policy: LAPolicy) -> String? {

@@ -59,32 +59,24 @@ enum AppMode {
 
     // MARK: - canEvaluatePolicy
 
-    /// Also a right's `checkCanAuthorize` (RightsMode).
+    /// Also a right's `checkCanAuthorize` (RightsMode). The enrolled set read from fprintd
+    /// is kept in root's state (EnrollmentRecord), so that localauthd answers the next
+    /// preflights itself while the print storage is unchanged.
     static func preflight(_ request: HelperRequest, policy: Policy, unprivileged: Bool,
                           options: Options, log: LogSink) -> Frame {
         let env = environment(request, policy: policy, unprivileged: unprivileged, options: options, ui: nil,
                               wake: [], log: log)
-        let evaluation = PolicyEvaluation(environment: env)
-        let biometry = readerAnswers(env) ? "touchID" : "none"
-        switch evaluation.preflight(policy.evaluationPolicy) {
-        case .success:
-            return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: "preflight",
-                                      extra: domainKey(evaluation) + [("biometry", biometry)])
-        case .failure(let e):
-            return HelperResult.frame(code: e.code.rawValue, name: e.code.name, cause: e.cause,
-                                      reason: e.reason.key, extra: [("biometry", biometry)])
+        // The storage's stamp before fprintd is asked: an enrolment in between leaves a
+        // record whose stamp is already old, never a new stamp over the old set.
+        let storage = StorageStamp.of(fprintDir: options.fprintDir, user: request.user.value)
+        let answer = AppPreflight.run(env, policy: policy.evaluationPolicy)
+        if let enrolled = answer.enrolled, let boot = env.system.bootID() {
+            let record = EnrollmentRecord(set: enrolled, storage: storage, readAt: BootClock.nanos(), bootID: boot)
+            do { try FileStateStore(directory: options.stateDir).saveEnrollmentRecord(record, for: request.user) } catch {
+                log.log(.notice, "the enrolled set of \(request.user) not recorded for localauthd: \(error)")
+            }
         }
-    }
-
-    /// Whether a reader is there for the user (Apple sets `biometryType` from the hardware,
-    /// whatever the preflight's outcome).
-    private static func readerAnswers(_ env: EvaluationEnvironment) -> Bool {
-        do {
-            _ = try env.sensor.enrolledSet(for: env.user.value)
-            return true
-        } catch {
-            return error.code == .biometryNotEnrolled
-        }
+        return Frame(.result, answer.keys.encoded())
     }
 
     // MARK: - evaluatePolicy

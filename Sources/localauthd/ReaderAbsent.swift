@@ -35,37 +35,16 @@ final class ReaderAbsent {
 
     /// Answers `connection` itself when its request is a sign-in and fprintd is absent;
     /// the cause for the log line when it did, nil when a helper should take it.
-    func answer(_ connection: Int32) -> String? {
-        guard let request = Self.peek(connection), request.mode == "authenticate", fprintdAbsent() else { return nil }
-        // Taken off the socket: one closed with unread bytes resets the peer's connection,
-        // and the module would read that instead of the answer.
-        var taken = [UInt8](repeating: 0, count: request.bytes)
-        _ = taken.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+    func answer(_ connection: Int32, request: RequestPeek) -> String? {
+        guard request.keys.value("mode") == "authenticate", fprintdAbsent() else { return nil }
         let cause = "fprintd is not on the bus and cannot be started there (answered by localauthd)"
         var kv = KeyValues()
         kv.add("code", String(EvaluationError.Code.biometryNotAvailable.rawValue))
         kv.add("name", EvaluationError.Code.biometryNotAvailable.name)
         kv.add("reason", EvaluationError.Reason.readerUnreachable.key)
         kv.add("cause", cause)
-        let bytes = Frame(.started).encoded() + Frame(.result, kv.encoded()).encoded()
-        // The socket's buffer takes these few bytes at once; a peer that cannot take them
-        // sees the connection close, which is the password too.
-        _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        request.answer(connection, result: kv)
         return cause
-    }
-
-    /// The `mode` of the request frame and its length on the wire, when it has fully
-    /// arrived (peeked: left in place for a helper), else nil.
-    static func peek(_ fd: Int32) -> (mode: String, bytes: Int)? {
-        var buffer = [UInt8](repeating: 0, count: 4 + Frame.maxLength)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_PEEK | MSG_DONTWAIT)) }
-        guard n >= 5 else { return nil }
-        let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
-        guard (1...Frame.maxLength).contains(length), n >= 4 + length,
-              buffer[4] == Frame.Kind.request.rawValue,
-              let kv = try? KeyValues.parse(Array(buffer[5..<(4 + length)])),
-              kv.value("version") == "1", kv.values("mode").count == 1, let mode = kv.value("mode") else { return nil }
-        return (mode, 4 + length)
     }
 
     /// True only when the bus daemon said both: nobody owns fprintd's name, and no service

@@ -21,6 +21,8 @@ struct Service {
     private var idleSince = MonotonicClock.millis()
     /// logind's sleep announcements and new sessions (nil where there is no bus to follow).
     private var logind: LogindWatch?
+    /// Answers applications' preflights itself while the enrolled set's record is current.
+    private let preflight: ServicePreflight
     /// Answers sign-ins itself while fprintd is absent (nil: --no-absent-answer).
     private var readerAbsent: ReaderAbsent?
     /// What the service keeps of root's configuration, and the file's stamp when it was
@@ -40,6 +42,7 @@ struct Service {
         options = Options.load(configPath: arguments.configPath, log: log)
         logind = LogindWatch.start(options: options, log: log)
         readerAbsent = arguments.answerAbsent ? ReaderAbsent(address: options.dbusAddress) : nil
+        preflight = ServicePreflight(log: log)
         for sig in [SIGTERM, SIGINT] {
             signal(sig) { number in stopRequested.store(number, ordering: .relaxed) }
         }
@@ -135,18 +138,25 @@ struct Service {
         }
         let held = Waiting(connection: connection, peer: peer, acceptedAt: acceptedAt,
                            deadline: MonotonicClock.millis() + Waiting.requestWithinMillis)
-        // Without the service's own answer there is nothing to wait for: the helper reads
-        // the request itself.
-        if readerAbsent == nil { start(held) } else { waiting.append(held) }
+        waiting.append(held)
     }
 
-    /// Connections whose request came (or that closed, or sent something else): answered
-    /// here when fprintd is absent (ReaderAbsent), else handed to a helper.
+    /// Connections whose request came (or that closed, or sent something else): an
+    /// application's preflight answered here from root's state (ServicePreflight), a
+    /// sign-in answered here when fprintd is absent (ReaderAbsent), else handed to a helper.
     private mutating func serve(_ readable: [Int32]) {
         for fd in readable {
             guard let index = waiting.firstIndex(where: { $0.connection == fd }) else { continue }
             let held = waiting.remove(at: index)
-            if let cause = readerAbsent?.answer(held.connection) {
+            guard let request = RequestPeek.of(held.connection) else {
+                start(held)
+                continue
+            }
+            if let answer = preflight.answer(held.connection, request: request, peer: held.peer, options: options) {
+                // Debug only: an application may ask many times a second.
+                log.log(.debug, "uid \(held.peer.uid) pid \(held.peer.pid): preflight answered, no helper: \(answer)")
+                held.release()
+            } else if let cause = readerAbsent?.answer(held.connection, request: request) {
                 log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
                         + "result=biometryNotAvailable reason=reader-unreachable, no helper: \(cause)")
                 held.release()

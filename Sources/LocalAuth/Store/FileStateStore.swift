@@ -82,6 +82,30 @@ public final class FileStateStore: StateStore {
         return body()
     }
 
+    // MARK: - The enrolled set's record (EnrollmentRecord)
+
+    /// `<user>.enrolled`: nil when missing, damaged, or not the store's own file.
+    public func enrollmentRecord(_ user: UserName) -> EnrollmentRecord? {
+        guard (try? checkDirectory()) != nil else { return nil }
+        let path = path(user, ".enrolled")
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        guard ownershipProblem(fd, path) == nil,
+              case .success(let bytes) = Posix.readAll(fd, limit: EnrollmentRecord.maxSize) else { return nil }
+        return EnrollmentRecord.decode(bytes)
+    }
+
+    /// Written only when it says something new (a preflight repeated reads the same set):
+    /// renamed into place, not synced, since a lost record only costs a helper.
+    public func saveEnrollmentRecord(_ record: EnrollmentRecord, for user: UserName) throws(StoreError) {
+        try checkDirectory()
+        if let old = enrollmentRecord(user), old.set == record.set, old.storage == record.storage,
+           old.bootID == record.bootID, record.readAt >= old.readAt,
+           record.readAt - old.readAt < EnrollmentRecord.maxAgeNanos / 2 { return }
+        try writeAtomically(path(user, ".enrolled"), record.encoded(), synced: false)
+    }
+
     // MARK: - Paths and the directory
 
     func path(_ user: UserName, _ suffix: String) -> String {

@@ -1,0 +1,62 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+import LocalAuthProtocol
+
+/// An application's preflight (`mode=app op=preflight`, `canEvaluatePolicy`) answered by
+/// the service itself, with no helper: the same evaluation a helper runs (AppPreflight),
+/// over root's state file read now and the enrolled set as the last helper read it from
+/// fprintd (RecordedEnrollment), while fprintd's print storage is unchanged since and the
+/// reading is young. Anything else, a peer that is root, or a request a helper would
+/// judge differently, is left to a helper, which reads fprintd and records the set again.
+/// Answers in microseconds, so the library asks for each call and keeps nothing.
+struct ServicePreflight {
+    let log: LogSink
+    private let system = LinuxSystem()
+
+    /// The line for the log when the service answered; nil when a helper should.
+    func answer(_ connection: Int32, request: RequestPeek, peer: Peer, options: Options) -> String? {
+        let keys = request.keys
+        guard peer.uid != 0, keys.value("mode") == "app", keys.values("op") == ["preflight"],
+              keys.values("policy").count == 1,
+              let policy = keys.value("policy").flatMap(Self.policy(named:)),
+              keys.values("user").count == 1, let name = Self.userName(of: peer.uid),
+              keys.value("user") == name, let user = try? UserName(name),
+              let boot = system.bootID() else { return nil }
+        var o = options
+        o.reuseDuration = 0
+        let store = FileStateStore(directory: o.stateDir)
+        let sensor = RecordedEnrollment(store: store, fprintDir: o.fprintDir, bootID: boot)
+        let env = EvaluationEnvironment(user: user, sensor: sensor, store: store, system: system, options: o,
+                                        passwordVerifier: policy == .deviceOwnerAuthentication ? NoPassword() : nil,
+                                        log: log)
+        let result = AppPreflight.run(env, policy: policy)
+        guard !sensor.missed else { return nil }
+        request.answer(connection, result: result.keys)
+        return "\(result.keys.value("name") ?? "?") (\(result.keys.value("cause") ?? ""))"
+    }
+
+    private static func policy(named word: String) -> EvaluationPolicy? {
+        switch word {
+        case "biometrics": return .deviceOwnerAuthenticationWithBiometrics
+        case "owner": return .deviceOwnerAuthentication
+        default: return nil
+        }
+    }
+
+    /// The peer's user name, as the helper finds it (the user database, by uid).
+    private static func userName(of uid: uid_t) -> String? {
+        var entry = passwd()
+        var found: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &found) == 0, found != nil,
+              let raw = entry.pw_name else { return nil }
+        return String(cString: raw)
+    }
+}
+
+/// The owner policy's password is there to fall back on; a preflight never asks it.
+private final class NoPassword: PasswordVerifier {
+    func verify(user: UserName, password: [UInt8]) -> Bool { false }
+}
