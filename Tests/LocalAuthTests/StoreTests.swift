@@ -138,16 +138,23 @@ import Testing
     }
 
     @Test func aHeldSecretLockIsAFailureNotAWaitForEver() throws {
-        _ = try store.installationSecret()
-        // Another open file description of the lock, held as a stuck helper would hold it.
-        let holder = open(dir.path + "/state/.secret.lock", O_RDWR | O_CLOEXEC)
+        _ = try store.load(alice)   // the directory, made as any first use makes it
+        // Another open file description of the lock, held as a stuck helper would hold it
+        // while it creates the secret.
+        let holder = open(dir.path + "/state/.secret.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         #expect(holder >= 0 && flock(holder, LOCK_EX | LOCK_NB) == 0)
         #expect(throws: StoreError.lockHeld(path: dir.path + "/state/.secret.lock",
                                             millis: FileStateStore.secretLockBoundMillis)) {
             try store.installationSecret()
         }
         close(holder)
-        #expect(try store.installationSecret().count == 32)
+        let secret = try store.installationSecret()
+        #expect(secret.count == 32)
+        // Once it exists, a holder of the lock delays nobody: it is read without the lock.
+        let again = open(dir.path + "/state/.secret.lock", O_RDWR | O_CLOEXEC)
+        #expect(again >= 0 && flock(again, LOCK_EX | LOCK_NB) == 0)
+        #expect(try store.installationSecret() == secret)   // not .lockHeld
+        close(again)
     }
 
     @Test func badUserNamesAreRejectedWithTheExactError() {

@@ -61,6 +61,9 @@ public final class FileStateStore: StateStore {
     public func installationSecret() throws(StoreError) -> [UInt8] {
         try checkDirectory()
         let secretPath = directory + "/.secret"
+        // Written once, by a rename: once there it is read without the lock, so a reader
+        // (localauthd answering a preflight in its one loop) never waits for a holder.
+        if let existing = try readSecret(secretPath) { return existing }
         let lock = try openLock(directory + "/.secret.lock", boundMillis: Self.secretLockBoundMillis)
         defer { close(lock) }
         if let existing = try readSecret(secretPath) { return existing }
