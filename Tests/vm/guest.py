@@ -48,15 +48,20 @@ SUMMARY = re.compile(r'pam_localauth\((?P<service>[^:]+):(?P<phase>\w+)\): user=
 FIELD = re.compile(r'(\w+)=("(?:[^"]*)"|\S+)')
 
 
-def built_vault() -> Path:
-    """build/test/secret-vault, once scripts/test has built it: it holds .apps.lock while it
-    builds the applications, beside this tier."""
+def built_app(name: str) -> Path:
+    """build/test/NAME (secret-vault, la-probe), once scripts/test has built it: it holds
+    .apps.lock while it builds the applications, beside this tier."""
+    app = VAULT.parent / name
     lock = VAULT.parent / ".apps.lock"
     if lock.exists():
         with open(lock) as f:
             fcntl.flock(f, fcntl.LOCK_SH)
-    assert VAULT.is_file(), f"{VAULT} is not built (scripts/test builds it; or build Examples/SecretVault)"
-    return VAULT
+    assert app.is_file(), f"{app} is not built (scripts/test builds it)"
+    return app
+
+
+def built_vault() -> Path:
+    return built_app("secret-vault")
 
 
 class GuestError(AssertionError):

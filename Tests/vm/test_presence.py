@@ -28,7 +28,7 @@ import pytest
 
 from conftest import console_ready
 from guest import (PASSWORDS, POLL, PRINTS, WAIT, Console, GuestError, SshTerminal, TmuxPane,
-                   attempt, built_vault, flat, wait_for)
+                   attempt, built_app, built_vault, flat, wait_for)
 
 PW = PASSWORDS["alice"]
 SUDO_PROMPT = r"\[sudo\] password for alice:"
@@ -464,6 +464,30 @@ def test_a_right_saved_under_an_apparmor_profile_is_not_the_same_program_s_uncon
                      "confined_finds_it": True, "bound_to_the_profile": True}, \
         f"save: {saved.stdout}{saved.stderr}\nunconfined: {outside.stdout}{outside.stderr}\n" \
         f"confined: {inside.stdout}{inside.stderr}\nhelper: {helper}"
+
+
+# --- an application's preflight, answered by the packaged service (docs/SERVICE.md) ----------
+
+def test_an_applications_preflights_are_answered_by_the_packaged_service(guest, cleanup):
+    """la-probe as alice asks fifty times whether the finger can be used. The packaged
+    localauthd, in its unit's sandbox, answers from root's state and the enrolled set a
+    helper recorded: every answer is yes with one domain state, and at most one helper
+    answered (the first, when no current record was there). A service that cannot read
+    what it needs there (the state, the shadow file, fprintd's storage) gives a no, or
+    leaves each call to a helper."""
+    guest.m.put([built_app("la-probe")], "/usr/local/bin/la-probe")
+    guest.sh("chown root:root /usr/local/bin/la-probe && chmod 755 /usr/local/bin/la-probe")
+    mark = guest.mark()
+    out = guest.sh("runuser -u alice -- /usr/local/bin/la-probe can biometrics --repeat 50")
+    results = [dict(p.split("=", 1) for p in line.split(" desc=")[0].split()[1:])
+               for line in out.splitlines() if line.startswith("RESULT ")]
+    helpers = [e.get("MESSAGE", "") for e in guest.journal(mark)
+               if e.get("SYSLOG_IDENTIFIER") == "localauth-helper" and " preflight biometrics: " in e.get("MESSAGE", "")]
+    facts = {"answers": len(results), "all_yes": all(r.get("success") == "1" for r in results),
+             "one_state": len({r.get("state") for r in results}) == 1,
+             "at_most_one_helper": len(helpers) <= 1}
+    assert facts == {"answers": 50, "all_yes": True, "one_state": True, "at_most_one_helper": True}, \
+        f"{out}\nhelpers: {helpers}"
 
 
 # --- an SSH login to the machine itself lifts no lockout ----------------------------------
