@@ -55,6 +55,14 @@ static inline int la_pidfd_open(int pid)
 /* The peer of a connected AF_UNIX socket, as the kernel recorded it at connect(2): never
  * what the peer says about itself. struct ucred is behind _GNU_SOURCE, which a module map
  * cannot set for glibc's headers: the same three fields, in the kernel's order. */
+/* pipe2(2) is a GNU extension the Glibc module leaves out: both ends close-on-exec and
+ * non-blocking in one call (an evaluation makes one; localauthd makes one per preflight). */
+#include <fcntl.h>
+static inline int la_pipe_cloexec_nonblock(int fds[2])
+{
+    return (int)syscall(SYS_pipe2, fds, O_CLOEXEC | O_NONBLOCK);
+}
+
 #include <sys/socket.h>
 struct la_peer_cred {
     int pid;

@@ -29,6 +29,7 @@ struct Service {
     /// read (ConfigReload.swift): read again when the file changes.
     private var options: Options
     private var configStamp: ConfigStamp?
+    private var configCheckedAt: Int64 = 0
     private let configWatch: ConfigDirectoryWatch?
 
     init(listener: Listener, arguments: ServiceArguments, log: LogSink) {
@@ -64,8 +65,11 @@ struct Service {
             if sig != 0 { return "signal \(sig)" }
             if ready < 0 && errno != EINTR { return "poll: \(String(cString: strerror(errno)))" }
             watchdog.ping()
-            if ready > 0, fds[2].revents != 0 { configWatch?.drain() }
-            rereadConfigIfChanged()
+            // The file is looked at when something in its directory changed, and otherwise
+            // at most once a second (a file reached through a symlink elsewhere, a watch
+            // that could not be set): not a stat for every request.
+            if ready > 0, fds[2].revents != 0 { configWatch?.drain(); configCheckedAt = 0 }
+            if MonotonicClock.millis() - configCheckedAt >= 1000 { rereadConfigIfChanged() }
             if ready > 0 {
                 if fds[1].revents != 0 { followLogind() }
                 let helpers = fds[3..<(3 + running.count)]
@@ -83,9 +87,10 @@ struct Service {
         }
     }
 
-    /// One stat a wake-up; the file is read again only when it changed, and the bus is
-    /// connected again only when the address or the state directory did.
+    /// One stat; the file is read again only when it changed, and the bus is connected
+    /// again only when the address, the state directory or the bus timeout did.
     private mutating func rereadConfigIfChanged() {
+        configCheckedAt = MonotonicClock.millis()
         let stamp = ConfigStamp(path: arguments.configPath)
         guard stamp != configStamp else { return }
         configStamp = stamp
@@ -139,6 +144,9 @@ struct Service {
         let held = Waiting(connection: connection, peer: peer, acceptedAt: acceptedAt,
                            deadline: MonotonicClock.millis() + Waiting.requestWithinMillis)
         waiting.append(held)
+        // A client writes its request as it connects: often it is here already, and a
+        // preflight is then answered without waiting for the next poll.
+        if RequestPeek.of(connection) != nil { serve([connection]) }
     }
 
     /// Connections whose request came (or that closed, or sent something else): an

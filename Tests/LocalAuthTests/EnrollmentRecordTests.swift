@@ -28,33 +28,43 @@ import Testing
         }
     }
 
-    @Test func aRecordIsCurrentOnlyInItsBootWhileYoungAndTheStorageUnchanged() {
+    @Test func aRecordIsCurrentOnlyInItsBootWhileYoung() {
         let record = EnrollmentRecord(set: set, storage: "s1", readAt: 1_000, bootID: "b")
-        #expect(record.isCurrent(storage: "s1", at: 1_000 + EnrollmentRecord.maxAgeNanos, bootID: "b"))
-        #expect(!record.isCurrent(storage: "s1", at: 1_001 + EnrollmentRecord.maxAgeNanos, bootID: "b"))
-        #expect(!record.isCurrent(storage: "s2", at: 1_000, bootID: "b"))
-        #expect(!record.isCurrent(storage: "s1", at: 1_000, bootID: "c"))
-        #expect(!record.isCurrent(storage: "s1", at: 999, bootID: "b"))
+        #expect(record.isCurrent(at: 1_000 + EnrollmentRecord.maxAgeNanos, bootID: "b"))
+        #expect(!record.isCurrent(at: 1_001 + EnrollmentRecord.maxAgeNanos, bootID: "b"))
+        #expect(!record.isCurrent(at: 1_000, bootID: "c"))
+        #expect(!record.isCurrent(at: 999, bootID: "b"))
     }
 
     @Test func theStampChangesWithEveryPrintWrittenOrRemoved() throws {
         let prints = dir.path + "/fprint"
         let device = prints + "/alice/virtual_image/0"
         for p in [prints, prints + "/alice", prints + "/alice/virtual_image", device] { mkdir(p, 0o700) }
+        func matches(_ stamp: String) -> Bool { StorageStamp.stillMatches(stamp, fprintDir: prints, user: "alice") }
         let empty = StorageStamp.of(fprintDir: prints, user: "alice")
+        #expect(matches(empty))
+        #expect(empty.split(separator: "\n").count == 3)   // the user's, the driver's and the device's
         try StoreFixtures.write(device + "/7", "print")
+        #expect(!matches(empty))
         let one = StorageStamp.of(fprintDir: prints, user: "alice")
-        #expect(one != empty)
-        #expect(StorageStamp.of(fprintDir: prints, user: "alice") == one)
+        #expect(matches(one))
         // Re-enrolled: a new file renamed over the old one.
         try StoreFixtures.write(device + "/.7.tmp", "print again")
         rename(device + "/.7.tmp", device + "/7")
+        #expect(!matches(one))
         let again = StorageStamp.of(fprintDir: prints, user: "alice")
-        #expect(again != one)
         unlink(device + "/7")
-        #expect(StorageStamp.of(fprintDir: prints, user: "alice") != again)
-        #expect(StorageStamp.of(fprintDir: prints, user: "bob") != StorageStamp.of(fprintDir: prints, user: "alice"))
+        #expect(!matches(again))
+        // A second reader's directory appears beside the first.
+        let removed = StorageStamp.of(fprintDir: prints, user: "alice")
+        mkdir(prints + "/alice/other_driver", 0o700)
+        #expect(!matches(removed))
+        // Another user's storage, a missing one, and names that are not one path element.
+        #expect(!StorageStamp.stillMatches(StorageStamp.of(fprintDir: prints, user: "bob"), fprintDir: prints, user: "alice"))
+        #expect(StorageStamp.stillMatches(StorageStamp.of(fprintDir: prints, user: "bob"), fprintDir: prints, user: "bob"))
         #expect(StorageStamp.of(fprintDir: prints, user: "../alice") == "invalid-user")
+        #expect(!StorageStamp.stillMatches("invalid-user", fprintDir: prints, user: "alice"))
+        #expect(!StorageStamp.stillMatches(".\tmissing\n../x\tmissing", fprintDir: prints, user: "bob"))
     }
 
     @Test func theStoreKeepsTheRecordAndRefusesAForeignOne() throws {

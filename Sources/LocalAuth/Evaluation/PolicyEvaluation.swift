@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import Synchronization
 
 /// The evaluation of a policy for one user, on the root side: what `sudo` runs (through
@@ -49,11 +50,7 @@ public final class PolicyEvaluation: @unchecked Sendable {
         reuseDuration = min(max(environment.options.reuseDuration, 0), Options.maxReuseDuration)
         localizedFallbackTitle = environment.options.fallbackTitle
         var fds: [Int32] = [-1, -1]
-        if pipe(&fds) == 0 {
-            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC); _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
-        } else {
-            fds = [-1, -1]
-        }
+        if la_pipe_cloexec_nonblock(&fds) != 0 { fds = [-1, -1] }
         wakePipe = (fds[0], fds[1])
     }
 

@@ -16,10 +16,22 @@ public final class RecordedEnrollment: FingerprintSensor {
         self.bootID = bootID
     }
 
+    /// The first answer, given again: a preflight asks twice (the reader's presence, then
+    /// the rule), and both must come from the same reading.
+    private var answered: (user: String, result: Result<EnrolledSet, EvaluationError>)?
+
     public func enrolledSet(for user: String) throws(EvaluationError) -> EnrolledSet {
+        if let answered, answered.user == user { return try answered.result.get() }
+        let result: Result<EnrolledSet, EvaluationError>
+        do { result = .success(try read(user)) } catch { result = .failure(error) }
+        answered = (user, result)
+        return try result.get()
+    }
+
+    private func read(_ user: String) throws(EvaluationError) -> EnrolledSet {
         guard let name = try? UserName(user), let record = store.enrollmentRecord(name),
-              record.isCurrent(storage: StorageStamp.of(fprintDir: fprintDir, user: user),
-                               at: BootClock.nanos(), bootID: bootID) else {
+              record.isCurrent(at: BootClock.nanos(), bootID: bootID),
+              StorageStamp.stillMatches(record.storage, fprintDir: fprintDir, user: user) else {
             missed = true
             throw EvaluationError(.biometryNotAvailable, cause: "no current record of the enrolled set")
         }

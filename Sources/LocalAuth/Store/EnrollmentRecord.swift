@@ -33,10 +33,10 @@ public struct EnrollmentRecord: Equatable, Sendable {
         self.bootID = bootID
     }
 
-    /// Whether the record still says what fprintd would: same boot, young enough, and the
-    /// storage unchanged since.
-    public func isCurrent(storage now: String, at nanos: UInt64, bootID boot: String) -> Bool {
-        boot == bootID && nanos >= readAt && nanos - readAt <= Self.maxAgeNanos && now == storage
+    /// Whether the record is of this boot and young enough; the storage is compared by
+    /// `StorageStamp.stillMatches`.
+    public func isCurrent(at nanos: UInt64, bootID boot: String) -> Bool {
+        boot == bootID && nanos >= readAt && nanos - readAt <= Self.maxAgeNanos
     }
 
     public func encoded() -> [UInt8] {
@@ -81,38 +81,67 @@ public struct EnrollmentRecord: Equatable, Sendable {
 }
 
 /// How fprintd's print storage for one user looks (`<fprint_dir>/<user>/<driver>/<device>/`):
-/// each directory's inode, modification and change times, to the nanosecond. fprintd
-/// writes a print by renaming a new file into place and deletes by unlinking, and either
-/// changes the directory that holds it. A storage that cannot be read gives a stamp of
-/// its own ("unreadable"), which still changes when it becomes readable.
+/// each directory's relative path, inode, modification and change times to the
+/// nanosecond, one a line. fprintd writes a print by renaming a new file into place and
+/// deletes by unlinking, and either changes the directory that holds it; a directory added
+/// or removed changes its parent. So a stamp still matches when every directory it names
+/// looks the same (`stillMatches`: a few lstat calls, no listing). A directory that cannot
+/// be read is recorded as missing, and must still be missing to match.
 public enum StorageStamp {
+    static let maxEntries = 256
+
     public static func of(fprintDir: String, user: String) -> String {
-        guard !user.isEmpty, !user.contains("/"), user != ".", user != ".." else { return "invalid-user" }
+        guard isPlainName(user) else { return "invalid-user" }
         var out: [String] = []
-        walk(fprintDir + "/" + user, depth: 0, into: &out)
-        return out.joined(separator: ";")
+        walk(fprintDir + "/" + user, relative: ".", depth: 0, into: &out)
+        return out.joined(separator: "\n")
     }
 
-    /// The user's directory, its driver directories and their device directories.
-    private static func walk(_ path: String, depth: Int, into out: inout [String]) {
-        var st = stat()
-        guard lstat(path, &st) == 0 else {
-            out.append("\(depth):missing:\(errno)")
-            return
+    /// Whether `recorded` (a stamp `of` made) describes the storage as it is now.
+    public static func stillMatches(_ recorded: String, fprintDir: String, user: String) -> Bool {
+        guard isPlainName(user) else { return false }
+        let lines = recorded.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let first = lines.first, first.hasPrefix(".\t"), lines.count <= maxEntries else { return false }
+        let base = fprintDir + "/" + user
+        for line in lines {
+            guard let tab = line.firstIndex(of: "\t") else { return false }
+            let relative = String(line[..<tab])
+            guard relative == "." || relative.split(separator: "/").allSatisfy({ isPlainName(String($0)) }) else {
+                return false
+            }
+            guard entry(relative, path: relative == "." ? base : base + "/" + relative) == line else { return false }
         }
-        out.append("\(depth):\(st.st_ino):\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec):\(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)")
-        guard depth < 2, (st.st_mode & S_IFMT) == S_IFDIR, let dir = opendir(path) else { return }
+        return true
+    }
+
+    private static func walk(_ path: String, relative: String, depth: Int, into out: inout [String]) {
+        guard out.count < maxEntries else { return }
+        out.append(entry(relative, path: path))
+        guard depth < 2, let dir = opendir(path) else { return }
         defer { closedir(dir) }
         var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        while let d = readdir(dir) {
+            let name = withUnsafeBytes(of: d.pointee.d_name) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
-            if name != "." && name != ".." { names.append(name) }
+            if name != "." && name != ".." && isPlainName(name) { names.append(name) }
         }
         for name in names.sorted() {
-            out.append("\(depth + 1)=\(name)")
-            walk(path + "/" + name, depth: depth + 1, into: &out)
+            var st = stat()
+            guard lstat(path + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { continue }
+            walk(path + "/" + name, relative: relative == "." ? name : relative + "/" + name, depth: depth + 1, into: &out)
         }
+    }
+
+    private static func entry(_ relative: String, path: String) -> String {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return "\(relative)\tmissing" }
+        return "\(relative)\t\(st.st_ino)\t\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)\t\(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)"
+    }
+
+    /// One path element with nothing a line, a tab or a path could be made of.
+    private static func isPlainName(_ name: String) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && name.utf8.count <= 255
+            && name.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "/") }
     }
 }

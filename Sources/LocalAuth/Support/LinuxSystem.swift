@@ -13,28 +13,44 @@ public final class LinuxSystem: SystemFacts {
         self.shadowPath = shadowPath
     }
 
+    /// Read once: a boot's id does not change while a process of it runs (localauthd asks
+    /// for every request it answers).
     public func bootID() -> String? {
+        if let cached = bootIDCache { return cached }
         let fd = open(bootIDPath, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         guard case .success(let bytes) = Posix.readAll(fd, limit: 64), !bytes.isEmpty else { return nil }
         let text = String(decoding: bytes, as: UTF8.self)
         let id = text.hasSuffix("\n") ? String(text.dropLast()) : text
-        return isPlainText(id) ? id : nil
+        guard isPlainText(id) else { return nil }
+        bootIDCache = id
+        return id
     }
+
+    private var bootIDCache: String?
 
     /// A local shadow entry that is empty or starts with `!` or `*` is no usable password.
     /// No local entry (a directory-service or test account) or no access: unknown. The file
     /// is read directly rather than through NSS: loading NSS modules took longer than the
-    /// whole way from the helper's start to the reader.
+    /// whole way from the helper's start to the reader. Read whole and split here: glibc's
+    /// fgetspent seeks once per entry.
     public func hasUsablePassword(_ user: UserName) -> Bool? {
-        guard let file = fopen(shadowPath, "re") else { return nil }
-        defer { fclose(file) }
-        while let entry = fgetspent(file) {
-            guard let name = entry.pointee.sp_namp, String(cString: name) == user.value else { continue }
-            guard let field = entry.pointee.sp_pwdp else { return false }
-            let first = field.pointee
-            return !(first == 0 || first == CChar(UInt8(ascii: "!")) || first == CChar(UInt8(ascii: "*")))
+        let fd = open(shadowPath, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        guard case .success(let bytes) = Posix.readAll(fd, limit: 16 << 20) else { return nil }
+        return Self.usablePassword(in: bytes, for: user.value)
+    }
+
+    /// The rule above over the file's bytes: the first line whose name field is `user`.
+    static func usablePassword(in shadow: [UInt8], for user: String) -> Bool? {
+        let name = Array(user.utf8)
+        for line in shadow.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            let fields = line.split(separator: UInt8(ascii: ":"), maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count >= 2, Array(fields[0]) == name else { continue }
+            guard let first = fields[1].first else { return false }
+            return !(first == UInt8(ascii: "!") || first == UInt8(ascii: "*"))
         }
         return nil
     }
