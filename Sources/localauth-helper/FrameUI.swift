@@ -71,10 +71,12 @@ final class FrameUI: AuthenticationUI {
             return
         }
         switch style {
-        case .enterToSkip(let terminal) where terminal.callerIsReading():
+        case .enterToSkip(let terminal) where terminal.callerIsReading(within: FrameUI.readingGraceMillis):
             closePrompt()
             send(message, error: error)
-            if case .retry = message { openPrompt() }  // the same verification goes on
+            // The same verification goes on (a retry), or a new one asks for the finger:
+            // either way the prompt that says how to skip comes back.
+            if message.keepsThePromptOpen { openPrompt() }
         case .enterToSkip:
             // The caller is not reading its prompt now (suspended, in the background): the
             // line waits until the prompt is answered.
@@ -165,6 +167,10 @@ final class FrameUI: AuthenticationUI {
     /// How often a caller that is not reading its terminal is looked at again.
     static let lookInterval: Int32 = 100
 
+    /// How long a caller in the foreground is given to get to its read before a line is
+    /// held back as for a suspended one (a busy machine, a prompt just being written).
+    static let readingGraceMillis: Int64 = 250
+
     /// Blocks until the module relays the prompt's answer (the user typed or pressed Enter).
     private func awaitAnswer() -> Frame.Kind? {
         defer { promptOpen = false }
@@ -183,6 +189,14 @@ final class FrameUI: AuthenticationUI {
 }
 
 extension UserMessage {
+    /// Lines after which the reader waits for a finger again: the skip prompt follows them.
+    var keepsThePromptOpen: Bool {
+        switch self {
+        case .retry, .placeFinger: return true
+        default: return false
+        }
+    }
+
     /// Lines that tell the state of the account being authenticated: how many failures it
     /// has, which rule wants its password, whether its enrolled fingers changed.
     var tellsAccountState: Bool {

@@ -67,6 +67,21 @@ final class TerminalInput {
         return TerminalInput.threads(of: callerPID).contains { waitsForInput(pid: callerPID, thread: $0) }
     }
 
+    /// `callerIsReading`, giving a caller that runs in the foreground up to `millis` to get
+    /// to its read. A message may come while the caller is between writing its prompt and
+    /// reading it, or waits for a core on a busy machine: that is not a caller suspended or
+    /// in the background, which is told at once (stopped, or not the foreground job).
+    func callerIsReading(within millis: Int64) -> Bool {
+        let deadline = MonotonicClock.millis() + millis
+        while !callerIsReading() {
+            guard let stat = ProcStat(pid: callerPID), stat.runsInForeground, stat.terminal == device,
+                  MonotonicClock.millis() < deadline else { return false }
+            var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+            nanosleep(&pause, nil)
+        }
+        return true
+    }
+
     /// Whether the thread is in read(2), readv(2) or pread(2) on a descriptor of this
     /// terminal, or waits in poll(2)/select(2) (and their p- forms) with the terminal as its
     /// standard input, as vlock does (/proc/PID/task/TID/syscall: the call's number, then

@@ -256,11 +256,15 @@ HOLD_LOCK = ("import fcntl, sys\n"
 
 @needs_helper
 def test_the_installation_secret_lock_held_by_a_stuck_process(real):
-    """`.secret.lock` is one lock for every user of the installation: a process that holds
-    it and never lets go (a helper frozen in a cgroup its caller controls) costs another
-    sign-in a bounded wait, then the password; no finger, and the log names the lock."""
-    real.match_works(real.stack())            # the secret and its lock file exist now
-    holder = subprocess.Popen([pamenv.PYTHON, "-c", HOLD_LOCK, str(real.state / ".secret.lock")],
+    """`.secret.lock` is one lock for every user of the installation, held only while the
+    secret is made. A process that holds it and never lets go (a helper frozen in a cgroup
+    its caller controls) before the secret exists costs a sign-in a bounded wait, then the
+    password: no finger, and the log names the lock. Once the secret exists it is read
+    without the lock, so the same holder delays nobody."""
+    (real.state / ".secret").unlink(missing_ok=True)
+    lock = real.state / ".secret.lock"
+    lock.touch(mode=0o600)
+    holder = subprocess.Popen([pamenv.PYTHON, "-c", HOLD_LOCK, str(lock)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "held\n"
@@ -272,7 +276,15 @@ def test_the_installation_secret_lock_held_by_a_stuck_process(real):
     finally:
         holder.stdin.close()
         holder.wait(10)
-    real.match_works(real.stack())
+    real.match_works(real.stack())            # the secret exists now
+    holder = subprocess.Popen([pamenv.PYTHON, "-c", HOLD_LOCK, str(lock)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        real.match_works(real.stack())
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
 
 
 @needs_helper
