@@ -264,11 +264,6 @@ def wait_preflights(world, since, at_least, pid=None, policy="biometrics") -> in
     return preflights_started(world, since, pid, policy)
 
 
-def stats(run) -> list:
-    return [dict(p.split("=", 1) for p in line.split())
-            for line in re.findall(r"^STATS (.*?)\r?$", run.output, re.M)]
-
-
 def test_repeated_preflights_start_one_helper_and_the_service_answers_the_rest(world):
     """Two hundred preflights (a new context each, as a computed property makes them) and
     fifty of the owner policy, each asked of the service: the first starts a helper, which
@@ -276,17 +271,18 @@ def test_repeated_preflights_start_one_helper_and_the_service_answers_the_rest(w
     record. Every call gets the same answer, domain state and biometry type. (A per-process
     cache asks once per policy: two helpers.)"""
     mark = world.syslog.mark()
+    started_at = time.monotonic()
     run = world.run("can", "biometrics", "--repeat", "200", "--then", "can", "owner", "--repeat", "50")
     bio, owner = run.results[:200], run.results[200:]
     assert len(owner) == 50, run.output
     assert {(r["success"], r["biometry"]) for r in bio + owner} == {("1", "1")}, run.output
     assert len({r["state"] for r in bio}) == 1 and re.fullmatch(r"[0-9a-f]{64}", bio[0]["state"])
     assert run.verify_starts == []
-    spans = sum(float(st["span_s"]) for st in stats(run))
+    took = time.monotonic() - started_at
     bio_started = wait_preflights(world, mark, 1)
     owner_started = preflights_started(world, mark, policy="owner")
-    # One more helper only if the calls outlasted the record's age, which they do not.
-    assert 1 <= bio_started + owner_started <= 1 + int(spans // RECORD_S), (bio_started, owner_started, spans)
+    # One more helper only each time the record grew older than RECORD_S in the run.
+    assert 1 <= bio_started + owner_started <= 1 + int(took // RECORD_S), (bio_started, owner_started, took)
 
 
 def test_a_lockout_the_programs_own_evaluation_reached_is_seen_by_its_next_preflight(world):
@@ -296,6 +292,7 @@ def test_a_lockout_the_programs_own_evaluation_reached_is_seen_by_its_next_prefl
     helper, no other helper answers one."""
     world.configure(lockout_threshold="1", max_tries="1")
     mark = world.syslog.mark()
+    started_at = time.monotonic()
     run = world.run("can", "biometrics",
                     "--then", "eval", "biometrics",
                     "--then", "can", "biometrics", "--repeat", "20",
@@ -311,9 +308,10 @@ def test_a_lockout_the_programs_own_evaluation_reached_is_seen_by_its_next_prefl
     assert (lifting["op"], lifting["success"]) == ("eval", "1"), run.output
     assert [x["success"] for x in lifted] == ["1"] * 20, run.output
     assert len(run.verify_starts) == 1           # the owner policy went straight to the password
-    spans = sum(float(st["span_s"]) for st in stats(run))
+    # One more helper only each time the record grew older than RECORD_S in the run.
+    took = time.monotonic() - started_at
     started = wait_preflights(world, mark, 1)
-    assert 1 <= started <= 1 + int(spans // RECORD_S) + 1, (started, stats(run))
+    assert 1 <= started <= 1 + int(took // RECORD_S), (started, took)
 
 
 def test_a_lockout_reached_elsewhere_is_seen_by_the_next_preflight(world, inst):
@@ -322,6 +320,7 @@ def test_a_lockout_reached_elsewhere_is_seen_by_the_next_preflight(world, inst):
     per-process cache gives its old answer for seconds."""
     world.configure(lockout_threshold="2", max_tries="2")
     mark = world.syslog.mark()
+    started_at = time.monotonic()
     pt = world.start("can", "biometrics", "--then", "pause", "--then", "can", "biometrics")
     pt.expect(re.compile(r"PAUSED pid=(\d+)"), timeout=40)
     pid = int(pt.child.match.group(1))
@@ -330,7 +329,10 @@ def test_a_lockout_reached_elsewhere_is_seen_by_the_next_preflight(world, inst):
     pt.sendline("")
     first, last = result_lines(pt.finish(timeout=90))
     assert (first["success"], last["code"]) == ("1", "-8"), (first, last)
-    assert preflights_started(world, mark, pid) == 1
+    # The record of the enrolled set lasts RECORD_S: a machine slow enough to take longer
+    # over sudo sends the second call to a helper too.
+    if time.monotonic() - started_at < RECORD_S:
+        assert preflights_started(world, mark, pid) == 1
 
 
 def result_lines(res) -> tuple:
