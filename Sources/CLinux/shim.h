@@ -63,6 +63,25 @@ static inline int la_pipe_cloexec_nonblock(int fds[2])
     return (int)syscall(SYS_pipe2, fds, O_CLOEXEC | O_NONBLOCK);
 }
 
+/* ppoll(2) with the signal mask swapped in for the wait alone (a GNU extension the Glibc
+ * module leaves out): localauthd keeps SIGTERM and SIGINT blocked while it works, so one
+ * that comes then stays pending and ends the next wait, instead of arriving between the
+ * check of its flag and the wait, which would then sleep through it. The kernel's sigset
+ * is 8 bytes. */
+#include <poll.h>
+#include <signal.h>
+#include <time.h>
+static inline int la_ppoll_millis(struct pollfd *fds, unsigned long n, int timeout_ms, const sigset_t *mask)
+{
+    struct timespec ts, *tp = 0;
+    if (timeout_ms >= 0) {
+        ts.tv_sec = timeout_ms / 1000;
+        ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+        tp = &ts;
+    }
+    return (int)syscall(SYS_ppoll, fds, n, tp, mask, 8);
+}
+
 #include <sys/socket.h>
 struct la_peer_cred {
     int pid;

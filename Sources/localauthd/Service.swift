@@ -30,6 +30,8 @@ struct Service {
     private var options: Options
     private var configStamp: ConfigStamp?
     private var configCheckedAt: Int64 = 0
+    /// The signal mask during the wait: the service's own, with SIGTERM and SIGINT open.
+    private var waitMask = sigset_t()
     private let configWatch: ConfigDirectoryWatch?
 
     init(listener: Listener, arguments: ServiceArguments, log: LogSink) {
@@ -47,6 +49,17 @@ struct Service {
         for sig in [SIGTERM, SIGINT] {
             signal(sig) { number in stopRequested.store(number, ordering: .relaxed) }
         }
+        // Blocked except inside the wait (la_ppoll_millis), so a stop that comes while a
+        // request is handled ends the next wait rather than being slept through.
+        var stops = sigset_t()
+        sigemptyset(&stops)
+        sigaddset(&stops, SIGTERM)
+        sigaddset(&stops, SIGINT)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &stops, &previous)
+        sigdelset(&previous, SIGTERM)
+        sigdelset(&previous, SIGINT)
+        waitMask = previous
     }
 
     /// Runs until asked to stop or idle for `idleExitSeconds`; returns why it ended.
@@ -60,7 +73,7 @@ struct Service {
                        pollfd(fd: configWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
                 + waiting.map { pollfd(fd: $0.connection, events: Int16(POLLIN), revents: 0) }
-            let ready = poll(&fds, nfds_t(fds.count), pollTimeout(watchdog))
+            let ready = la_ppoll_millis(&fds, UInt(fds.count), pollTimeout(watchdog), &waitMask)
             let sig = stopRequested.load(ordering: .relaxed)
             if sig != 0 { return "signal \(sig)" }
             if ready < 0 && errno != EINTR { return "poll: \(String(cString: strerror(errno)))" }
