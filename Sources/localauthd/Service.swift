@@ -156,10 +156,9 @@ struct Service {
         }
         let held = Waiting(connection: connection, peer: peer, acceptedAt: acceptedAt,
                            deadline: MonotonicClock.millis() + Waiting.requestWithinMillis)
-        waiting.append(held)
-        // A client writes its request as it connects: often it is here already, and a
-        // preflight is then answered without waiting for the next poll.
-        if RequestPeek.of(connection) != nil { serve([connection]) }
+        // A client writes its request as it connects: often it is here already, and is
+        // then served without waiting for the next poll (and read once, not twice).
+        if let request = RequestPeek.of(connection) { serve(held, request) } else { waiting.append(held) }
     }
 
     /// Connections whose request came (or that closed, or sent something else): an
@@ -169,21 +168,22 @@ struct Service {
         for fd in readable {
             guard let index = waiting.firstIndex(where: { $0.connection == fd }) else { continue }
             let held = waiting.remove(at: index)
-            guard let request = RequestPeek.of(held.connection) else {
-                start(held)
-                continue
-            }
-            if let answer = preflight.answer(held.connection, request: request, peer: held.peer, options: options) {
-                // Debug only: an application may ask many times a second.
-                log.log(.debug, "uid \(held.peer.uid) pid \(held.peer.pid): preflight answered, no helper: \(answer)")
-                held.release()
-            } else if let cause = readerAbsent?.answer(held.connection, request: request) {
-                log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
-                        + "result=biometryNotAvailable reason=reader-unreachable, no helper: \(cause)")
-                held.release()
-            } else {
-                start(held)
-            }
+            if let request = RequestPeek.of(held.connection) { serve(held, request) } else { start(held) }
+        }
+    }
+
+    /// One request that has come: answered here, or handed to a helper.
+    private mutating func serve(_ held: Waiting, _ request: RequestPeek) {
+        if let answer = preflight.answer(held.connection, request: request, peer: held.peer, options: options) {
+            // Debug only: an application may ask many times a second.
+            log.log(.debug, "uid \(held.peer.uid) pid \(held.peer.pid): preflight answered, no helper: \(answer)")
+            held.release()
+        } else if let cause = readerAbsent?.answer(held.connection, request: request) {
+            log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
+                    + "result=biometryNotAvailable reason=reader-unreachable, no helper: \(cause)")
+            held.release()
+        } else {
+            start(held)
         }
     }
 
