@@ -19,10 +19,19 @@ public struct KeyValues: Equatable, Sendable {
 
     public func count(_ key: String) -> Int { pairs.filter { $0.0 == key }.count }
 
-    /// Values lose any newline (they are one line each by definition).
+    /// Values lose every byte 0x0A and 0x00 (they are one line each by definition). By
+    /// byte, not by Character: "\r\n" is one Character, and a filter of Characters let its
+    /// 0x0A through, which started a line (a key) of the value's choosing.
     public func encoded() -> [UInt8] {
-        Array(pairs.map { "\($0.0)=\($0.1.filter { $0 != "\n" && $0 != "\0" })" }
-            .joined(separator: "\n").utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(pairs.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 })
+        for (i, (key, value)) in pairs.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: "\n")) }
+            out.append(contentsOf: key.utf8)
+            out.append(UInt8(ascii: "="))
+            for byte in value.utf8 where byte != 0x0A && byte != 0 { out.append(byte) }
+        }
+        return out
     }
 
     public enum ParseError: Error, Equatable, Sendable {

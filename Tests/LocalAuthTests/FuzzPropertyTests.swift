@@ -106,6 +106,16 @@ import LocalAuthProtocol
         }
     }
 
+    @Test func aValueWithCarriageReturnNewlineStaysOneLine() throws {
+        // "\r\n" is one Character: a filter of Characters kept its 0x0A, and the rest of
+        // the value became a key of its own.
+        let kv = KeyValues([("cause", "no reader\r\ncode=0"), ("name", "x")])
+        let parsed = try KeyValues.parse(kv.encoded())
+        #expect(parsed.pairs.count == 2)
+        #expect(parsed.value("code") == nil)
+        #expect(parsed.value("cause") == "no reader\rcode=0")
+    }
+
     @Test(arguments: seeds) func parsedKeyValuesKeepTheProtocolsRules(seed: UInt64) {
         var rng = SplitMix64(seed)
         for _ in 0..<600 {
