@@ -42,21 +42,24 @@ public final class PolicyEvaluation: @unchecked Sendable {
     private var reuseDuration: Double
     /// Set once by `invalidate()`; read from the evaluating thread.
     private let invalidated = Atomic<Bool>(false)
-    /// Written by `invalidate()` to wake an evaluation waiting for a finger.
-    private let wakePipe: (read: Int32, write: Int32)
+    /// Written by `invalidate()` to wake an evaluation waiting for a finger. Made by the
+    /// first evaluation that may wait (a preflight never does, and localauthd answers
+    /// many); `invalidate()` writes to it only once it is there, and one made after an
+    /// invalidation is written to as it is made.
+    private let wakePipe = Mutex<(read: Int32, write: Int32)?>(nil)
 
     public init(environment: EvaluationEnvironment) {
         env = environment
         reuseDuration = min(max(environment.options.reuseDuration, 0), Options.maxReuseDuration)
         localizedFallbackTitle = environment.options.fallbackTitle
-        var fds: [Int32] = [-1, -1]
-        if la_pipe_cloexec_nonblock(&fds) != 0 { fds = [-1, -1] }
-        wakePipe = (fds[0], fds[1])
     }
 
     deinit {
-        if wakePipe.read >= 0 { close(wakePipe.read) }
-        if wakePipe.write >= 0 { close(wakePipe.write) }
+        wakePipe.withLock { pipe in
+            guard let pipe else { return }
+            close(pipe.read)
+            close(pipe.write)
+        }
     }
 
     // MARK: - Preflight
@@ -169,8 +172,26 @@ public final class PolicyEvaluation: @unchecked Sendable {
     /// Ends an evaluation in flight with `appCancel`; later calls fail with `invalidContext`.
     public func invalidate() {
         invalidated.store(true, ordering: .releasing)
-        var byte: UInt8 = 1
-        _ = write(wakePipe.write, &byte, 1)
+        wakePipe.withLock { pipe in
+            guard let pipe else { return }
+            var byte: UInt8 = 1
+            _ = write(pipe.write, &byte, 1)
+        }
+    }
+
+    /// The wake pipe's read end, made now if it was not (-1 if it cannot be).
+    private func wakeReadEnd() -> Int32 {
+        wakePipe.withLock { pipe in
+            if let pipe { return pipe.read }
+            var fds: [Int32] = [-1, -1]
+            guard la_pipe_cloexec_nonblock(&fds) == 0 else { return -1 }
+            pipe = (fds[0], fds[1])
+            if invalidated.load(ordering: .acquiring) {
+                var byte: UInt8 = 1
+                _ = write(fds[1], &byte, 1)
+            }
+            return fds[0]
+        }
     }
 
     // MARK: - Helpers
@@ -186,7 +207,7 @@ public final class PolicyEvaluation: @unchecked Sendable {
     private func runEnvironment() -> EvaluationEnvironment {
         var e = env
         e.options = options
-        e.wakeSources.append(InvalidationSource(fd: wakePipe.read))
+        e.wakeSources.append(InvalidationSource(fd: wakeReadEnd()))
         return e
     }
 }

@@ -53,13 +53,16 @@ public struct EnrollmentRecord: Equatable, Sendable {
         return Array((lines.joined(separator: "\n") + "\n").utf8)
     }
 
-    /// nil for anything that is not a whole record of this version.
+    /// nil for anything that is not a whole record of this version. Read as bytes
+    /// (KeyValues), not as Characters: localauthd decodes a record for each preflight it
+    /// answers, and splitting the text by Character took a quarter of its time.
     public static func decode(_ bytes: [UInt8]) -> EnrollmentRecord? {
-        guard bytes.count <= maxSize, let text = String(validating: bytes, as: UTF8.self) else { return nil }
+        guard bytes.count <= maxSize else { return nil }
+        let body = bytes.last == UInt8(ascii: "\n") ? Array(bytes.dropLast()) : bytes
+        guard let kv = try? KeyValues.parse(body) else { return nil }
         var fields: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            guard let eq = line.firstIndex(of: "="), fields[String(line[..<eq])] == nil else { return nil }
-            fields[String(line[..<eq])] = String(line[line.index(after: eq)...])
+        for (key, value) in kv.pairs {
+            guard fields.updateValue(value, forKey: key) == nil else { return nil }
         }
         func decoded(_ key: String) -> String? {
             fields[key].flatMap(Hex.decode).flatMap { String(validating: $0, as: UTF8.self) }

@@ -19,15 +19,21 @@ public final class FileStateStore: StateStore {
     private let owner: uid_t
     /// fsync(2); the tests count its calls.
     private let sync: (Int32) -> Int32
+    /// localauthd's: files read are given again while unchanged (FileMemo), and the
+    /// directory is checked once for the store's life, which is one preflight. nil (every
+    /// other user): each read reads.
+    private let memo: FileMemo?
+    private var directoryChecked = false
 
-    public convenience init(directory: String) {
-        self.init(directory: directory, sync: { fsync($0) })
+    public convenience init(directory: String, memo: FileMemo? = nil) {
+        self.init(directory: directory, sync: { fsync($0) }, memo: memo)
     }
 
-    init(directory: String, sync: @escaping (Int32) -> Int32) {
+    init(directory: String, sync: @escaping (Int32) -> Int32, memo: FileMemo? = nil) {
         self.directory = directory
         self.owner = geteuid()
         self.sync = sync
+        self.memo = memo
     }
 
     public func load(_ user: UserName) throws(StoreError) -> StoredState {
@@ -91,11 +97,13 @@ public final class FileStateStore: StateStore {
     public func enrollmentRecord(_ user: UserName) -> EnrollmentRecord? {
         guard (try? checkDirectory()) != nil else { return nil }
         let path = path(user, ".enrolled")
+        if let known = memo?.bytes(at: path) { return EnrollmentRecord.decode(known) }
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         guard ownershipProblem(fd, path) == nil,
               case .success(let bytes) = Posix.readAll(fd, limit: EnrollmentRecord.maxSize) else { return nil }
+        remember(bytes, readFrom: fd, at: path)
         return EnrollmentRecord.decode(bytes)
     }
 
@@ -120,6 +128,12 @@ public final class FileStateStore: StateStore {
 
     /// The directory must be ours and closed to others; a missing one is created 0700.
     func checkDirectory() throws(StoreError) {
+        if directoryChecked { return }
+        try checkDirectoryNow()
+        directoryChecked = memo != nil
+    }
+
+    private func checkDirectoryNow() throws(StoreError) {
         var st = stat()
         if lstat(directory, &st) != 0 {
             guard errno == ENOENT else { throw .io(path: directory, operation: "stat", errno: errno) }
@@ -143,6 +157,7 @@ public final class FileStateStore: StateStore {
 
     /// Reads a state file. Every problem short of "no file" makes it damaged.
     func readState(_ path: String) -> StoredState {
+        if let known = memo?.bytes(at: path) { return decodeState(known, path) }
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 {
             switch errno {
@@ -156,11 +171,22 @@ public final class FileStateStore: StateStore {
         switch Posix.readAll(fd, limit: StateFileFormat.maxSize) {
         case .failure(let e): return .damaged(cause: "\(path): \(errnoText(e.code))")
         case .success(let bytes):
-            switch StateFileFormat.decode(bytes) {
-            case .success(let state): return .state(state)
-            case .failure(let damage): return .damaged(cause: "\(path) is corrupt: \(damage.why)")
-            }
+            remember(bytes, readFrom: fd, at: path)
+            return decodeState(bytes, path)
         }
+    }
+
+    private func decodeState(_ bytes: [UInt8], _ path: String) -> StoredState {
+        switch StateFileFormat.decode(bytes) {
+        case .success(let state): return .state(state)
+        case .failure(let damage): return .damaged(cause: "\(path) is corrupt: \(damage.why)")
+        }
+    }
+
+    /// Into the memo (when there is one): only files that passed ownershipProblem.
+    private func remember(_ bytes: [UInt8], readFrom fd: Int32, at path: String) {
+        guard let memo, let st = Posix.fileStat(fd) else { return }
+        memo.keep(bytes, readFrom: st, at: path)
     }
 
     /// Why a file we opened cannot be trusted, or nil.
@@ -173,6 +199,7 @@ public final class FileStateStore: StateStore {
     }
 
     private func readSecret(_ path: String) throws(StoreError) -> [UInt8]? {
+        if let known = memo?.bytes(at: path), known.count == 32 { return known }
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 {
             if errno == ENOENT { return nil }
@@ -188,6 +215,7 @@ public final class FileStateStore: StateStore {
             guard bytes.count == 32 else {
                 throw .unsafeDirectory(path: directory, why: "\(path) is not a 32-byte secret")
             }
+            remember(bytes, readFrom: fd, at: path)
             return bytes
         }
     }

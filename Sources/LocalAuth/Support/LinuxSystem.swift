@@ -7,10 +7,14 @@ import CLinux
 public final class LinuxSystem: SystemFacts {
     private let bootIDPath: String
     private let shadowPath: String
+    /// localauthd's (FileMemo): the shadow file read again only when it changed.
+    private let memo: FileMemo?
 
-    public init(bootIDPath: String = "/proc/sys/kernel/random/boot_id", shadowPath: String = "/etc/shadow") {
+    public init(bootIDPath: String = "/proc/sys/kernel/random/boot_id", shadowPath: String = "/etc/shadow",
+                memo: FileMemo? = nil) {
         self.bootIDPath = bootIDPath
         self.shadowPath = shadowPath
+        self.memo = memo
     }
 
     /// Read once: a boot's id does not change while a process of it runs (localauthd asks
@@ -36,10 +40,12 @@ public final class LinuxSystem: SystemFacts {
     /// whole way from the helper's start to the reader. Read whole and split here: glibc's
     /// fgetspent seeks once per entry.
     public func hasUsablePassword(_ user: UserName) -> Bool? {
+        if let known = memo?.bytes(at: shadowPath) { return Self.usablePassword(in: known, for: user.value) }
         let fd = open(shadowPath, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         guard case .success(let bytes) = Posix.readAll(fd, limit: 16 << 20) else { return nil }
+        if let memo, let st = Posix.fileStat(fd), Posix.isRegular(st) { memo.keep(bytes, readFrom: st, at: shadowPath) }
         return Self.usablePassword(in: bytes, for: user.value)
     }
 
