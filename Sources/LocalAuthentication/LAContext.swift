@@ -219,6 +219,7 @@ open class LAContext: NSObject {
     private func askRootSide(_ policy: LAPolicy) -> AppResult {
         let question = AppRequest(operation: .preflight, policy: request(.preflight, policy).policy,
                                   fallbackTitle: nil, canInteract: false)
+        if let answer = PreflightChannel.ask(question) { return answer }
         // Kept alive until it returns, as any caller's evaluation is (the optimizer otherwise
         // sees its [weak self] callback outlive it, though without a user interface none is made).
         return withExtendedLifetime(Evaluation(request: question, prompt: nil, ui: nil)) { $0.run() }

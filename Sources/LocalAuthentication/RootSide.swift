@@ -1,5 +1,6 @@
 import Foundation
 import LocalAuthProtocol
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +18,7 @@ enum RootSide {
     /// not choose the program it starts (as root, for a setuid-root one) nor the verdict.
     static var prefix: String {
         if getuid() == geteuid(), getgid() == getegid(),
-           let p = ProcessInfo.processInfo.environment["LOCALAUTH_PREFIX"], p.hasPrefix("/") { return p }
+           let p = Environment.value("LOCALAUTH_PREFIX"), p.hasPrefix("/") { return p }
         return "/usr"
     }
 
@@ -145,6 +146,9 @@ final class RootConnection: @unchecked Sendable {
         }
     }
 
+    /// Whether every byte received so far belongs to frames already returned.
+    var isDrained: Bool { decoder.pending == 0 }
+
     /// Tells the root side the application is done (its end of file): an evaluation in
     /// flight ends with `appCancel` and its result still comes back.
     func hangUp() {
@@ -182,6 +186,8 @@ struct AppRequest {
     var canInteract: Bool
     /// `mode=right` (RightsClient): its `op` and keys instead of `op` and `policy`.
     var right: (op: String, keys: [(String, String)])? = nil
+    /// `keep=1`: the connection may stay open for the next preflight (PreflightChannel).
+    var keepConnection = false
 
     func frame() -> Frame {
         var kv = KeyValues()
@@ -208,14 +214,25 @@ struct AppRequest {
         kv.add("caller_uid", String(getuid()))
         kv.add("pid", String(getpid()))
         if let title = fallbackTitle { kv.add("arg", "fallback_title=" + Self.oneLine(title)) }
+        if keepConnection { kv.add("keep", "1") }
         return Frame(.request, kv.encoded())
     }
 
     /// localauthd serves the peer's uid only, so the request names the real uid's user.
+    /// Looked up once per uid: a name is not an answer, and the user database is a file
+    /// read (six system calls) that cost as much as the service's whole preflight.
     static var userName: String {
-        guard let pw = getpwuid(getuid()), let name = pw.pointee.pw_name else { return "" }
-        return String(cString: name)
+        let uid = getuid()
+        return knownName.withLock { known in
+            if let known = known, known.uid == uid { return known.name }
+            guard let pw = getpwuid(uid), let raw = pw.pointee.pw_name else { return "" }
+            let name = String(cString: raw)
+            known = (uid, name)
+            return name
+        }
     }
+
+    private static let knownName = Mutex<(uid: uid_t, name: String)?>(nil)
 
     /// For the helper's log: which program asked.
     static var programName: String {
@@ -223,18 +240,14 @@ struct AppRequest {
     }
 
     static var graphicalSession: Bool {
-        let env = ProcessInfo.processInfo.environment
-        return !(env["DISPLAY"] ?? "").isEmpty || !(env["WAYLAND_DISPLAY"] ?? "").isEmpty
+        !(Environment.value("DISPLAY") ?? "").isEmpty || !(Environment.value("WAYLAND_DISPLAY") ?? "").isEmpty
     }
 
     /// The message language, as the module sends it: a plain locale name or nothing.
     static var locale: String {
-        let env = ProcessInfo.processInfo.environment
         for key in ["LC_ALL", "LC_MESSAGES", "LANG"] {
-            guard let value = env[key], !value.isEmpty else { continue }
-            let plain = value.utf8.count < 64 && value.unicodeScalars.allSatisfy {
-                ($0.properties.isAlphabetic && $0.isASCII) || ("0"..."9").contains($0) || "_.@-".unicodeScalars.contains($0)
-            }
+            guard let value = Environment.value(key), !value.isEmpty else { continue }
+            let plain = value.utf8.count < 64 && Self.isPlain(value, also: "_.@-")
             return plain ? value : ""
         }
         return ""
@@ -242,11 +255,17 @@ struct AppRequest {
 
     /// gettext's `LANGUAGE` list, as the module sends it: plain or nothing.
     static var languageList: String {
-        let value = ProcessInfo.processInfo.environment["LANGUAGE"] ?? ""
-        let plain = value.utf8.count < 128 && value.unicodeScalars.allSatisfy {
-            ($0.properties.isAlphabetic && $0.isASCII) || ("0"..."9").contains($0) || "_.@:-".unicodeScalars.contains($0)
-        }
+        let value = Environment.value("LANGUAGE") ?? ""
+        let plain = value.utf8.count < 128 && Self.isPlain(value, also: "_.@:-")
         return plain ? value : ""
+    }
+
+    /// ASCII letters and digits, and the bytes of `also`.
+    static func isPlain(_ value: String, also: String) -> Bool {
+        value.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || also.utf8.contains(byte)
+        }
     }
 
     static func oneLine(_ s: String) -> String {

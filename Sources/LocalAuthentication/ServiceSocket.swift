@@ -18,7 +18,7 @@ enum ServiceSocket {
     /// root side answers, and what answers must still be root's), else the installed one.
     static var path: String {
         if getuid() == geteuid(), getgid() == getegid(),
-           let p = ProcessInfo.processInfo.environment["LOCALAUTH_SERVICE"], p.hasPrefix("/") { return p }
+           let p = Environment.value("LOCALAUTH_SERVICE"), p.hasPrefix("/") { return p }
         return "/run/localauth/socket"
     }
 

@@ -18,6 +18,8 @@ struct Service {
     private var running: [Worker] = []
     /// Accepted connections whose request has not come yet (Waiting).
     private var waiting: [Waiting] = []
+    /// Connections an application keeps open for its next preflights (KeptConnections).
+    private var kept = KeptConnections()
     private var idleSince = MonotonicClock.millis()
     /// logind's sleep announcements and new sessions (nil where there is no bus to follow).
     private var logind: LogindWatch?
@@ -67,12 +69,14 @@ struct Service {
         let watchdog = Watchdog()
         while true {
             // The listener, logind's bus (or -1: ignored by poll), the configuration's
-            // directory, the helpers, then the connections waiting for their request.
+            // directory, the helpers, the connections waiting for their request, then the
+            // connections kept open for preflights.
             var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: logind?.fd ?? -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: configWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
                 + waiting.map { pollfd(fd: $0.connection, events: Int16(POLLIN), revents: 0) }
+                + kept.fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
             let ready = la_ppoll_millis(&fds, UInt(fds.count), pollTimeout(watchdog), &waitMask)
             let sig = stopRequested.load(ordering: .relaxed)
             if sig != 0 { return "signal \(sig)" }
@@ -86,12 +90,15 @@ struct Service {
             if ready > 0 {
                 if fds[1].revents != 0 { followLogind() }
                 let helpers = fds[3..<(3 + running.count)]
-                let requests = fds[(3 + running.count)...]
+                let requests = fds[(3 + running.count)..<(3 + running.count + waiting.count)]
+                let keptReady = fds[(3 + running.count + waiting.count)...].filter { $0.revents != 0 }
                 reap(helpers.filter { $0.revents != 0 }.map(\.fd))
                 serve(requests.filter { $0.revents != 0 }.map(\.fd))
+                for ready in keptReady { serveKept(ready.fd, revents: ready.revents) }
                 if fds[0].revents != 0 { acceptWaiting() }
             }
             serveOverdue()
+            kept.closeIdle(now: MonotonicClock.millis())
             if !running.isEmpty || !waiting.isEmpty { idleSince = MonotonicClock.millis() }
             if arguments.idleExitSeconds > 0, running.isEmpty, waiting.isEmpty,
                MonotonicClock.millis() - idleSince >= Int64(arguments.idleExitSeconds) * 1000 {
@@ -124,6 +131,7 @@ struct Service {
             bound(Int64(arguments.idleExitSeconds) * 1000 - (MonotonicClock.millis() - idleSince))
         }
         if let first = waiting.map(\.deadline).min() { bound(first - MonotonicClock.millis()) }
+        if let idle = kept.nextIdleDeadline { bound(idle - MonotonicClock.millis()) }
         return Int32(clamping: ms)
     }
 
@@ -174,16 +182,42 @@ struct Service {
 
     /// One request that has come: answered here, or handed to a helper.
     private mutating func serve(_ held: Waiting, _ request: RequestPeek) {
-        if let answer = preflight.answer(held.connection, request: request, peer: held.peer, options: options) {
+        idleSince = MonotonicClock.millis()
+        let keep = request.keys.value("keep") == "1" && kept.mayKeep(uid: held.peer.uid)
+        if let answer = preflight.answer(held.connection, request: request, peer: held.peer, options: options, keep: keep) {
             // Debug only: an application may ask many times a second.
             log.log(.debug, "uid \(held.peer.uid) pid \(held.peer.pid): preflight answered, no helper: \(answer)")
-            held.release()
+            if keep { kept.keep(held.connection, peer: held.peer) } else { held.release() }
         } else if let cause = readerAbsent?.answer(held.connection, request: request) {
             log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
                     + "result=biometryNotAvailable reason=reader-unreachable, no helper: \(cause)")
             held.release()
         } else {
             start(held)
+        }
+    }
+
+    /// A kept connection that became readable: a preflight is served as on a new
+    /// connection (kept again when the service answers it, else handed to a helper, which
+    /// answers and closes); anything else, or a peer that hung up, closes it. The library
+    /// sends nothing but preflights on a kept connection.
+    private mutating func serveKept(_ fd: Int32, revents: Int16) {
+        guard let entry = kept.take(fd) else { return }
+        switch KeptInput.of(fd, revents: revents) {
+        case .nothing:
+            kept.keep(entry.connection, peer: entry.peer)
+        case .gone:
+            KeptConnections.close(entry)
+        case .request(let request):
+            guard request.keys.value("mode") == "app", request.keys.values("op") == ["preflight"] else {
+                log.log(.warning, "uid \(entry.peer.uid) pid \(entry.peer.pid): a request other than a preflight "
+                        + "on a connection kept for preflights: closed")
+                KeptConnections.close(entry)
+                return
+            }
+            // As a new connection's: accepted now, so a helper it goes to judges it by now.
+            serve(Waiting(connection: entry.connection, peer: entry.peer, acceptedAt: BootClock.nanos(),
+                          deadline: MonotonicClock.millis()), request)
         }
     }
 

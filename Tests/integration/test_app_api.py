@@ -335,6 +335,165 @@ def test_a_lockout_reached_elsewhere_is_seen_by_the_next_preflight(world, inst):
         assert preflights_started(world, mark, pid) == 1
 
 
+def probe_sockets(pid: int) -> list:
+    """The socket inodes among a process's open files."""
+    found = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except FileNotFoundError:
+            continue
+        if target.startswith("socket:["):
+            found.append(target)
+    return found
+
+
+def test_a_programs_preflights_share_one_kept_connection(world):
+    """A program's preflights go over one connection to the service, kept open between
+    calls (keep=1, kept=1): after three calls and after fifty more the program holds one
+    socket, the same one. Every answer is still the service's of the moment (the lockout
+    tests above pass over this connection)."""
+    mark = world.syslog.mark()
+    started_at = time.monotonic()
+    pt = world.start("can", "biometrics", "--repeat", "3", "--then", "pause",
+                     "--then", "can", "biometrics", "--repeat", "50", "--then", "pause")
+    pt.expect(re.compile(r"PAUSED pid=(\d+)"), timeout=40)
+    pid = int(pt.child.match.group(1))
+    first = probe_sockets(pid)
+    pt.sendline("")
+    pt.expect(re.compile(r"PAUSED pid=\d+"), timeout=40)
+    second = probe_sockets(pid)
+    pt.sendline("")
+    res = pt.finish(timeout=60)
+    from appbed import RESULT, parse_result
+    results = [parse_result(m) for m in RESULT.findall(res.output.replace("\r", ""))]
+    assert len(results) == 53 and {r["success"] for r in results} == {"1"}, res.output
+    assert len(first) == 1 and first == second, (first, second)
+    took = time.monotonic() - started_at
+    assert 1 <= wait_preflights(world, mark, 1) <= 1 + int(took // RECORD_S)
+
+
+def test_a_kept_connection_the_service_closed_is_replaced_without_a_failure(world, inst):
+    """The service restarted (an upgrade, a crash) while a program keeps its connection:
+    the program's next preflight finds it closed, asks again on a new connection, and gets
+    its answer; no call fails."""
+    pt = world.start("can", "biometrics", "--repeat", "3", "--then", "pause",
+                     "--then", "can", "biometrics", "--repeat", "3")
+    pt.expect(re.compile(r"PAUSED pid=(\d+)"), timeout=40)
+    pid = int(pt.child.match.group(1))
+    before = probe_sockets(pid)
+    world.service.stop()
+    replacement = inst.serve(world.syslog)
+    try:
+        pt.sendline("")
+        res = pt.finish(timeout=60)
+    finally:
+        replacement.stop()
+    from appbed import RESULT, parse_result
+    results = [parse_result(m) for m in RESULT.findall(res.output.replace("\r", ""))]
+    assert len(before) == 1, before
+    assert len(results) == 6 and {r["success"] for r in results} == {"1"}, res.output
+
+
+# A program of the user's own speaking the protocol by hand on kept connections: prints,
+# as JSON, what each step got back (the answer's keys, and whether the service then closed).
+KEEPER = r"""
+import json, socket, struct, sys
+path, user = sys.argv[1], sys.argv[2]
+
+def request(op="preflight", keep=True):
+    kv = dict(version="1", mode="app", op=op, policy="biometrics", user=user, service="keeper",
+              tty="", rhost="", ruser="", silent="0", stdin_tty="0", display="0", locale="",
+              language="", caller_uid="0", pid="1")
+    if keep:
+        kv["keep"] = "1"
+    payload = "\n".join(f"{k}={v}" for k, v in kv.items()).encode()
+    return struct.pack(">I", len(payload) + 1) + b"Q" + payload
+
+def answer(s):
+    buf = b""
+    while True:
+        while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
+            n = struct.unpack(">I", buf[:4])[0]
+            kind, payload, buf = buf[4:5], buf[5:4 + n], buf[4 + n:]
+            if kind == b"R":
+                return dict(l.split("=", 1) for l in payload.decode().split("\n"))
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:   # closed with the request unread
+            return None
+        if not chunk:
+            return None
+        buf += chunk
+
+def closed(s):
+    s.settimeout(10)
+    try:
+        return s.recv(1) == b""
+    except (socket.timeout, ConnectionResetError):
+        return False
+
+def connect():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(path)
+    return s
+
+out = {}
+# Asked once (the helper that records the enrolled set may answer this one).
+first = connect(); first.sendall(request()); out["first"] = answer(first); first.close()
+kept = connect()
+kept.sendall(request()); out["a"] = answer(kept)
+kept.sendall(request()); out["b"] = answer(kept)
+kept.sendall(request(op="evaluate")); out["evaluate_closed"] = answer(kept) is None
+# One after another: connections still waiting for their request count against the
+# user's limit of requests at once, a limit of its own.
+many, out["many"] = [], []
+for _ in range(5):
+    s = connect()
+    s.sendall(request())
+    out["many"].append(answer(s))
+    many.append(s)
+out["fifth_closed"] = closed(many[4])
+out["fourth_closed"] = False
+many[3].settimeout(0.5)
+try:
+    out["fourth_closed"] = many[3].recv(1) == b""
+except socket.timeout:
+    pass
+unkept = connect(); unkept.sendall(request(keep=False)); out["unkept"] = answer(unkept)
+out["unkept_closed"] = closed(unkept)
+print("OUT " + json.dumps(out), flush=True)
+"""
+
+
+def test_the_service_keeps_a_connection_only_for_preflights_and_only_a_few_per_user(world):
+    """By hand: two preflights on one connection are both answered and it stays open
+    (kept=1); anything else sent on it closes it unanswered; four kept per user at most (the
+    fifth is answered and closed), and a request without keep=1 is closed as before."""
+    script = world.app.parent / "keeper.py"
+    script.write_text(KEEPER)
+    script.chmod(0o644)
+    pt = system.run_on_pty(["/usr/bin/python3", str(script), str(world.service.socket), world.user.name],
+                           user=world.user, prefix=namespace_prefix(world.syslog), timeout=60)
+    res = pt.finish(timeout=60)
+    found = re.findall(r"OUT (\{.*\})", res.output)
+    assert len(found) == 1, res.output
+    import json
+    out = json.loads(found[0])
+    assert out["first"]["code"] == "0", out
+    assert (out["a"]["code"], out["a"].get("kept")) == ("0", "1"), out
+    assert (out["b"]["code"], out["b"].get("kept")) == ("0", "1"), out
+    assert out["a"]["domain_state"] == out["b"]["domain_state"]
+    assert out["evaluate_closed"] is True, out
+    assert [a.get("kept") for a in out["many"]] == ["1", "1", "1", "1", None], out
+    assert {a["code"] for a in out["many"]} == {"0"}, out
+    assert out["fifth_closed"] is True and out["fourth_closed"] is False, out
+    assert out["unkept"]["code"] == "0" and "kept" not in out["unkept"] and out["unkept_closed"], out
+    assert any("a request other than a preflight on a connection kept for preflights" in m
+               for i, m in world.syslog.lines if i == "localauthd"), world.syslog.lines
+
+
 def result_lines(res) -> tuple:
     from appbed import RESULT, parse_result
     found = [parse_result(m) for m in RESULT.findall(res.output.replace("\r", ""))]
