@@ -147,3 +147,68 @@ static inline int la_accept_cloexec(int fd)
 {
     return accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 }
+
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+/* One message with descriptors (SCM_RIGHTS): localauthd hands a request's connection and
+ * its peer's pidfd to a helper it started ahead (SpareHelper). CMSG_* are macros Swift
+ * cannot call. Returns sendmsg's result. */
+static inline long la_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
+{
+    if (nfds < 0 || nfds > 4)
+        return -1;
+    char control[CMSG_SPACE(4 * sizeof(int))];
+    memset(control, 0, sizeof control);
+    struct iovec iov = { (void *)buf, len };
+    struct msghdr msg = { 0 };
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+    return sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
+
+/* The counterpart: the message into `buf`, up to `maxfds` descriptors (close-on-exec) into
+ * `fds` and their number into `*nfds`. A message whose descriptors were cut short
+ * (MSG_CTRUNC) closes what came and fails with EMSGSIZE. */
+static inline long la_recv_fds(int sock, void *buf, size_t len, int *fds, int maxfds, int *nfds)
+{
+    char control[CMSG_SPACE(4 * sizeof(int))];
+    struct iovec iov = { buf, len };
+    struct msghdr msg = { 0 };
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    *nfds = 0;
+    long n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0)
+        return n;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        int count = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        int *got = (int *)CMSG_DATA(c);
+        for (int i = 0; i < count; i++) {
+            if (*nfds < maxfds && *nfds < 4)
+                fds[(*nfds)++] = got[i];
+            else
+                close(got[i]);
+        }
+    }
+    if (msg.msg_flags & MSG_CTRUNC) {
+        for (int i = 0; i < *nfds; i++)
+            close(fds[i]);
+        *nfds = 0;
+        errno = EMSGSIZE;
+        return -1;
+    }
+    return n;
+}

@@ -9,8 +9,9 @@ import LocalAuth
 import LocalAuthProtocol
 
 // Root's module, localauthd for a peer that is not root (Unprivileged.swift), or
-// localauthd for either (ServicePeer).
-let launch = Launch(arguments: CommandLine.arguments)
+// localauthd for either (ServicePeer); a helper localauthd started ahead first waits for
+// its request's connection (SpareWait).
+let launch = Launch(arguments: SpareWait.arguments(CommandLine.arguments))
 
 // Before anything else: out of the caller's cgroup, which may be the user's to freeze or
 // throttle (CgroupEscape). Logged once the options say how much to log. Under localauthd

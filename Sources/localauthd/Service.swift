@@ -20,6 +20,8 @@ struct Service {
     private var waiting: [Waiting] = []
     /// Connections an application keeps open for its next preflights (KeptConnections).
     private var kept = KeptConnections()
+    /// The helper started ahead of the next request (SpareHelper; nil with --spare no).
+    private var spare: SpareHelper?
     private var idleSince = MonotonicClock.millis()
     /// logind's sleep announcements and new sessions (nil where there is no bus to follow).
     private var logind: LogindWatch?
@@ -64,16 +66,26 @@ struct Service {
         waitMask = previous
     }
 
-    /// Runs until asked to stop or idle for `idleExitSeconds`; returns why it ended.
+    /// Runs until asked to stop or idle for `idleExitSeconds`; returns why it ended. The
+    /// spare helper goes with it (running helpers finish their requests).
     mutating func run() -> String {
+        startSpare()
+        let why = serveUntilTheEnd()
+        spare?.discard()
+        spare = nil
+        return why
+    }
+
+    private mutating func serveUntilTheEnd() -> String {
         let watchdog = Watchdog()
         while true {
             // The listener, logind's bus (or -1: ignored by poll), the configuration's
-            // directory, the helpers, the connections waiting for their request, then the
-            // connections kept open for preflights.
+            // directory, the spare helper's exit, the helpers, the connections waiting for
+            // their request, then the connections kept open for preflights.
             var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: logind?.fd ?? -1, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: configWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+                       pollfd(fd: configWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: spare?.pidfd ?? -1, events: Int16(POLLIN), revents: 0)]
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
                 + waiting.map { pollfd(fd: $0.connection, events: Int16(POLLIN), revents: 0) }
                 + kept.fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
@@ -89,9 +101,10 @@ struct Service {
             if MonotonicClock.millis() - configCheckedAt >= 1000 { rereadConfigIfChanged() }
             if ready > 0 {
                 if fds[1].revents != 0 { followLogind() }
-                let helpers = fds[3..<(3 + running.count)]
-                let requests = fds[(3 + running.count)..<(3 + running.count + waiting.count)]
-                let keptReady = fds[(3 + running.count + waiting.count)...].filter { $0.revents != 0 }
+                if fds[3].revents != 0 { spareEnded() }
+                let helpers = fds[4..<(4 + running.count)]
+                let requests = fds[(4 + running.count)..<(4 + running.count + waiting.count)]
+                let keptReady = fds[(4 + running.count + waiting.count)...].filter { $0.revents != 0 }
                 reap(helpers.filter { $0.revents != 0 }.map(\.fd))
                 serve(requests.filter { $0.revents != 0 }.map(\.fd))
                 for ready in keptReady { serveKept(ready.fd, revents: ready.revents) }
@@ -230,16 +243,43 @@ struct Service {
         }
     }
 
+    /// The request's helper: the spare started ahead when there is one, else one started
+    /// now; then the next spare.
     private mutating func start(_ held: Waiting) {
         defer { held.release() }
         let peer = held.peer
-        switch Worker.start(for: peer, connection: held.connection, acceptedAt: held.acceptedAt, arguments: arguments) {
+        let ahead = spare.flatMap { $0.take(held, arguments: arguments) }
+        spare = nil
+        let outcome = ahead.map { Result<Worker, Worker.Problem>.success($0) }
+            ?? Worker.start(for: peer, connection: held.connection, acceptedAt: held.acceptedAt, arguments: arguments)
+        switch outcome {
         case .success(let worker):
             running.append(worker)
-            log.log(.info, "uid \(peer.uid) pid \(peer.pid) (\(peer.source)): helper pid \(worker.pid)")
+            log.log(.info, "uid \(peer.uid) pid \(peer.pid) (\(peer.source)): helper pid \(worker.pid)"
+                    + (ahead != nil ? " (started ahead)" : ""))
+            startSpare()
         case .failure(let problem):
             log.log(.error, "a request of uid \(peer.uid) (pid \(peer.pid)) could not start the helper: \(problem.text)")
         }
+    }
+
+    /// The next request's helper, started now (SpareHelper). A failure is logged; that
+    /// request then starts its own.
+    private mutating func startSpare() {
+        guard arguments.spare, spare == nil else { return }
+        switch SpareHelper.start(arguments: arguments) {
+        case .success(let started): spare = started
+        case .failure(let problem): log.log(.warning, "no helper started ahead: \(problem.text)")
+        }
+    }
+
+    /// The spare ended before any request (killed, or it failed to start): reaped, and not
+    /// replaced until the next request, so a helper that cannot start is not started in a loop.
+    private mutating func spareEnded() {
+        guard let ended = spare else { return }
+        spare = nil
+        ended.reap()
+        log.log(.warning, "the helper started ahead (pid \(ended.pid)) ended before a request")
     }
 
     /// logind's news (sessions are recorded inside); if the system prepares to sleep, every

@@ -24,6 +24,9 @@ struct ServiceArguments {
     /// `--absent-answer no`: every sign-in goes to a helper, fprintd absent too (ReaderAbsent),
     /// so that the helper's own answer for that case stays tested.
     var answerAbsent = true
+    /// `--spare no`: no helper started ahead of the next request (SpareHelper), so that a
+    /// helper started for its request stays tested.
+    var spare = true
 
     /// The helper installed beside this program (PREFIX/libexec/localauth/): the one the
     /// package or `scripts/install` put there with it.
@@ -40,6 +43,7 @@ struct ServiceArguments {
     static let usage = """
         usage: localauthd [--listen PATH] [--helper PATH] [--config PATH] [--idle-exit SECONDS]
                           [--per-user-limit N] [--peer-pidfd kernel|pid] [--absent-answer yes|no]
+                          [--spare yes|no]
         """
 
     static func parse(_ words: [String]) -> Result<ServiceArguments, Problem> {
@@ -56,11 +60,11 @@ struct ServiceArguments {
                     return .failure(Problem(text: "--peer-pidfd takes kernel or pid, not `\(value)`"))
                 }
                 parsed.pinByPID = value == "pid"
-            case "--absent-answer":
+            case "--absent-answer", "--spare":
                 guard value == "yes" || value == "no" else {
-                    return .failure(Problem(text: "--absent-answer takes yes or no, not `\(value)`"))
+                    return .failure(Problem(text: "\(word) takes yes or no, not `\(value)`"))
                 }
-                parsed.answerAbsent = value == "yes"
+                if word == "--spare" { parsed.spare = value == "yes" } else { parsed.answerAbsent = value == "yes" }
             case "--idle-exit", "--per-user-limit":
                 guard let n = Int(value), (0...86_400).contains(n) else {
                     return .failure(Problem(text: "\(word) takes a number of 0 to 86400, not `\(value)`"))

@@ -22,6 +22,14 @@ struct Worker {
                       arguments: ServiceArguments) -> Result<Worker, Problem> {
         let argv = [arguments.helperPath, "--service-peer-uid", String(peer.uid), "--service-peer-pid",
                     String(peer.pid), "--service-accepted-at", String(acceptedAt), "--config", arguments.configPath]
+        return spawn(argv, input: connection, pidfd: peer.pidfd, helperPath: arguments.helperPath)
+            .map { Worker(pid: $0.pid, pidfd: $0.pidfd, uid: peer.uid) }
+    }
+
+    /// `argv` with fd 0 and 1 on `input`, fd 2 on /dev/null, fd 3 on `pidfd` (or /dev/null),
+    /// and the helper's session, signals and environment above; its pid and a pidfd of it.
+    static func spawn(_ argv: [String], input: Int32, output: Int32? = nil, pidfd: Int32?,
+                      helperPath: String) -> Result<(pid: pid_t, pidfd: Int32), Problem> {
         let devnull = open("/dev/null", O_RDWR | O_CLOEXEC)
         guard devnull >= 0 else { return .failure(Problem(text: "/dev/null: \(String(cString: strerror(errno)))")) }
         defer { close(devnull) }
@@ -30,10 +38,10 @@ struct Worker {
         defer { posix_spawn_file_actions_destroy(&actions) }
         // In this order: fd 0-2 are held open by the service (ensureStandardDescriptors), so
         // neither the connection nor the pidfd sits on 0-3 except where it is put.
-        posix_spawn_file_actions_adddup2(&actions, connection, 0)
-        posix_spawn_file_actions_adddup2(&actions, connection, 1)
+        posix_spawn_file_actions_adddup2(&actions, input, 0)
+        posix_spawn_file_actions_adddup2(&actions, output ?? input, 1)
         posix_spawn_file_actions_adddup2(&actions, devnull, 2)
-        posix_spawn_file_actions_adddup2(&actions, peer.pidfd, 3)
+        posix_spawn_file_actions_adddup2(&actions, pidfd ?? devnull, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -49,12 +57,12 @@ struct Worker {
         var pid: pid_t = 0
         let result = withCStrings(argv) { cargv in
             withCStrings(environment) { cenv in
-                posix_spawn(&pid, arguments.helperPath, &actions, &attributes, cargv, cenv)
+                posix_spawn(&pid, helperPath, &actions, &attributes, cargv, cenv)
             }
         }
-        guard result == 0 else { return .failure(Problem(text: "\(arguments.helperPath): \(String(cString: strerror(result)))")) }
-        let pidfd = la_pidfd_open(pid)
-        guard pidfd >= 0 else {
+        guard result == 0 else { return .failure(Problem(text: "\(helperPath): \(String(cString: strerror(result)))")) }
+        let watched = la_pidfd_open(pid)
+        guard watched >= 0 else {
             // Not watchable (out of descriptors): ended at once rather than waited for, which
             // would hold every other caller for as long as this request could run. Its
             // caller sees the connection close before any frame: the password.
@@ -64,7 +72,7 @@ struct Worker {
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             return .failure(Problem(text: "pidfd_open(\(pid)): \(why); the helper was stopped"))
         }
-        return .success(Worker(pid: pid, pidfd: pidfd, uid: peer.uid))
+        return .success((pid, watched))
     }
 
     /// Reaps the exited helper; nil for a normal exit, else how it ended.

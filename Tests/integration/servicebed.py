@@ -157,10 +157,29 @@ class Service:
         return [m for i, m in self.syslog.lines if i == ident]
 
     def helpers(self) -> list:
-        """The service's running children (its helpers)."""
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)],
+        """The service's running children that serve a request (its helpers): not the one
+        started ahead and still waiting for a request (`--service-spare`, its fd 3 still
+        /dev/null; a spare that took a request has the peer's pidfd there)."""
+        return [pid for pid, spare in self._children() if not spare]
+
+    def spares(self) -> list:
+        """The service's child started ahead and waiting for the next request."""
+        return [pid for pid, spare in self._children() if spare]
+
+    def _children(self) -> list:
+        out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(self.proc.pid)],
                              capture_output=True, text=True).stdout
-        return out.split()
+        found = []
+        for line in out.splitlines():
+            if not line.strip():
+                continue
+            pid = line.split()[0]
+            try:
+                waiting = "--service-spare" in line and os.readlink(f"/proc/{pid}/fd/3") == "/dev/null"
+            except OSError:
+                continue          # gone meanwhile
+            found.append((pid, waiting))
+        return found
 
     def stop(self):
         system.stop_popen(self.proc)      # localauthd removes the socket it bound

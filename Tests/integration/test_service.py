@@ -526,6 +526,84 @@ def test_a_service_restarted_between_two_requests_serves_both(e2e, inst, syslog)
         first.stop()
 
 
+# --- the helper started ahead of the next request ---------------------------------------
+
+def ended(pid: str) -> bool:
+    """The process is gone or a zombie (reaped by nobody yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_a_request_is_served_by_the_helper_started_ahead_and_the_next_one_is_started(e2e, inst, syslog):
+    """The service starts one helper ahead (`--service-spare`): the next request is
+    handed to it (its connection and the peer's pidfd), it serves it as a helper started
+    for it would (the finger, the state), and another is started for the request after."""
+    service = Service(inst, syslog)
+    try:
+        wait_until("a spare helper", lambda: len(service.spares()) == 1)
+        (first,) = service.spares()
+        e2e.args.append(f"service={service.socket}")
+        e2e.service = e2e.stack()
+        e2e.first_password()
+        r = e2e.run([ENROLLED])
+        assert (r.status, r.results) == (0, ["verify-match"]), r
+        syslog._sync()
+        assert any(m.endswith(f"helper pid {first} (started ahead)") for m in service.lines("localauthd")), \
+            service.lines("localauthd")
+        wait_until("the next spare", lambda: len(service.spares()) == 1 and service.spares() != [first])
+        assert ended(first)
+    finally:
+        service.stop()
+
+
+def test_a_spare_that_ended_or_a_replaced_helper_file_gets_a_helper_started_for_the_request(e2e, inst, syslog):
+    """A spare killed before any request is reaped and not used (the request's helper is
+    started for it); after the helper file is replaced (an upgrade), the spare started from
+    the old file is stopped and not used either. Every request gets the finger."""
+    service = Service(inst, syslog)
+    try:
+        e2e.args.append(f"service={service.socket}")
+        e2e.service = e2e.stack()
+        e2e.first_password()
+        wait_until("a spare helper", lambda: len(service.spares()) == 1)
+        (killed,) = service.spares()
+        os.kill(int(killed), signal.SIGKILL)
+        wait_until("the killed spare reaped", lambda: not Path(f"/proc/{killed}").exists())
+        mark = syslog.mark()
+        r = e2e.run([ENROLLED])
+        assert (r.status, r.results) == (0, ["verify-match"]), r
+        syslog._sync()
+        lines = [m for i, m in syslog.lines[mark:] if i == "localauthd"]
+        assert any(" helper pid " in m and "(started ahead)" not in m for m in lines), lines
+        assert any(f"helper started ahead (pid {killed}) ended before a request" in m
+                   for i, m in syslog.lines if i == "localauthd"), syslog.lines
+        # An upgrade: the helper's file replaced by a rename while a spare waits.
+        wait_until("a new spare", lambda: len(service.spares()) == 1)
+        (old,) = service.spares()
+        fresh = inst.helper.with_name(inst.helper.name + ".new")
+        shutil.copy2(inst.helper, fresh)
+        os.replace(fresh, inst.helper)
+        mark = syslog.mark()
+        r = e2e.run([ENROLLED])
+        assert (r.status, r.results) == (0, ["verify-match"]), r
+        syslog._sync()
+        lines = [m for i, m in syslog.lines[mark:] if i == "localauthd"]
+        assert any(" helper pid " in m and "(started ahead)" not in m for m in lines), lines
+        wait_until("the old spare gone", lambda: ended(old))
+    finally:
+        service.stop()
+
+
+def test_a_stopped_service_leaves_no_spare_behind(inst, syslog):
+    service = Service(inst, syslog)
+    wait_until("a spare helper", lambda: len(service.spares()) == 1)
+    (spare,) = service.spares()
+    service.stop()
+    wait_until("the spare gone", lambda: not Path(f"/proc/{spare}").exists() or ended(spare))
+
+
 # --- applications: the library reaches the service; no setuid program is needed ---------
 
 @pytest.fixture(scope="module")

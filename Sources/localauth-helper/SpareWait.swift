@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import LocalAuth
+
+/// A helper localauthd started ahead of a request (`--service-spare`; SpareHelper in
+/// localauthd), so that its start-up (loading its libraries, the Swift runtime) is over
+/// before a caller waits for it. Before anything else it waits here for one message on
+/// fd 0, localauthd's end of a socket pair: the request's connection and its peer's pidfd
+/// (SCM_RIGHTS), with the text `UID\nPID\nNANOS\nCONFIG`. The connection then goes on fd 0
+/// and 1 and the pidfd on fd 3, and the helper runs as one started with
+/// `--service-peer-uid UID --service-peer-pid PID --service-accepted-at NANOS --config
+/// CONFIG`: every check Launch makes of those applies unchanged.
+///
+/// Nothing of a request is known before the message: the configuration, the state and the
+/// caller are all read after it, as in a helper started for the request.
+enum SpareWait {
+    static let flag = "--service-spare"
+
+    /// The arguments to run with: `given`, unless it is a spare's (then after the wait).
+    /// Only root's spare waits; anyone else's is left to Launch, which refuses the flag.
+    static func arguments(_ given: [String]) -> [String] {
+        guard given.count == 2, given[1] == flag, getuid() == 0, geteuid() == 0 else { return given }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var fds: [Int32] = [-1, -1, -1, -1]
+        var count: Int32 = 0
+        var n: Int
+        repeat {
+            n = buffer.withUnsafeMutableBytes { raw in
+                fds.withUnsafeMutableBufferPointer { la_recv_fds(0, raw.baseAddress, raw.count, $0.baseAddress, 4, &count) }
+            }
+        } while n < 0 && errno == EINTR
+        // localauthd closed its end (it stopped, or let this spare go): nothing was asked.
+        if n == 0 { exit(0) }
+        let log = SyslogSink(ident: "localauth-helper")
+        guard n > 0 else {
+            log.log(.error, "a spare helper's wait failed: \(String(cString: strerror(errno)))")
+            exit(1)
+        }
+        let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        guard count == 2, fields.count == 4 else {
+            for i in 0..<Int(count) { close(fds[i]) }
+            log.log(.error, "a spare helper got a message it cannot read (\(count) descriptors, \(fields.count) fields)")
+            exit(1)
+        }
+        let (connection, pidfd) = (fds[0], fds[1])
+        guard dup2(connection, 0) == 0, dup2(connection, 1) == 1, dup2(pidfd, ServicePeer.descriptor) == ServicePeer.descriptor else {
+            log.log(.error, "a spare helper could not take its connection: \(String(cString: strerror(errno)))")
+            exit(1)
+        }
+        for fd in [connection, pidfd] where fd > ServicePeer.descriptor { close(fd) }
+        return [given[0], "--service-peer-uid", String(fields[0]), "--service-peer-pid", String(fields[1]),
+                "--service-accepted-at", String(fields[2]), "--config", String(fields[3])]
+    }
+}
