@@ -101,18 +101,22 @@ public enum StorageStamp {
     }
 
     /// Whether `recorded` (a stamp `of` made) describes the storage as it is now.
+    /// Split by bytes, not Characters: localauthd asks this for every preflight it answers.
     public static func stillMatches(_ recorded: String, fprintDir: String, user: String) -> Bool {
         guard isPlainName(user) else { return false }
-        let lines = recorded.split(separator: "\n", omittingEmptySubsequences: false)
-        guard let first = lines.first, first.hasPrefix(".\t"), lines.count <= maxEntries else { return false }
+        let lines = recorded.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        guard let first = lines.first, first.starts(with: ".\t".utf8), lines.count <= maxEntries else { return false }
         let base = fprintDir + "/" + user
         for line in lines {
-            guard let tab = line.firstIndex(of: "\t") else { return false }
-            let relative = String(line[..<tab])
-            guard relative == "." || relative.split(separator: "/").allSatisfy({ isPlainName(String($0)) }) else {
+            guard let tab = line.firstIndex(of: UInt8(ascii: "\t")) else { return false }
+            let relative = String(Substring(line[..<tab]))
+            guard relative == "." || relative.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+                .allSatisfy({ isPlainName(String(Substring($0))) }) else {
                 return false
             }
-            guard entry(relative, path: relative == "." ? base : base + "/" + relative) == line else { return false }
+            guard entry(relative, path: relative == "." ? base : base + "/" + relative).utf8.elementsEqual(line) else {
+                return false
+            }
         }
         return true
     }

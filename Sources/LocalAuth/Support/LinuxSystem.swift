@@ -50,13 +50,22 @@ public final class LinuxSystem: SystemFacts {
     }
 
     /// The rule above over the file's bytes: the first line whose name field is `user`.
+    /// A walk over the bytes, with nothing copied: localauthd applies it for every
+    /// preflight it answers.
     static func usablePassword(in shadow: [UInt8], for user: String) -> Bool? {
         let name = Array(user.utf8)
-        for line in shadow.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
-            let fields = line.split(separator: UInt8(ascii: ":"), maxSplits: 2, omittingEmptySubsequences: false)
-            guard fields.count >= 2, Array(fields[0]) == name else { continue }
-            guard let first = fields[1].first else { return false }
-            return !(first == UInt8(ascii: "!") || first == UInt8(ascii: "*"))
+        let colon = UInt8(ascii: ":"), newline = UInt8(ascii: "\n")
+        var start = 0
+        while start < shadow.count {
+            var end = start
+            while end < shadow.count && shadow[end] != newline { end += 1 }
+            let afterName = start + name.count
+            if afterName < end, shadow[afterName] == colon, shadow[start..<afterName].elementsEqual(name) {
+                guard afterName + 1 < end, shadow[afterName + 1] != colon else { return false }
+                let first = shadow[afterName + 1]
+                return !(first == UInt8(ascii: "!") || first == UInt8(ascii: "*"))
+            }
+            start = end + 1
         }
         return nil
     }
