@@ -166,9 +166,8 @@ struct Service {
             close(connection)
             return
         }
-        let limit = peer.uid == 0 ? arguments.rootLimit : arguments.perUserLimit
-        let already = running.filter { $0.uid == peer.uid }.count + waiting.filter { $0.peer.uid == peer.uid }.count
-        guard already < limit else {
+        let already = requestsRunning(of: peer.uid)
+        guard already < limit(of: peer.uid) else {
             log.log(.warning, "a request of uid \(peer.uid) (pid \(peer.pid)) refused: \(already) of its requests "
                     + "run already, the limit for \(peer.uid == 0 ? "root's callers" : "a user")")
             close(peer.pidfd)
@@ -193,8 +192,19 @@ struct Service {
         }
     }
 
-    /// One request that has come: answered here, or handed to a helper.
-    private mutating func serve(_ held: Waiting, _ request: RequestPeek) {
+    /// Requests of `uid` that run (their helpers) or wait for their request, against
+    /// `limit(of:)`.
+    private func requestsRunning(of uid: uid_t) -> Int {
+        running.filter { $0.uid == uid }.count + waiting.filter { $0.peer.uid == uid }.count
+    }
+
+    private func limit(of uid: uid_t) -> Int {
+        uid == 0 ? arguments.rootLimit : arguments.perUserLimit
+    }
+
+    /// One request that has come: answered here, or handed to a helper. `mayStartHelper`
+    /// false (a kept connection's user at its limit of helpers): closed instead.
+    private mutating func serve(_ held: Waiting, _ request: RequestPeek, mayStartHelper: Bool = true) {
         idleSince = MonotonicClock.millis()
         let keep = request.keys.value("keep") == "1" && kept.mayKeep(uid: held.peer.uid)
         if let answer = preflight.answer(held.connection, request: request, peer: held.peer, options: options, keep: keep) {
@@ -205,8 +215,12 @@ struct Service {
             log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
                     + "result=biometryNotAvailable reason=reader-unreachable, no helper: \(cause)")
             held.release()
-        } else {
+        } else if mayStartHelper {
             start(held)
+        } else {
+            log.log(.warning, "a preflight of uid \(held.peer.uid) (pid \(held.peer.pid)) on a kept connection "
+                    + "refused: \(requestsRunning(of: held.peer.uid)) of its requests run already")
+            held.release()
         }
     }
 
@@ -229,8 +243,10 @@ struct Service {
                 return
             }
             // As a new connection's: accepted now, so a helper it goes to judges it by now.
+            // Counted against the user's limit as a new connection is, if it needs a helper.
             serve(Waiting(connection: entry.connection, peer: entry.peer, acceptedAt: BootClock.nanos(),
-                          deadline: MonotonicClock.millis()), request)
+                          deadline: MonotonicClock.millis()), request,
+                  mayStartHelper: requestsRunning(of: entry.peer.uid) < limit(of: entry.peer.uid))
         }
     }
 
