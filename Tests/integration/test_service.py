@@ -558,6 +558,17 @@ def test_a_request_is_served_by_the_helper_started_ahead_and_the_next_one_is_sta
         service.stop()
 
 
+def finger_through_a_helper_started_for_it(e2e, syslog):
+    """One sign-in with the finger; the service's line for it names a helper it started for
+    the request, not one started ahead."""
+    mark = syslog.mark()
+    r = e2e.run([ENROLLED])
+    assert (r.status, r.results) == (0, ["verify-match"]), r
+    syslog._sync()
+    lines = [m for i, m in syslog.lines[mark:] if i == "localauthd"]
+    assert any(" helper pid " in m and "(started ahead)" not in m for m in lines), lines
+
+
 def test_a_spare_that_ended_or_a_replaced_helper_file_gets_a_helper_started_for_the_request(e2e, inst, syslog):
     """A spare killed before any request is reaped and not used (the request's helper is
     started for it); after the helper file is replaced (an upgrade), the spare started from
@@ -571,12 +582,7 @@ def test_a_spare_that_ended_or_a_replaced_helper_file_gets_a_helper_started_for_
         (killed,) = service.spares()
         os.kill(int(killed), signal.SIGKILL)
         wait_until("the killed spare reaped", lambda: not Path(f"/proc/{killed}").exists())
-        mark = syslog.mark()
-        r = e2e.run([ENROLLED])
-        assert (r.status, r.results) == (0, ["verify-match"]), r
-        syslog._sync()
-        lines = [m for i, m in syslog.lines[mark:] if i == "localauthd"]
-        assert any(" helper pid " in m and "(started ahead)" not in m for m in lines), lines
+        finger_through_a_helper_started_for_it(e2e, syslog)
         assert any(f"helper started ahead (pid {killed}) ended before a request" in m
                    for i, m in syslog.lines if i == "localauthd"), syslog.lines
         # An upgrade: the helper's file replaced by a rename while a spare waits.
@@ -585,12 +591,7 @@ def test_a_spare_that_ended_or_a_replaced_helper_file_gets_a_helper_started_for_
         fresh = inst.helper.with_name(inst.helper.name + ".new")
         shutil.copy2(inst.helper, fresh)
         os.replace(fresh, inst.helper)
-        mark = syslog.mark()
-        r = e2e.run([ENROLLED])
-        assert (r.status, r.results) == (0, ["verify-match"]), r
-        syslog._sync()
-        lines = [m for i, m in syslog.lines[mark:] if i == "localauthd"]
-        assert any(" helper pid " in m and "(started ahead)" not in m for m in lines), lines
+        finger_through_a_helper_started_for_it(e2e, syslog)
         wait_until("the old spare gone", lambda: ended(old))
     finally:
         service.stop()
