@@ -42,8 +42,8 @@ QUIT_WAIT = 10     # seconds qemu may take to exit after quit (or a signal)
 # Boots (or resets) more when the guest's kernel oopsed in its boot (kernel_oopsed). Two
 # loaded CI runs of six met the oops twice in a row (sched_clock_idle_wakeup_event at 3.5 s:
 # an instruction half rewritten as the kernel patched a static key while the other vCPU ran
-# it). An oops is seen within seconds of the boot, so booting again is cheap. Not used:
-# `tsc=unstable`, which keeps that key unpatched but moves every test's guest clock to HPET.
+# it; `tsc=unstable` below takes that patching away). An oops is seen within seconds of the
+# boot, so booting again is cheap.
 BOOTS_AFTER_AN_OOPS = 4
 PR_SET_PDEATHSIG = 1
 
@@ -140,7 +140,12 @@ class Machine:
         kernel = img / "vmlinux" if (img / "vmlinux").exists() else img / "vmlinuz"
         # console=ttyS0 only: the kernel's messages go to the serial log, not onto tty1,
         # whose text the tests read.
-        append = "root=LABEL=localauth-vm rw console=ttyS0,115200 net.ifnames=1"
+        # tsc=unstable: the guest's kernel never marks its sched_clock stable (it runs on
+        # HPET instead), so it never patches that static key's branches in place while the
+        # other vCPU runs them: not at 3.5 s into the boot (the oops above), nor later, when
+        # a clocksource watchdog under a loaded host would mark the TSC unstable. Under
+        # QEMU's multi-threaded emulator such patching can leave a vCPU half an instruction.
+        append = "root=LABEL=localauth-vm rw console=ttyS0,115200 net.ifnames=1 tsc=unstable"
         if self.desktop:
             append += " systemd.unit=graphical.target"
         if self.accel == "kvm":
