@@ -3,12 +3,14 @@ import Glibc
 #endif
 import LocalAuth
 
-/// Root's configuration file as the service last read it. The helpers read the file for
-/// each request; the service keeps two things of it between requests (the bus it follows
-/// and asks about fprintd, and the state directory its records go to), so it reads the
-/// file again when it changed: an administrator who edits `dbus_address` or `state_dir`
-/// needs no restart, and until the edit is read nothing of the old one is lost.
-struct ConfigStamp: Equatable {
+/// A file as the service last saw it (device, inode, size, times). Root's configuration:
+/// the helpers read the file for each request; the service keeps two things of it between
+/// requests (the bus it follows and asks about fprintd, and the state directory its
+/// records go to), so it reads the file again when it changed: an administrator who edits
+/// `dbus_address` or `state_dir` needs no restart, and until the edit is read nothing of
+/// the old one is lost. The helper's file: a helper started ahead (SpareHelper) is not used
+/// once it changed (an upgrade).
+struct FileStamp: Equatable {
     let device: UInt64
     let inode: UInt64
     let size: Int64
@@ -27,7 +29,7 @@ struct ConfigStamp: Equatable {
         changed = st.st_ctim
     }
 
-    static func == (a: ConfigStamp, b: ConfigStamp) -> Bool {
+    static func == (a: FileStamp, b: FileStamp) -> Bool {
         a.device == b.device && a.inode == b.inode && a.size == b.size
             && a.modified.tv_sec == b.modified.tv_sec && a.modified.tv_nsec == b.modified.tv_nsec
             && a.changed.tv_sec == b.changed.tv_sec && a.changed.tv_nsec == b.changed.tv_nsec

@@ -32,7 +32,7 @@ struct Service {
     /// What the service keeps of root's configuration, and the file's stamp when it was
     /// read (ConfigReload.swift): read again when the file changes.
     private var options: Options
-    private var configStamp: ConfigStamp?
+    private var configStamp: FileStamp?
     private var configCheckedAt: Int64 = 0
     /// The signal mask during the wait: the service's own, with SIGTERM and SIGINT open.
     private var waitMask = sigset_t()
@@ -45,7 +45,7 @@ struct Service {
         // Root's configuration: the bus to follow and to ask about fprintd, and where the
         // state is. Each helper reads it again for its request.
         configWatch = ConfigDirectoryWatch(configPath: arguments.configPath)
-        configStamp = ConfigStamp(path: arguments.configPath)
+        configStamp = FileStamp(path: arguments.configPath)
         options = Options.load(configPath: arguments.configPath, log: log)
         logind = LogindWatch.start(options: options, log: log)
         readerAbsent = arguments.answerAbsent ? ReaderAbsent(address: options.dbusAddress) : nil
@@ -124,7 +124,7 @@ struct Service {
     /// again only when the address, the state directory or the bus timeout did.
     private mutating func rereadConfigIfChanged() {
         configCheckedAt = MonotonicClock.millis()
-        let stamp = ConfigStamp(path: arguments.configPath)
+        let stamp = FileStamp(path: arguments.configPath)
         guard stamp != configStamp else { return }
         configStamp = stamp
         let now = Options.load(configPath: arguments.configPath, log: log)

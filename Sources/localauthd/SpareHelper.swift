@@ -22,10 +22,10 @@ struct SpareHelper {
     /// The service's end of the socket pair.
     let control: Int32
     /// The helper file's identity when the spare was started.
-    let stamp: FileIdentity
+    let stamp: FileStamp
 
     static func start(arguments: ServiceArguments) -> Result<SpareHelper, Worker.Problem> {
-        guard let stamp = FileIdentity(path: arguments.helperPath) else {
+        guard let stamp = FileStamp(path: arguments.helperPath) else {
             return .failure(Worker.Problem(text: "\(arguments.helperPath): \(String(cString: strerror(errno)))"))
         }
         var pair: [Int32] = [-1, -1]
@@ -49,7 +49,7 @@ struct SpareHelper {
     /// On failure (it ended, or the helper file changed) it is stopped and reaped here, and
     /// the caller starts a helper as before.
     func take(_ held: Waiting, arguments: ServiceArguments) -> Worker? {
-        guard FileIdentity(path: arguments.helperPath) == stamp else {
+        guard FileStamp(path: arguments.helperPath) == stamp else {
             discard()
             return nil
         }
@@ -81,20 +81,5 @@ struct SpareHelper {
         var status: Int32 = 0
         while waitpid(pid, &status, WNOHANG) < 0 && errno == EINTR {}
         close(pidfd)
-    }
-}
-
-/// A file's device, inode and change time: a package upgrade replaces the helper by a
-/// rename (a new inode); an edit in place changes the change time.
-struct FileIdentity: Equatable {
-    let dev: UInt64, ino: UInt64, ctimeSec: Int, ctimeNsec: Int
-
-    init?(path: String) {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        dev = UInt64(st.st_dev)
-        ino = UInt64(st.st_ino)
-        ctimeSec = Int(st.st_ctim.tv_sec)
-        ctimeNsec = Int(st.st_ctim.tv_nsec)
     }
 }
