@@ -17,7 +17,7 @@ import SystemEvents
 ///   the whole auth stack succeeded (where pam_faillock resets too). Trusted from root's
 ///   stack; from a peer that is not root a user can forge it, so there it proves nothing. sshd
 ///   reaches it after a public key on the handle where a wrong password failed, so a
-///   networked handle proves nothing either (the module checks it too). Where the account
+///   networked handle proves nothing either. Where the account
 ///   has a local hash, PAM_AUTHTOK must still be its password; only for an account without
 ///   one (SSSD, Kerberos) is the account phase itself the proof.
 enum AuthSucc {
@@ -35,14 +35,19 @@ enum AuthSucc {
         // that the module is never left writing to a helper that stopped reading.
         var password = readPassword(channel)
         defer { if password != nil { Crypto.wipe(&password!) } }
+        // The account phase of a login from elsewhere (sshd's, by key as by password) is
+        // recorded whatever else this request proves.
+        let remote = request.proof == .account
+            ? RemoteLogins.accountPhase(request, unprivileged: caller.unprivileged, options: options, log: log) : nil
         guard request.firstLine else {
-            return unchanged("authsucc without the first line in this handle")
+            if let remote, remote.recorded { return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: remote.said) }
+            return unchanged(joined(remote, "authsucc without the first line in this handle"))
         }
         let store = FileStateStore(directory: options.stateDir)
         if let refusal = proofRefusal(request, caller: caller, password: password, store: store,
                                       options: options, log: log) {
             log.log(.notice, "user \(request.user): lockout not cleared: \(refusal)")
-            return unchanged(refusal)
+            return unchanged(joined(remote, refusal))
         }
         DialogMatch.note(.password, request, options: options, log: log)  // a rights dialog's password
         return record(request, store: store, options: options, log: log)
@@ -51,6 +56,9 @@ enum AuthSucc {
     /// Why the password is not proven, or nil when it is.
     static func proofRefusal(_ request: HelperRequest, caller: Caller, password: [UInt8]?,
                              store: FileStateStore, options: Options, log: LogSink) -> String? {
+        // A password typed on another machine lifts no lockout of this one's reader, whatever
+        // the proof (the first line there got no finger either: Presence).
+        if request.isRemote { return "a login from another machine (PAM_RHOST \(Presence.printable(request.rhost))) clears no lockout" }
         // A request that names no proof (written by hand) gets the stricter one.
         switch request.proof ?? .authtok {
         case .account:
@@ -79,7 +87,7 @@ enum AuthSucc {
         }
     }
 
-    /// Why the request is from a networked handle (the module's rule, checked again):
+    /// Why the request is from a networked handle:
     /// any PAM_RHOST, loopback included (every `ssh -R` tunnel presents one), or sshd's
     /// PAM_TTY `ssh`; nil otherwise.
     static func networkedHandle(_ request: HelperRequest) -> String? {
@@ -146,6 +154,12 @@ enum AuthSucc {
         if watch.lockedBefore { return "password recorded, lockout cleared (\(failures) consecutive failed matches)" }
         if failures > 0 { return "password recorded, \(failures) failed matches forgotten (no lockout)" }
         return "password recorded (no lockout to clear)"
+    }
+
+    /// The remote login's record, if any, before why nothing else changed.
+    private static func joined(_ remote: RemoteLogins.AccountPhase?, _ why: String) -> String {
+        guard let remote else { return why }
+        return "\(remote.said); \(why)"
     }
 
     private static func unchanged(_ why: String) -> Frame {

@@ -10,8 +10,8 @@ import LocalAuthProtocol
 /// so what a remote login may have left behind is judged from these.
 ///
 /// * A remote login is recorded (RemoteLoginRecord) by localauthd as logind announces the
-///   session, by sshd's account phase (`account optional pam_localauth.so`,
-///   `mode=remotelogin` on a networked handle), and whenever a request sees a remote logind
+///   session, by sshd's account phase (`account optional pam_localauth.so`: `mode=authsucc
+///   proof=account` on a networked handle), and whenever a request sees a remote logind
 ///   session of the user open.
 /// * A local unlock is a finger at the machine itself (a virtual console, the greeter, the lock
 ///   screen: `CallerPlace.atTheMachine`), or a proven password on a handle that is no login
@@ -50,30 +50,33 @@ enum RemoteLogins {
         }
     }
 
-    /// `mode=remotelogin`: root's module in an account phase on a networked handle (sshd).
-    /// Never from a peer that is not root: a user could record a login, which only tightens, but
-    /// nothing of the user's has a reason to.
-    static func run(_ request: HelperRequest, unprivileged: Bool, options: Options, log: LogSink) -> Frame {
-        if unprivileged { return answer(.invalidContext, "remotelogin is root's module's request only: nothing recorded") }
-        guard fromElsewhere(request), let networked = AuthSucc.networkedHandle(request) else {
-            return answer(.invalidContext, "remotelogin on a handle that is not a login from elsewhere: nothing recorded")
+    /// What the account phase recorded: `said` goes into the result's cause.
+    struct AccountPhase {
+        let recorded: Bool
+        let said: String
+    }
+
+    /// The account phase (`mode=authsucc proof=account`) of a login from elsewhere (sshd's, by
+    /// key as by password): the remote login recorded. nil for any other handle. Never from a
+    /// peer that is not root: a user could record a login, which only tightens, but nothing of
+    /// the user's has a reason to.
+    static func accountPhase(_ request: HelperRequest, unprivileged: Bool, options: Options,
+                             log: LogSink) -> AccountPhase? {
+        guard !unprivileged, fromElsewhere(request), let networked = AuthSucc.networkedHandle(request) else {
+            return nil
         }
         let from = request.rhost.isEmpty ? request.service : request.rhost
         if let problem = recordLogin(request.user, from: from, options: options, log: log) {
-            return answer(.invalidContext, "\(networked): \(problem)")
+            return AccountPhase(recorded: false, said: "\(networked): \(problem)")
         }
-        return HelperResult.frame(code: ResultCode.successValue, name: "success",
-                                  cause: "\(networked): remote login recorded (from \(LogWords.word(from)))")
+        return AccountPhase(recorded: true, said: "\(networked): remote login recorded (from \(LogWords.word(from)))")
     }
 
-    /// A login from elsewhere, as the module decides: sshd's PAM_TTY (a loopback `ssh -R`
+    /// A login from elsewhere: sshd's PAM_TTY (a loopback `ssh -R`
     /// tunnel too), or PAM_RHOST naming another machine. sudo's `pam_rhost` flag names this
     /// one, on a local terminal: neither a remote login nor a reason to withhold an unlock.
     static func fromElsewhere(_ request: HelperRequest) -> Bool {
         request.tty == "ssh" || request.isRemote
     }
 
-    private static func answer(_ code: EvaluationError.Code, _ cause: String) -> Frame {  // invalidContext only
-        HelperResult.frame(code: code.rawValue, name: "invalidContext", cause: cause)
-    }
 }

@@ -9,8 +9,7 @@ struct HelperRequest {
     /// `status`: the user's own summary, for localauthctl without root (StatusSummary).
     /// `app`: an application's LAContext (AppMode.swift), never sent by the module.
     /// `right`: an application's LARightStore and LARight (RightsMode.swift), never sent by the module.
-    /// `remotelogin`: the account phase on a networked handle (RemoteLogins), root's module only.
-    enum Mode: String { case authenticate, authsucc, status, app, right, remotelogin }
+    enum Mode: String { case authenticate, authsucc, status, app, right }
 
     var mode: Mode
     var user: UserName
@@ -75,7 +74,7 @@ struct HelperRequest {
 
     /// PAM_RHOST naming this machine (or unset) is a local login: empty, localhost, the
     /// loopback addresses, or this machine's own host name, matched whole and ignoring case
-    /// (sudo's `pam_rhost` flag sets it), as the module decides.
+    /// (sudo's `pam_rhost` flag sets it).
     var isRemote: Bool {
         if ["", "localhost", "127.0.0.1", "::1"].contains(rhost) { return false }
         guard let host = Self.hostName() else { return true }

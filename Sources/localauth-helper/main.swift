@@ -93,6 +93,4 @@ case .app:
            log: log)
 case .right:
     finish(RightsMode.run(request, launch: launch, options: options, channel: channel, log: log), log: log)
-case .remotelogin:
-    finish(RemoteLogins.run(request, unprivileged: launch.isUnprivileged, options: options, log: log), log: log)
 }

@@ -31,6 +31,8 @@ struct la_args {
                               * phase); NULL in authenticate mode */
     bool reader_unreachable; /* authsucc mode: fprintd failed earlier in this handle, so the
                               * helper does not ask it again (`reader=unreachable`) */
+    bool first_line;         /* authsucc mode: this handle's first line ran for the user
+                              * without a match (`first_line=1`) */
     long helper_timeout_ms;  /* `helper_timeout=SECONDS`: time waiting on the helper, in all */
     int argc;                /* every argument, for `arg=` request lines */
     const char **argv;

@@ -10,11 +10,9 @@
 #include "result_map.h"
 #include "session.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -71,25 +69,6 @@ static const char *la_user(pam_handle_t *pamh)
 {
     const char *user = la_item_string(pamh, PAM_USER);
     return user[0] != '\0' ? user : NULL;
-}
-
-/* Empty, localhost, the loopback addresses and this machine's own host name are this
- * machine; anything else is remote. sudo's `pam_rhost` flag sets PAM_RHOST to the local
- * host name. The name must match whole (ignoring case): one that merely starts with it
- * ("host.example.org" for "host") is another machine. */
-static bool la_rhost_is_remote(const char *rhost)
-{
-    static const char *const local[] = { "", "localhost", "127.0.0.1", "::1" };
-    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
-        if (strcmp(rhost, local[i]) == 0)
-            return false;
-    char host[HOST_NAME_MAX + 1];
-    if (gethostname(host, sizeof host) == 0) {
-        host[sizeof host - 1] = '\0';
-        if (host[0] != '\0' && strcasecmp(rhost, host) == 0)
-            return false;
-    }
-    return true;
 }
 
 /* Runs the helper in `mode`; a request that cannot be encoded is a failure, not a run. */
@@ -171,17 +150,8 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
                        "localauthctl checks the password only (it scanned the finger itself)");
         return PAM_AUTHINFO_UNAVAIL;
     }
-    const char *rhost = la_item_string(pamh, PAM_RHOST);
-    if (la_rhost_is_remote(rhost)) {
-        /* No marker either: sshd runs the account phase on the handle where a wrong
-         * password failed once the user gets in another way (a key), so a remote handle
-         * must never clear a lockout. */
-        char cause[320];
-        snprintf(cause, sizeof cause, "remote host %s: helper not started", rhost);
-        la_log_outcome(pamh, user, la_result_name(LA_CODE_NOT_INTERACTIVE),
-                       PAM_AUTHINFO_UNAVAIL, cause);
-        return PAM_AUTHINFO_UNAVAIL;
-    }
+    /* A remote PAM_RHOST is the helper's to refuse (Presence): it answers notInteractive
+     * without a scan, and refuses to clear a lockout on such a handle afterwards. */
     la_marker_set(pamh, user);
     const void *tried = NULL;
     if (pam_get_data(pamh, la_tried, &tried) == PAM_SUCCESS && tried != NULL) {
@@ -227,12 +197,14 @@ static bool la_first_line_ran(pam_handle_t *pamh, const char *user, const char *
  * has: `authtok` (the auth line after the password module: PAM_AUTHTOK goes along and the
  * helper checks it against the account, since `required` does not stop a stack and the
  * line also runs after a wrong password) or `account` (the account phase, which sudo, su,
- * login and polkit reach only after the whole auth stack succeeded; root's path only; the
- * helper still checks PAM_AUTHTOK where the account has a local hash). True when the helper
- * cleared it.
+ * login and polkit reach only after the whole auth stack succeeded; root's path only).
+ * `first_line`: this handle's first line ran for the user without a match. What that
+ * proves, and what a networked handle proves, is the helper's to judge (AuthSucc.swift).
+ * True when the helper changed something (it answers success).
  */
 static bool la_clear_after_password(pam_handle_t *pamh, int flags, const struct la_args *args,
-                                    const char *user, const char *proof, int pam_code)
+                                    const char *user, const char *proof, bool first_line,
+                                    int pam_code)
 {
     char buf[384];
     struct la_args a = *args;
@@ -249,16 +221,18 @@ static bool la_clear_after_password(pam_handle_t *pamh, int flags, const struct 
     }
     a.reader_unreachable = failed == la_failed_reader;
     a.proof = proof;
+    a.first_line = first_line;
     a.pass_authtok = true;
     a.authtok = pam_get_item(pamh, PAM_AUTHTOK, &tok) == PAM_SUCCESS ? tok : NULL;
     struct la_outcome out;
     la_run_helper(pamh, flags, &a, "authsucc", user, &out);
-    bool cleared = out.have_result && out.result.code == LA_CODE_SUCCESS;
-    la_log_outcome_at(pamh, cleared ? LOG_INFO : LOG_NOTICE, user, la_outcome_name(&out),
+    bool changed = out.have_result && out.result.code == LA_CODE_SUCCESS;
+    /* Without a first line nothing was to be cleared: no notice that nothing was. */
+    la_log_outcome_at(pamh, changed || !first_line ? LOG_INFO : LOG_NOTICE, user, la_outcome_name(&out),
                       pam_code, la_outcome_cause(&out, buf, sizeof buf));
-    if (cleared)
+    if (changed)
         pam_set_data(pamh, la_marker, NULL, NULL); /* used up: a new first line is needed */
-    return cleared;
+    return changed;
 }
 
 /* The auth line after the password module. It authenticates nobody: whatever happened it
@@ -270,7 +244,7 @@ static int la_authsucc(pam_handle_t *pamh, int flags, const struct la_args *args
     if (strcmp(la_item_string(pamh, PAM_SERVICE), la_ctl_service) == 0)
         return PAM_AUTHINFO_UNAVAIL;  /* localauthctl records the password itself */
     if (la_first_line_ran(pamh, user, "authsucc"))
-        la_clear_after_password(pamh, flags, args, user, "authtok", PAM_AUTHINFO_UNAVAIL);
+        la_clear_after_password(pamh, flags, args, user, "authtok", true, PAM_AUTHINFO_UNAVAIL);
     return PAM_AUTHINFO_UNAVAIL;
 }
 
@@ -281,81 +255,40 @@ LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
     return args.authsucc ? la_authsucc(pamh, flags, &args) : la_authenticate(pamh, flags, &args);
 }
 
-/*
- * Why the account phase of this handle proves no password, or NULL. sshd runs the account
- * phase on the handle where a wrong password failed once a public key lets the user in, so
- * there it says nothing about the password: any PAM_RHOST at all (a loopback address too,
- * which every `ssh -R` tunnel and local forwarder presents) or sshd's PAM_TTY `ssh`. The
- * helper checks the same from the request.
- */
-static const char *la_networked_handle(pam_handle_t *pamh)
+/* Whether the handle says where the login comes from: a PAM_RHOST, or sshd's PAM_TTY
+ * `ssh`. Only whether there is anything to tell the helper when the first line did not run
+ * (every local sudo after a finger would otherwise start one); what such a handle means (a
+ * login from elsewhere to record, no password proven) is the helper's to judge. */
+static bool la_handle_names_an_origin(pam_handle_t *pamh)
 {
-    if (la_item_string(pamh, PAM_RHOST)[0] != '\0')
-        return "PAM_RHOST is set (a networked login, loopback included)";
-    if (strcmp(la_item_string(pamh, PAM_TTY), "ssh") == 0)
-        return "PAM_TTY is ssh";
-    return NULL;
-}
-
-/*
- * A login from elsewhere: sshd's (PAM_TTY `ssh`, a loopback `ssh -R` tunnel included) or a
- * PAM_RHOST naming another machine (`login -h`). Not sudo's `pam_rhost` flag, which names
- * this machine on a local terminal: recorded, it would stop the finger after every sudo.
- */
-static bool la_login_from_elsewhere(pam_handle_t *pamh)
-{
-    return strcmp(la_item_string(pamh, PAM_TTY), "ssh") == 0
-        || la_rhost_is_remote(la_item_string(pamh, PAM_RHOST));
-}
-
-/*
- * A login over the network (sshd's account phase, which runs for a key as for a password)
- * is recorded in root's state: until the user's next local unlock, only a virtual console,
- * the greeter and the lock screen get the finger, whatever the login left behind (the
- * helper's PresenceRule, rule 5). What the helper answers changes nothing here: the account
- * line judges no account.
- */
-static void la_record_remote_login(pam_handle_t *pamh, int flags, const struct la_args *args,
-                                   const char *user)
-{
-    char buf[384];
-    struct la_outcome out;
-    la_run_helper(pamh, flags, args, "remotelogin", user, &out);
-    bool recorded = out.have_result && out.result.code == LA_CODE_SUCCESS;
-    la_log_outcome_at(pamh, recorded ? LOG_INFO : LOG_NOTICE, user, la_outcome_name(&out),
-                      PAM_SUCCESS, la_outcome_cause(&out, buf, sizeof buf));
+    return la_item_string(pamh, PAM_RHOST)[0] != '\0'
+        || strcmp(la_item_string(pamh, PAM_TTY), "ssh") == 0;
 }
 
 /*
  * `account optional pam_localauth.so`: where a lockout is cleared after the password in
- * any stack. sudo, su, login and polkit call the account phase only after pam_authenticate
- * succeeded, so a first line that ran here without a match means another module (the
- * password) let the user in; sshd does not (la_networked_handle), and for an account with
- * a local hash the helper also checks PAM_AUTHTOK against it. It judges no account:
- * PAM_SUCCESS, whatever happened. Written `optional`, so that a stack without the module
- * (the package removed) skips the line instead of failing with PAM_MODULE_UNKNOWN.
+ * any stack, and where sshd's logins (by key as by password) are told to the helper, which
+ * records a login from elsewhere in root's state (PresenceRule, rule 5). sudo, su, login and
+ * polkit call the account phase only after pam_authenticate succeeded, so a first line that
+ * ran here without a match means another module (the password) let the user in; sshd does
+ * not, and the helper refuses to clear on its handles. It judges no account: PAM_SUCCESS,
+ * whatever happened. Written `optional`, so that a stack without the module (the package
+ * removed) skips the line instead of failing with PAM_MODULE_UNKNOWN.
  */
 LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
     struct la_args args;
     la_args_parse(pamh, argc, argv, &args);
     /* A caller that is not root could call this phase after any outcome (the helper
-     * refuses `account` from a peer that is not root): nothing to start there. A remote handle
-     * has no marker (la_authenticate). */
+     * refuses `account` from a peer that is not root): nothing to start there. */
     if (args.unprivileged)
         return PAM_SUCCESS;
     const char *user = la_user(pamh);
-    const char *networked = la_networked_handle(pamh);
-    if (user != NULL && la_login_from_elsewhere(pamh))
-        la_record_remote_login(pamh, flags, &args, user);
-    if (!la_first_line_ran(pamh, user, "account"))
+    if (user == NULL)
         return PAM_SUCCESS;
-    if (networked != NULL) {
-        pam_syslog(pamh, LOG_NOTICE, "account: %s: the account phase proves no password "
-                   "here, the lockout is not cleared", networked);
-        return PAM_SUCCESS;
-    }
-    la_clear_after_password(pamh, flags, &args, user, "account", PAM_SUCCESS);
+    bool first_line = la_first_line_ran(pamh, user, "account");
+    if (first_line || la_handle_names_an_origin(pamh))
+        la_clear_after_password(pamh, flags, &args, user, "account", first_line, PAM_SUCCESS);
     return PAM_SUCCESS;
 }
 

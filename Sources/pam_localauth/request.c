@@ -87,7 +87,7 @@ void la_request_gather(pam_handle_t *pamh, int flags, const struct la_args *args
         .rhost = la_item_string(pamh, PAM_RHOST),
         .ruser = la_item_string(pamh, PAM_RUSER),
         .silent = (flags & PAM_SILENT) != 0,
-        .first_line = strcmp(mode, "authsucc") == 0,
+        .first_line = strcmp(mode, "authsucc") == 0 && args->first_line,
         .proof = args->proof,
         .caller_uid = (unsigned long)getuid(),
         .caller_pid = (long)getpid(),

@@ -89,18 +89,37 @@ def test_a_wrong_password_then_a_key_over_a_networked_handle_clears_nothing(acco
     assert (r.rv, r.acct_rv) == ("PAM_AUTH_ERR", "PAM_SUCCESS"), r.stderr[-1500:]
     account.assert_still_locked()
     why = "PAM_RHOST is set" if "rhost" in items else "PAM_TTY is ssh"
-    assert any(f"account: {why}" in l.message and "the lockout is not cleared" in l.message
-               for l in r.logs), [l.message for l in r.logs]
-    # The first line's, then (for sshd's PAM_TTY, not for a loopback PAM_RHOST alone, which
-    # is this machine) the account line's record of the remote login; never an authsucc.
-    found = outcomes(r.logs)
+    # The first line's outcome, then the account line's: the helper refused to clear on a
+    # networked handle, and (for sshd's PAM_TTY, not for a loopback PAM_RHOST alone, which
+    # is this machine) recorded the login from elsewhere.
+    first, account_line = outcomes(r.logs)
+    assert account_line["result"] == "invalidContext", account_line
+    assert f"the account phase proves no password for a networked handle ({why})" in account_line["cause"], account_line
     if items.get("tty") == "ssh":
-        assert len(found) == 2, [l.message for l in r.logs]
-        assert found[1]["result"] == "success" and "remote login recorded" in found[1]["cause"], found
+        assert "remote login recorded" in account_line["cause"], account_line
         assert account.state_values()["last_remote_login_from"] == "la-acct-unix"
     else:
-        assert len(found) == 1, [l.message for l in r.logs]
+        assert "remote login" not in account_line["cause"], account_line
         assert "last_remote_login" not in account.state_values()
+
+
+def test_the_right_password_on_a_remote_host_clears_nothing_in_either_line(account):
+    """A login from another machine (`login -h`, sshd) with the right password: the first
+    line gets no scan, and neither the `authsucc` line (which checks the password) nor the
+    account line clears the lockout of this machine's reader. The module sends the handle's
+    PAM_RHOST; the refusals are the helper's."""
+    svc = account.stack("la-acct-remote-right", [
+        "auth requisite pam_unix.so nodelay",
+        f"auth optional {account.inst.module} authsucc {account.args}"])
+    r = account.drive(svc, [account.user.password], items={"rhost": "192.0.2.9", "tty": "ssh"})
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS"), r.stderr[-1500:]
+    first, authsucc, account_line = outcomes(r.logs)
+    assert (first["result"], first["reason"]) == ("notInteractive", "remote"), first
+    assert "from another machine (PAM_RHOST 192.0.2.9) clears no lockout" in authsucc["cause"], authsucc
+    assert "remote login recorded (from 192.0.2.9)" in account_line["cause"], account_line
+    assert "from another machine (PAM_RHOST 192.0.2.9) clears no lockout" in account_line["cause"], account_line
+    account.assert_still_locked()
+    assert account.state_values()["last_remote_login_from"] == "192.0.2.9"
 
 
 # --- local handles -------------------------------------------------------------------------

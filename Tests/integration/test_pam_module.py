@@ -509,13 +509,14 @@ def test_bad_helper_timeout_is_logged_and_default_kept(bed, value):
 
 # --- where the module does not start the helper ------------------------------------------
 
-def test_remote_host_does_not_start_helper(bed):
-    r = bed.drive(bed.stack("match"), items={"rhost": "192.0.2.7"})
-    assert bed.events() == []
+def test_a_remote_host_is_the_helpers_to_judge(bed):
+    """The module decides nothing from PAM_RHOST: it sends it (the real helper refuses a
+    remote host without a scan: test_e2e_pam, test_faults). Its first line ran, so the lines
+    after the password ask the helper, which refuses to clear on such a handle."""
+    r = bed.drive(bed.stack("notoptedin"), items={"rhost": "192.0.2.7"})
+    start, = bed.events("start")
+    assert (start["request"]["mode"], start["request"]["rhost"]) == ("authenticate", "192.0.2.7")
     assert_password_fallback(r)
-    o = only_outcome(r)
-    assert (o["result"], o["pam"]) == ("notInteractive", "PAM_AUTHINFO_UNAVAIL")
-    assert "remote host 192.0.2.7" in o["cause"]
 
 
 @pytest.mark.parametrize("rhost", ["", "localhost", "127.0.0.1", "::1"])
@@ -659,35 +660,36 @@ def test_account_phase_after_a_fingerprint_success_changes_nothing(bed):
     assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate"]
 
 
-def test_a_remote_handle_never_clears_a_lockout_in_the_account_phase(bed):
+def test_a_remote_handle_s_account_phase_asks_the_helper_with_its_first_line(bed):
     """sshd runs the account phase on the handle where a wrong password failed once a key
-    lets the user in: a remote first line leaves nothing for the account line to clear,
-    whatever the auth stack's outcome (here the password succeeds; the driver calls the
-    account phase only after a success, as sudo does). The only helper started records the
-    remote login."""
+    lets the user in. The module asks the helper once, with the handle's items and
+    `first_line=1`; the real helper records the login from elsewhere and clears nothing
+    there (test_account_phase.py, test_remote_login.py)."""
     r = bed.drive(account_stack(bed, "la-acct-remote", "nomatch"), items={"rhost": "192.0.2.7"},
                   account=True)
     assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
-    assert [e["request"]["mode"] for e in bed.events("start")] == ["remotelogin"]
+    first, second = bed.events("start")
+    assert first["request"]["mode"] == "authenticate"
+    assert {k: second["request"].get(k) for k in ("mode", "proof", "first_line", "rhost")} == {
+        "mode": "authsucc", "proof": "account", "first_line": "1", "rhost": "192.0.2.7"}
 
 
-@pytest.mark.parametrize("items", [{"rhost": "127.0.0.1"}, {"rhost": "::1"},
-                                   {"rhost": "localhost"}, {"tty": "ssh"}],
-                         ids=["ipv4-loopback", "ipv6-loopback", "localhost", "sshd-tty"])
-def test_a_networked_handle_records_a_remote_login_and_clears_nothing_in_the_account_phase(bed, items):
-    """A loopback host (any `ssh -R` tunnel presents one) is this machine for the first
-    line, which still runs; but sshd's account phase follows a key after a wrong password,
-    so no PAM_RHOST at all, and not sshd's PAM_TTY, lets the account line clear. What it
-    starts is the remote login's record (`mode=remotelogin`), never an `authsucc`."""
-    r = bed.drive(account_stack(bed, "la-acct-net", "nomatch"), items=items, account=True)
+@pytest.mark.parametrize("items", [{"rhost": "192.0.2.7"}, {"rhost": "127.0.0.1"}, {"tty": "ssh"}],
+                         ids=["remote", "ipv4-loopback", "sshd-tty"])
+def test_a_networked_account_phase_without_the_first_line_asks_the_helper_once(bed, items):
+    """An SSH login by key: no first line ran in the handle, but it names where the login
+    comes from, so the account line tells the helper (`first_line` absent), which records a
+    login from elsewhere. Its answer is logged at LOG_INFO: nothing was to be cleared."""
+    svc = bed.world.service("la-acct-key", [f"auth required {bed.world.matrix}",
+                                            f"account required {MODULE} helper={bed.helper} "
+                                            f"fake_mode=nomatch fake_dir={bed.records}"])
+    r = bed.drive(svc, items=items, account=True)
     assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
-    # sshd's PAM_TTY is a login from elsewhere; a loopback PAM_RHOST alone is this machine.
-    recorded = ["remotelogin"] if items.get("tty") == "ssh" else []
-    assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate", *recorded]
-    why = "PAM_RHOST is set" if "rhost" in items else "PAM_TTY is ssh"
-    refusals = [l for l in r.logs if f"account: {why}" in l.message]
-    assert len(refusals) == 1 and "the lockout is not cleared" in refusals[0].message, r.logs
-    assert refusals[0].priority == 5   # LOG_NOTICE
+    start, = bed.events("start")
+    assert (start["request"]["mode"], start["request"]["proof"]) == ("authsucc", "account")
+    assert "first_line" not in start["request"], start
+    line, = outcomes(r.logs)
+    assert line["pam"] == "PAM_SUCCESS" and [l.priority for l in r.logs if "result=" in l.message] == [6], r.logs
 
 
 def test_account_phase_without_the_first_line_changes_nothing(bed):
@@ -787,12 +789,14 @@ def test_pamtester_messages_and_wrong_password(bed):
 
 
 def test_pamtester_remote(bed):
-    run = bed.world.pamtester(bed.stack("match"), USER, items={"rhost": "ssh.example.org"})
+    """pamtester with a remote PAM_RHOST: the helper's refusal (here the fake's "not opted
+    in") and the password after it."""
+    run = bed.world.pamtester(bed.stack("notoptedin"), USER, items={"rhost": "ssh.example.org"})
     run.expect("Password: ")
     run.sendline(PASSWORD)
     res = run.finish()
     assert res.status == 0
-    assert bed.events() == []
+    assert [e["request"]["rhost"] for e in bed.events("start")] == ["ssh.example.org"]
 
 
 # --- the pure parts, through a test build with every symbol visible ----------------------
