@@ -26,7 +26,6 @@ from typing import Callable, Optional
 from guest import PASSWORDS, PRINTS, WAIT, Guest, GuestError, Mark, wait_for
 
 RETRY = 30          # seconds for a key's effect to appear before it is sent again
-GREETER_UID = 102   # Debian-gdm
 JOURNAL_OF = {"sudo", "pkexec", "polkitd", "polkit-agent-helper-1", "gnome-shell",
               "gdm-password]", "localauth-helper", "fprintd"}
 
@@ -102,8 +101,17 @@ class Desktop:
 
     # --- the greeter ------------------------------------------------------------------
 
+    def greeter_uids(self) -> set[int]:
+        """The uids of logind's greeter sessions: Debian-gdm's in GDM 48 (Debian 13), a
+        dynamic `gdm-greeter` user's in GDM 49 and later (sid)."""
+        out = self.g.sh("for s in $(loginctl list-sessions --no-legend | awk '{print $1}'); do "
+                        "loginctl show-session $s -p User -p Class | paste -sd' '; done")
+        found = [dict(kv.split("=", 1) for kv in line.split()) for line in out.splitlines() if line]
+        return {int(s["User"]) for s in found if s.get("Class") == "greeter" and s.get("User", "").isdigit()}
+
     def wait_greeter(self) -> None:
-        wait_for("GDM's greeter", lambda: self.shell_registered(GREETER_UID), timeout=WAIT * 2)
+        wait_for("GDM's greeter", lambda: any(self.shell_registered(uid) for uid in self.greeter_uids()),
+                 timeout=WAIT * 2)
 
     def drawn(self, box=(440, 280, 840, 520)) -> bool:
         """Something light is drawn in box (x0, y0, x1, y1) of the screen: the greeter's
