@@ -58,7 +58,7 @@ enum AuthSucc {
                              store: FileStateStore, options: Options, log: LogSink) -> String? {
         // A password typed on another machine lifts no lockout of this one's reader, whatever
         // the proof (the first line there got no finger either: Presence).
-        if request.isRemote { return "a login from another machine (PAM_RHOST \(Presence.printable(request.rhost))) clears no lockout" }
+        if request.isRemote { return "a login from another machine (PAM_RHOST \(LogWords.short(request.rhost))) clears no lockout" }
         // A request that names no proof (written by hand) gets the stricter one.
         switch request.proof ?? .authtok {
         case .account:

@@ -20,7 +20,7 @@ enum Presence {
     static func judge(_ request: HelperRequest, options: Options, log: LogSink) -> Verdict {
         if request.isRemote {
             return Verdict(refusal: EvaluationError(.notInteractive, reason: .remoteSession,
-                                            cause: "remote host \(printable(request.rhost))"))
+                                            cause: "remote host \(LogWords.short(request.rhost))"))
         }
         guard let subject = Subject(request) else {
             return Verdict(refusal: EvaluationError(.notInteractive, reason: .noSession,
@@ -130,7 +130,7 @@ enum Presence {
         }
         if let manager = LoginRecords.userUnit(of: subject.pid) {
             guard let display = LoginRecords.displaySession(of: manager.uid) else {
-                return .nobody("the caller runs in \(printable(manager.unit)) of uid \(manager.uid)'s manager, "
+                return .nobody("the caller runs in \(LogWords.short(manager.unit)) of uid \(manager.uid)'s manager, "
                                + "and that user has no display session")
             }
             return .displaySession(LoginRecords.record(of: display))
@@ -222,10 +222,6 @@ enum Presence {
         let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard n > 0 else { return false }
         return String(decoding: buffer[0..<n], as: UTF8.self).includes("closed")
-    }
-
-    static func printable(_ s: String) -> String {
-        String(String.UnicodeScalarView(s.unicodeScalars.prefix(64).map { $0.value < 0x20 ? "?" : $0 }))
     }
 }
 

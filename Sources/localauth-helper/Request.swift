@@ -72,21 +72,8 @@ struct HelperRequest {
             keys: kv)
     }
 
-    /// PAM_RHOST naming this machine (or unset) is a local login: empty, localhost, the
-    /// loopback addresses, or this machine's own host name, matched whole and ignoring case
-    /// (sudo's `pam_rhost` flag sets it).
-    var isRemote: Bool {
-        if ["", "localhost", "127.0.0.1", "::1"].contains(rhost) { return false }
-        guard let host = Self.hostName() else { return true }
-        return rhost.lowercased() != host.lowercased()
-    }
-
-    private static func hostName() -> String? {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count - 1) == 0 else { return nil }
-        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return name.isEmpty ? nil : name
-    }
+    /// PAM_RHOST names another machine (RemoteHost).
+    var isRemote: Bool { RemoteHost.namesAnotherMachine(rhost) }
 
     /// The messages' language, as gettext would pick it from the caller's variables.
     var language: Language { Language(language: languageList, lcAll: locale, lcMessages: nil, lang: nil) }

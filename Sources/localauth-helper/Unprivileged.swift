@@ -54,7 +54,7 @@ enum Launch {
         // Never later than now: a later time would let grants made after the connection count.
         guard rest[5].utf8.allSatisfy({ (0x30...0x39).contains($0) }), let accepted = UInt64(rest[5]),
               accepted <= BootClock.nanos() else {
-            self = .refused("--service-accepted-at refused: `\(Presence.printable(rest[5]))` is not a past CLOCK_BOOTTIME time")
+            self = .refused("--service-accepted-at refused: `\(LogWords.short(rest[5]))` is not a past CLOCK_BOOTTIME time")
             return
         }
         self = Launch.servicePeer(uidText: rest[1], pidText: rest[3], acceptedAt: accepted, config: rest[7])
@@ -62,7 +62,7 @@ enum Launch {
 
     private static func servicePeer(uidText: String, pidText: String, acceptedAt: UInt64, config: String) -> Launch {
         guard let pid = Int32(pidText), pid > 1, ServicePeer.adopt(pid: pid) else {
-            return .refused("--service-peer-pid refused: `\(Presence.printable(pidText))` is not the pidfd's process on fd 3")
+            return .refused("--service-peer-pid refused: `\(LogWords.short(pidText))` is not the pidfd's process on fd 3")
         }
         if uidText == "0" {
             guard Launch.configPathOK(config) else { return .refused("--config refused: not an absolute path") }
@@ -79,7 +79,7 @@ enum Launch {
     /// A peer that is not root.
     private static func unprivilegedPeer(uidText: String, config: String, pidText: String, acceptedAt: UInt64) -> Launch {
         guard let uid = Launch.parseUID(uidText) else {
-            return .refused("--service-peer-uid refused: `\(Presence.printable(uidText))` is not a user id")
+            return .refused("--service-peer-uid refused: `\(LogWords.short(uidText))` is not a user id")
         }
         guard configPathOK(config) else { return .refused("--config refused: not an absolute path") }
         guard let pw = getpwuid(uid), let raw = pw.pointee.pw_name,
@@ -87,7 +87,7 @@ enum Launch {
             return .refused("uid \(uid) has no usable entry in the user database")
         }
         guard let callerPID = Int32(pidText), callerPID > 1 else {
-            return .refused("--service-peer-pid refused: `\(Presence.printable(pidText))` is not a process id")
+            return .refused("--service-peer-pid refused: `\(LogWords.short(pidText))` is not a process id")
         }
         return .unprivileged(UnprivilegedCaller(uid: uid, name: name, configPath: config, callerPID: callerPID,
                                                 acceptedAt: acceptedAt))

@@ -183,7 +183,8 @@ struct Service {
 
     /// Connections whose request came (or that closed, or sent something else): an
     /// application's preflight answered here from root's state (ServicePreflight), a
-    /// sign-in answered here when fprintd is absent (ReaderAbsent), else handed to a helper.
+    /// sign-in answered here from another machine (RemoteHostAnswer) or when fprintd is
+    /// absent (ReaderAbsent), else handed to a helper.
     private mutating func serve(_ readable: [Int32]) {
         for fd in readable {
             guard let index = waiting.firstIndex(where: { $0.connection == fd }) else { continue }
@@ -211,6 +212,10 @@ struct Service {
             // Debug only: an application may ask many times a second.
             log.log(.debug, "uid \(held.peer.uid) pid \(held.peer.pid): preflight answered, no helper: \(answer)")
             if keep { kept.keep(held.connection, peer: held.peer) } else { held.release() }
+        } else if let cause = RemoteHostAnswer.answer(held.connection, request: request) {
+            log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
+                    + "result=notInteractive reason=remote, no helper: \(cause)")
+            held.release()
         } else if let cause = readerAbsent?.answer(held.connection, request: request) {
             log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
                     + "result=biometryNotAvailable reason=reader-unreachable, no helper: \(cause)")

@@ -439,6 +439,58 @@ def test_fprintd_absent_is_answered_by_the_service_without_a_helper(bed_factory,
                 service.stop()
 
 
+# --- a remote host: the service answers without a helper -----------------------------------
+
+REMOTE_TRY = dict(version="1", mode="authenticate", user=USER, service="sshd", tty="ssh",
+                  rhost="198.51.100.23", ruser="", silent="0", stdin_tty="0", display="0",
+                  locale="", language="", caller_uid="0", pid="1")
+
+
+def test_a_remote_hosts_sign_in_is_answered_by_the_service_without_a_helper(e2e, service):
+    """sshd's first line (PAM_RHOST another machine) through the module: the service
+    answers notInteractive itself, the password follows; the account phase after it still
+    goes to a helper, which records the remote login."""
+    e2e.args.append(f"service={service.socket}")
+    e2e.service = e2e.stack()
+    e2e.first_password()
+    mark = service.syslog.mark()
+    r = e2e.run(password=PASSWORD, items={"rhost": "198.51.100.23", "tty": "ssh"})
+    assert (r.status, r.screen[-2:], r.scans_started) == (0, [PROMPT, OK], []), r
+    first = r.logs[0]
+    assert (first["result"], first["reason"], first["pam"]) == ("notInteractive", "remote", "PAM_AUTHINFO_UNAVAIL"), r.logs
+    assert "answered by localauthd" in first["cause"], first
+    said = [m for i, m in service.syslog.lines[mark:] if i == "localauthd"]
+    assert sum("result=notInteractive reason=remote, no helper" in m for m in said) == 1, said
+    assert e2e.state_file()["last_remote_login_from"] == "198.51.100.23"
+
+
+def test_a_flood_of_remote_password_tries_starts_no_helper(service):
+    """Anyone who knows a user name can make sshd run the first line as often as it lets
+    them try a password. 200 such requests from root's module, 20 at once: each answered
+    notInteractive at once, no helper started, none of root's 64 slots held."""
+    payload = frame("Q", "\n".join(f"{k}={v}" for k, v in REMOTE_TRY.items()).encode())
+    mark = service.syslog.mark()
+    answers = []
+    for _ in range(10):
+        held = []
+        for _ in range(20):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(30)
+            s.connect(str(service.socket))
+            s.sendall(payload)
+            held.append(s)
+        for s in held:
+            with s:
+                frames = read_frames(s)
+            answers += [dict(l.split("=", 1) for l in p.split("\n"))["name"] for t, p in frames if t == "R"]
+    assert answers == ["notInteractive"] * 200, answers
+    service.syslog._sync()
+    said = [m for i, m in service.syslog.lines[mark:] if i == "localauthd"]
+    assert sum("reason=remote, no helper" in m for m in said) == 200, said[-5:]
+    assert not any("helper pid" in m for m in said), [m for m in said if "helper pid" in m]
+    assert service.helpers() == [], service.helpers()
+
+
 # --- the service's own faults: the password at once, nothing lost ------------------------
 
 def test_the_service_killed_mid_scan_leaves_the_password_and_keeps_the_try(e2e, service):

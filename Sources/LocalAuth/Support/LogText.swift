@@ -21,6 +21,11 @@ extension EvaluationMachine.Outcome {
 }
 
 public enum LogWords {
+    /// At most 64 characters, control characters as `?`: a caller's word in a cause.
+    public static func short(_ s: String) -> String {
+        String(String.UnicodeScalarView(s.unicodeScalars.prefix(64).map { $0.value < 0x20 ? "?" : $0 }))
+    }
+
     /// One line: control characters and `"` become `?`.
     public static func clean(_ s: String) -> String {
         String(String.UnicodeScalarView(s.unicodeScalars.map {
