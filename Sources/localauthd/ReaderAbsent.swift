@@ -38,12 +38,7 @@ final class ReaderAbsent {
     func answer(_ connection: Int32, request: RequestPeek) -> String? {
         guard request.keys.value("mode") == "authenticate", fprintdAbsent() else { return nil }
         let cause = "fprintd is not on the bus and cannot be started there (answered by localauthd)"
-        var kv = KeyValues()
-        kv.add("code", String(EvaluationError.Code.biometryNotAvailable.rawValue))
-        kv.add("name", EvaluationError.Code.biometryNotAvailable.name)
-        kv.add("reason", EvaluationError.Reason.readerUnreachable.key)
-        kv.add("cause", cause)
-        request.answer(connection, result: kv)
+        request.refuse(connection, .biometryNotAvailable, reason: .readerUnreachable, cause: cause)
         return cause
     }
 

@@ -1,5 +1,4 @@
 import LocalAuth
-import LocalAuthProtocol
 
 /// One answer the service gives without a helper: a sign-in request (`mode=authenticate`)
 /// whose PAM_RHOST names another machine (RemoteHost), as sshd's and `login -h`'s first
@@ -13,12 +12,7 @@ enum RemoteHostAnswer {
         guard request.keys.value("mode") == "authenticate", request.keys.values("rhost").count == 1,
               let rhost = request.keys.value("rhost"), RemoteHost.namesAnotherMachine(rhost) else { return nil }
         let cause = "remote host \(LogWords.short(rhost)) (answered by localauthd)"
-        var kv = KeyValues()
-        kv.add("code", String(EvaluationError.Code.notInteractive.rawValue))
-        kv.add("name", EvaluationError.Code.notInteractive.name)
-        kv.add("reason", EvaluationError.Reason.remoteSession.key)
-        kv.add("cause", cause)
-        request.answer(connection, result: kv)
+        request.refuse(connection, .notInteractive, reason: .remoteSession, cause: cause)
         return cause
     }
 }

@@ -1,10 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocalAuth
 import LocalAuthProtocol
 
 /// The request frame of a held connection, read without taking it off the socket: the
-/// service answers a few requests itself (ReaderAbsent, ServicePreflight) and hands every
+/// service answers a few requests itself (ServicePreflight, RemoteHostAnswer, ReaderAbsent) and hands every
 /// other one, unread, to a helper.
 struct RequestPeek {
     let keys: KeyValues
@@ -33,5 +34,16 @@ struct RequestPeek {
         _ = taken.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
         let out = Frame(.started).encoded() + Frame(.result, result.encoded()).encoded()
         _ = out.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+    }
+
+    /// Answers with a refusal the service is sure a helper would give too: the result's
+    /// code, name, reason and cause, as the helper writes them.
+    func refuse(_ fd: Int32, _ code: EvaluationError.Code, reason: EvaluationError.Reason, cause: String) {
+        var kv = KeyValues()
+        kv.add("code", String(code.rawValue))
+        kv.add("name", code.name)
+        kv.add("reason", reason.key)
+        kv.add("cause", cause)
+        answer(fd, result: kv)
     }
 }
