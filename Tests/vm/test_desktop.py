@@ -15,6 +15,7 @@ from __future__ import annotations
 
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -84,6 +85,14 @@ def test_sudo_in_gnome_terminal_takes_the_finger(desk, terminal):
     assert out.facts() == TOOK_THE_FINGER, out.evidence()
 
 
+def polkitd_said_yes(journal: str, command: str) -> bool:
+    """polkitd's own line (polkit 126: "… successfully authenticated as unix-user:…"), or
+    where polkitd no longer writes one (polkit 128 in the sid guest) pkexec's line for the
+    command, which it writes only once polkitd has authorized it."""
+    return "successfully authenticated" in journal or \
+        re.search(rf"pkexec\[\d+\]: \w+: Executing command .*\[COMMAND={re.escape(command)}\]", journal) is not None
+
+
 def test_gnome_shells_polkit_dialog_for_pkexec_takes_the_finger(desk, terminal):
     """One touch, one conversation, polkitd's yes. polkit's agent library ends a session as
     failed when the agent helper has exited with a line unread, so the helper sends polkit's
@@ -96,7 +105,7 @@ def test_gnome_shells_polkit_dialog_for_pkexec_takes_the_finger(desk, terminal):
     facts = {"finger_offered": out.finger_offered, "passwords_typed": out.passwords,
              "done": out.done, "rc": out.rc,
              "verdicts": [(f.get("result"), f.get("pam")) for f in firsts],
-             "scans": len(out.scans), "polkitd_authorized": "successfully authenticated" in out.journal}
+             "scans": len(out.scans), "polkitd_authorized": polkitd_said_yes(out.journal, "/usr/bin/id")}
     assert facts == {"finger_offered": True, "passwords_typed": 0, "done": True, "rc": 0,
                      "verdicts": [("success", "PAM_SUCCESS")], "scans": 1,
                      "polkitd_authorized": True}, out.evidence()
