@@ -40,21 +40,28 @@ public struct KeyValues: Equatable, Sendable {
         case emptyKey(Int)
     }
 
+    /// Lines end at the byte 0x0A, as the module writes them (split as Characters, a value
+    /// ending in "\r" would join the next line: "\r\n" is one Character). Each key and value
+    /// is checked as UTF-8 where it is made: split at ASCII bytes, the pieces of valid text
+    /// are valid, and a text that is not has a piece that is not. One pass, no copy of the
+    /// whole: localauthd and the library parse a frame for every preflight.
     public static func parse(_ bytes: [UInt8]) throws(ParseError) -> KeyValues {
-        guard !bytes.contains(0), String(validating: bytes, as: UTF8.self) != nil else {
-            throw .notText
-        }
+        guard !bytes.contains(0) else { throw .notText }
         var kv = KeyValues()
         if bytes.isEmpty { return kv }
-        // Lines end at the byte 0x0A, as the module writes them. Split as Characters, a
-        // value ending in "\r" would join the next line ("\r\n" is one Character).
-        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        for (i, line) in lines.enumerated() {
-            guard let eq = line.firstIndex(of: UInt8(ascii: "=")) else { throw .lineWithoutEquals(i + 1) }
-            guard eq != line.startIndex else { throw .emptyKey(i + 1) }
-            kv.add(String(decoding: line[..<eq], as: UTF8.self),
-                   String(decoding: line[(eq + 1)...], as: UTF8.self))
+        var start = bytes.startIndex
+        var number = 1
+        while true {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.endIndex
+            let line = bytes[start..<end]
+            guard let eq = line.firstIndex(of: UInt8(ascii: "=")) else { throw .lineWithoutEquals(number) }
+            guard eq != line.startIndex else { throw .emptyKey(number) }
+            guard let key = String(validating: line[..<eq], as: UTF8.self),
+                  let value = String(validating: line[(eq + 1)...], as: UTF8.self) else { throw .notText }
+            kv.pairs.append((key, value))
+            if end == bytes.endIndex { return kv }
+            start = end + 1
+            number += 1
         }
-        return kv
     }
 }

@@ -130,6 +130,29 @@ import LocalAuthProtocol
         }
     }
 
+    @Test(arguments: seeds) func parseAcceptsExactlyWhatTheRulesAllow(seed: UInt64) {
+        // The rules read plainly: no 0x00, the whole valid UTF-8, every line with a key
+        // before its first `=`. parse (one pass, each piece checked where it is made) must
+        // accept the same texts and give the same pairs.
+        var rng = SplitMix64(seed)
+        for _ in 0..<600 {
+            var bytes = Array(rng.text(Int.random(in: 0...80, using: &rng), alphabet: "ab=\n\ré").utf8)
+            rng.mutate(&bytes)
+            #expect((try? KeyValues.parse(bytes))?.pairs.map { [$0.0, $0.1] } == Self.plainReading(bytes), "\(bytes)")
+        }
+    }
+
+    private static func plainReading(_ bytes: [UInt8]) -> [[String]]? {
+        guard !bytes.contains(0), let text = String(validating: bytes, as: UTF8.self) else { return nil }
+        if bytes.isEmpty { return [] }
+        var pairs: [[String]] = []
+        for line in text.utf8.split(separator: 10, omittingEmptySubsequences: false) {
+            guard let eq = line.firstIndex(of: UInt8(ascii: "=")), eq != line.startIndex else { return nil }
+            pairs.append([String(Substring(line[..<eq])), String(Substring(line[line.index(after: eq)...]))])
+        }
+        return pairs
+    }
+
     // MARK: - State files
 
     @Test(arguments: seeds) func stateFilesRoundTripWhateverTheTerminalIsCalled(seed: UInt64) {
