@@ -40,7 +40,9 @@ enum AuthSucc {
         let remote = request.proof == .account
             ? RemoteLogins.accountPhase(request, unprivileged: caller.unprivileged, options: options, log: log) : nil
         guard request.firstLine else {
-            if let remote, remote.recorded { return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: remote.said) }
+            if let remote, remote.recorded {
+                return HelperResult.frame(code: ResultCode.successValue, name: "success", cause: remote.said)
+            }
             return unchanged(joined(remote, "authsucc without the first line in this handle"))
         }
         let store = FileStateStore(directory: options.stateDir)
@@ -58,7 +60,9 @@ enum AuthSucc {
                              store: FileStateStore, options: Options, log: LogSink) -> String? {
         // A password typed on another machine lifts no lockout of this one's reader, whatever
         // the proof (the first line there got no finger either: Presence).
-        if request.isRemote { return "a login from another machine (PAM_RHOST \(LogWords.short(request.rhost))) clears no lockout" }
+        if request.isRemote {
+            return "a login from another machine (PAM_RHOST \(LogWords.short(request.rhost))) clears no lockout"
+        }
         // A request that names no proof (written by hand) gets the stricter one.
         switch request.proof ?? .authtok {
         case .account:

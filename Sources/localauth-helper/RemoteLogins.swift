@@ -78,5 +78,4 @@ enum RemoteLogins {
     static func fromElsewhere(_ request: HelperRequest) -> Bool {
         request.tty == "ssh" || request.isRemote
     }
-
 }
