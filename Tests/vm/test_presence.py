@@ -138,15 +138,28 @@ def test_pkexec_with_pkttyagent_in_the_local_session_takes_the_finger(guest, tty
     LOCALAUTH_VM_SUITE=sid), the service finds pkttyagent as the peer of that helper's
     stdin; where the helper is setuid (Debian 13's polkit 126), as its parent."""
     socket_activated = guest.sh("systemctl is-active polkit-agent-helper.socket", check=False).strip() == "active"
+    started = next_guest_second(guest)
     mark = guest.mark()
     out = attempt(guest, tty1, "la-pkexec id", ident="polkit-agent-helper-1",
                   prompt=PASSWORD_PROMPT, password=PW)
     on_socket = any("the peer of its stdin" in e.get("MESSAGE", "") for e in guest.journal(mark)
                     if e.get("SYSLOG_IDENTIFIER") == "localauth-helper")
-    facts = {**out.facts(), "agent_found_on_the_helpers_socket": on_socket}
-    assert facts == {**TOOK_THE_FINGER, "agent_found_on_the_helpers_socket": socket_activated}, \
-        out.evidence(facts)
+    # The match is written into root's state file (in sid's sandboxed agent helper a helper
+    # of its own could not write it: a read-only file system).
+    recorded = (guest.status("alice").get("last_fingerprint") or 0) >= started
+    facts = {**out.facts(), "agent_found_on_the_helpers_socket": on_socket, "match_in_roots_state": recorded}
+    assert facts == {**TOOK_THE_FINGER, "agent_found_on_the_helpers_socket": socket_activated,
+                     "match_in_roots_state": True}, out.evidence(facts)
     assert "uid=0(root)" in out.text
+
+
+def next_guest_second(guest) -> int:
+    """The guest's clock once a new second has begun: a record stamped at or after it was
+    written after this call (the state's times are whole seconds)."""
+    first = int(guest.sh("date +%s"))
+    while (now := int(guest.sh("date +%s"))) == first:
+        time.sleep(0.1)
+    return now
 
 
 # --- a remote person, or nobody at the session, gets the password -----------------------
