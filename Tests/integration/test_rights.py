@@ -742,6 +742,12 @@ def test_a_flatpak_app_holds_rights_bound_to_its_app_id_and_deployed_file(world)
         assert any(f"program {identity} " in m and "right save notes: success" in m for m in helper), helper
         res, helper = in_sandbox(world, app.files, app.info, "open", "notes", fingers=[ENROLLED])
         assert res.status == 0 and f"SECRET {SECRET}" in res.output, (res.output, helper)
+        # bubblewrap sets no_new_privs, as Flatpak's sandbox does: the secret went to a
+        # process that no setuid program could have served.
+        nnp = system.run_on_pty(sandbox(world, app.files, app.info) + ["/usr/bin/grep", "NoNewPrivs", "/proc/self/status"],
+                                env=world.inst.env(), user=world.user, prefix=namespace_prefix(world.syslog),
+                                timeout=60).finish(timeout=60)
+        assert re.search(r"NoNewPrivs:\s+1", nnp.output), nnp.output
         # The same file run outside the sandbox is another program: it finds nothing.
         outside = system.run_on_pty([str(app.program), "peek", "notes"], env=world.inst.env(),
                                     user=world.user, prefix=namespace_prefix(world.syslog)).finish(timeout=60)
