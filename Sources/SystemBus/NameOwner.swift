@@ -97,7 +97,9 @@ package final class NameOwner {
 }
 
 /// Dropped signals, said at most once per interval: one hostile uid sending thousands must
-/// not write thousands of log lines (journald's rate limit would then hide the others).
+/// not write thousands of log lines (journald's rate limit would then hide the others). The
+/// first drop is said at once; those held back after it are said, counted, with the first
+/// drop after the interval (no timer: a flood that stops is not said again).
 package struct DropTally {
     package static let intervalMicros: Int64 = 10_000_000
     private var count = 0
