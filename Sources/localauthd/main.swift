@@ -37,6 +37,9 @@ case .failure(let problem):
 }
 
 var service = Service(listener: listener, arguments: arguments, log: log)
+// Started (the socket, the bus, the configuration): from here on only what the service's
+// own code uses stays in effect (Capabilities).
+Capabilities.dropUnused(log: log)
 log.log(.info, "listening on \(listener.description); requests run \(arguments.helperPath)")
 _ = sd_notify(0, "READY=1")
 let reason = service.run()
