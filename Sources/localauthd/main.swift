@@ -44,6 +44,8 @@ log.log(.info, "listening on \(listener.description); requests run \(arguments.h
 _ = sd_notify(0, "READY=1")
 let reason = service.run()
 _ = sd_notify(0, "STOPPING=1")
-log.log(.info, "stopping: \(reason)")
+// A stop that was asked for (SIGTERM, an idle exit) is a clean end; a loop that failed
+// exits 1, so that systemd records the failure and starts it again (Restart=always).
+log.log(service.failure == nil ? .info : .error, "stopping: \(reason)")
 listener.close()
-exit(0)
+exit(service.failure == nil ? 0 : 1)
