@@ -82,13 +82,15 @@ public final class SecurityRecord: SecurityEvents {
     /// no audit (NETLINK_AUDIT unknown: EPROTONOSUPPORT; EINVAL from old kernels, as libaudit
     /// reads it). EAFNOSUPPORT is not taken for that: netlink is in every kernel this runs
     /// on, and it is what a filter on socket families answers (systemd's
-    /// RestrictAddressFamilies= without AF_NETLINK), so it means the records are refused.
+    /// RestrictAddressFamilies= without AF_NETLINK; systemd-nspawn's for its guests), so it
+    /// means the records are refused.
     private func auditUnavailable(_ error: Int32, op: String, _ user: UserName) {
         guard error != EPROTONOSUPPORT, error != EINVAL else { return }
         guard !auditFailureSaid.exchange(true, ordering: .relaxed) else { return }
         log.log(.error, "audit records cannot be written (the audit record \(op) for \(user) is lost): "
                 + "audit_open: \(String(cString: strerror(error)))"
-                + (error == EAFNOSUPPORT ? " (netlink sockets are refused: the service's unit needs AF_NETLINK in RestrictAddressFamilies=)" : ""))
+                + (error == EAFNOSUPPORT ? " (a filter refused the audit socket: AF_NETLINK missing from a unit's "
+                   + "RestrictAddressFamilies=, or a container that keeps audit from its guests)" : ""))
     }
 
     // MARK: - The journal
