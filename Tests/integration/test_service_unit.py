@@ -105,14 +105,6 @@ def unit_service(inst, syslog):
         s.stop()
 
 
-def test_the_unit_s_file_has_the_settings_this_relies_on():
-    """What the code and these tests rely on, in the shipped unit (docs/SECURITY.md, "The unit")."""
-    assert unit_value("RestrictAddressFamilies").split() == ["AF_UNIX", "AF_NETLINK"]
-    assert unit_value("NoNewPrivileges") == "yes"
-    assert unit_value("MemoryDenyWriteExecute") == "yes"
-    assert BOUNDING == capability_mask("CAP_SYS_PTRACE CAP_DAC_OVERRIDE CAP_DAC_READ_SEARCH CAP_SYS_ADMIN CAP_AUDIT_WRITE")
-
-
 def test_the_service_keeps_only_ptrace_in_effect_and_its_helpers_get_the_bounding_set(unit_service):
     service = unit_service
     caps = capabilities(service.proc.pid)
