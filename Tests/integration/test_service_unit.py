@@ -1,8 +1,8 @@
 """localauthd as its unit runs it (systemd/localauth.service), where this machine can do so
 without systemd: under no_new_privs with the unit's capability bounding set (setpriv), and
-under a system call filter shaped like MemoryDenyWriteExecute= (mmap of writable and
-executable memory, and mprotect adding execute, fail with EPERM, as systemd's filter
-answers). The rest of the unit (its mount namespace, the other filters, CPUWeight=) needs
+under system call filters shaped like RestrictAddressFamilies= (socket() of another family
+fails with EAFNOSUPPORT) and MemoryDenyWriteExecute= (mmap of writable and executable
+memory, and mprotect adding execute, fail with EPERM), answering as systemd's do. The rest of the unit (its mount namespace, the other filters, CPUWeight=) needs
 systemd as PID 1: the VM tier runs the packaged unit.
 
 What is asserted: the service keeps only CAP_SYS_PTRACE in effect once started and says so,
@@ -10,7 +10,8 @@ while the helpers it starts get the bounding set (under no_new_privs an exec gai
 capability its parent does not hold as permitted, so a service that dropped them from its
 permitted set would leave its helpers without them); the finger still works through it; a
 stop asked for exits 0 and a failed loop exits 1 (Restart=always starts it again either
-way, but only the failure is recorded as one).
+way, but only the failure is recorded as one); the lockout's RESP_ACCT_LOCK reaches the
+audit log (and with AF_UNIX alone, as the unit had it, it does not, and one line says so).
 
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_service_unit.py
 """
@@ -28,7 +29,7 @@ import system  # noqa: E402
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 from servicebed import Service, namespace_prefix  # noqa: E402
 from test_service import e2e, wait_until  # noqa: E402,F401  (the e2e fixture)
-from test_e2e_pam import ENROLLED, OK, PASSWORD, PROMPT, SWIPE  # noqa: E402
+from test_e2e_pam import ENROLLED, OK, OTHER, PASSWORD, PROMPT, SWIPE, USER  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
@@ -78,10 +79,35 @@ os.execv(sys.argv[1], sys.argv[1:])
 '''
 
 
-def as_the_unit(syslog) -> list:
-    """The prefix that runs the service as the unit does, as far as it can be had here."""
+# RestrictAddressFamilies='s filter: socket() with a family outside argv[1] (a comma list of
+# numbers) fails with EAFNOSUPPORT, as systemd's filter answers; then argv[2:] is exec'd.
+_FAMILIES = r'''
+import ctypes, os, struct, sys
+allowed = [int(x) for x in sys.argv[1].split(",")]
+LD, JEQ, RET = 0x20, 0x15, 0x06
+def op(code, k, jt=0, jf=0): return struct.pack("HBBI", code, jt, jf, k)
+n = len(allowed)
+prog = [op(LD, 0), op(JEQ, 41, 0, n + 2), op(LD, 16)]           # socket(2), its family
+prog += [op(JEQ, family, n - i, 0) for i, family in enumerate(allowed)]
+prog = b"".join(prog + [op(RET, 0x00050000 | 97), op(RET, 0x7fff0000)])
+buf = ctypes.create_string_buffer(prog)
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fprog = Fprog(len(prog) // 8, ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0):
+    sys.exit("seccomp: " + os.strerror(ctypes.get_errno()))
+os.execv(sys.argv[2], sys.argv[2:])
+'''
+
+
+def as_the_unit(syslog, families: str = unit_value("RestrictAddressFamilies")) -> list:
+    """The prefix that runs the service as the unit does, as far as it can be had here: no
+    new privileges, the bounding set, the address families, no writable executable memory."""
     bounding = ",".join("+" + n.lower().removeprefix("cap_") for n in unit_value("CapabilityBoundingSet").split())
+    numbers = ",".join(str(int(getattr(socket, name))) for name in families.split())
     return namespace_prefix(syslog) + ["setpriv", "--no-new-privs", "--bounding-set", f"-all,{bounding}", "--",
+                                       "/usr/bin/python3", "-I", "-c", _FAMILIES, numbers,
                                        "/usr/bin/python3", "-I", "-c", _MDWE]
 
 
@@ -147,5 +173,37 @@ def test_a_failed_loop_exits_1_so_that_it_is_recorded_and_started_again(inst, sy
         assert service.proc.returncode == 1
         service.syslog._sync()
         assert any(m.startswith("stopping: poll: ") for m in service.lines("localauthd")), service.syslog.lines
+    finally:
+        service.stop()
+
+
+@pytest.mark.alone("the machine has one audit daemon")
+@pytest.mark.parametrize("families", [unit_value("RestrictAddressFamilies"), "AF_UNIX"],
+                         ids=["the-unit-s-families", "AF_UNIX-alone"])
+def test_the_lockout_is_audited_under_the_unit_s_address_families(e2e, inst, syslog, families):
+    """The lockout's RESP_ACCT_LOCK reaches the audit log from a helper of the service run as
+    its unit. With AF_UNIX alone (the unit before AF_NETLINK) the record is lost, and now
+    one line says so instead of nothing."""
+    from recorders import AuditDaemon
+    if platform.machine() != "x86_64":
+        pytest.skip("the MemoryDenyWriteExecute-shaped filter is written for x86-64's system call numbers")
+    service = Service(inst, syslog, prefix=as_the_unit(syslog, families))
+    try:
+        e2e.args.append(f"service={service.socket}")
+        e2e.service = e2e.stack()
+        assert e2e.run(password=PASSWORD).status == 0     # the first password, recorded
+        with AuditDaemon() as audit:
+            assert e2e.run([OTHER] * 3, password="wrong-1").status != 0
+            assert e2e.run([OTHER] * 2, password="wrong-2").status != 0
+            locks = [line for line in audit.search("RESP_ACCT_LOCK") if f'acct="{USER}"' in line]
+        service.syslog._sync()
+        helper = service.lines("localauth-helper")
+        assert any(m.startswith(f"fingerprints locked out for {USER}") for m in helper), helper
+        lost = [m for m in helper if m.startswith("audit records cannot be written")]
+        if families == "AF_UNIX":
+            assert (len(locks), len(lost)) == (0, 1), (locks, lost)
+            assert "Address family not supported" in lost[0], lost
+        else:
+            assert (len(locks), lost) == (1, []), (locks, lost)
     finally:
         service.stop()
