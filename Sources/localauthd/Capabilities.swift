@@ -19,10 +19,11 @@ import LocalAuth
 /// wall against code running inside the service, which could raise them again (capset, or
 /// exec). That wall is the unit's sandbox and the AppArmor profile (docs/SECURITY.md).
 enum Capabilities {
-    /// CAP_SYS_PTRACE: proving a peer on kernels without SO_PEERPIDFD reads the /proc
-    /// entries of processes of other uids and of setuid programs (their status, their open
-    /// descriptors), which the kernel's ptrace access check guards.
-    static let used: [Int32] = [CAP_SYS_PTRACE]
+    /// Proving a peer on kernels without SO_PEERPIDFD reads the /proc entries of processes
+    /// of other uids and of setuid programs (their status, their open descriptors):
+    /// CAP_SYS_PTRACE for the kernel's ptrace access check, CAP_DAC_READ_SEARCH for the
+    /// /proc/PID/fd directory, which is its owner's alone (0500).
+    static let used: [Int32] = [CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH]
 
     /// Clears every other capability from the effective set, and logs one line naming
     /// what is kept in effect and what stays permitted for the helpers. Not root (a test

@@ -5,7 +5,8 @@ fails with EAFNOSUPPORT) and MemoryDenyWriteExecute= (mmap of writable and execu
 memory, and mprotect adding execute, fail with EPERM), answering as systemd's do. The rest of the unit (its mount namespace, the other filters, CPUWeight=) needs
 systemd as PID 1: the VM tier runs the packaged unit.
 
-What is asserted: the service keeps only CAP_SYS_PTRACE in effect once started and says so,
+What is asserted: the service keeps only CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH in effect
+once started (a peer's /proc entries, the proof of a peer by pid) and says so,
 while the helpers it starts get the bounding set (under no_new_privs an exec gains no
 capability its parent does not hold as permitted, so a service that dropped them from its
 permitted set would leave its helpers without them); the finger still works through it; a
@@ -35,6 +36,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 UNIT = system.REPO / "systemd" / "localauth.service"
 CAP_SYS_PTRACE = 19
+CAP_DAC_READ_SEARCH = 2
 
 
 def unit_value(key: str) -> str:
@@ -131,16 +133,16 @@ def unit_service(inst, syslog):
         s.stop()
 
 
-def test_the_service_keeps_only_ptrace_in_effect_and_its_helpers_get_the_bounding_set(unit_service):
+def test_the_service_keeps_only_what_it_uses_in_effect_and_its_helpers_get_the_bounding_set(unit_service):
     service = unit_service
     caps = capabilities(service.proc.pid)
-    assert (caps["CapEff"], caps["CapPrm"], caps["CapBnd"]) == (1 << CAP_SYS_PTRACE, BOUNDING, BOUNDING), caps
+    assert (caps["CapEff"], caps["CapPrm"], caps["CapBnd"]) == ((1 << CAP_SYS_PTRACE) | (1 << CAP_DAC_READ_SEARCH), BOUNDING, BOUNDING), caps
     wait_until("a spare helper", lambda: len(service.spares()) == 1)
     (spare,) = service.spares()
     helper = capabilities(spare)
     assert (helper["CapEff"], helper["CapPrm"]) == (BOUNDING, BOUNDING), helper
     said = [m for m in service.lines("localauthd") if m.startswith("capabilities in effect:")]
-    assert said == ["capabilities in effect: cap_sys_ptrace; permitted (for the helpers, which it starts): "
+    assert said == ["capabilities in effect: cap_dac_read_search cap_sys_ptrace; permitted (for the helpers, which it starts): "
                     "cap_dac_override cap_dac_read_search cap_sys_ptrace cap_sys_admin cap_audit_write"], said
 
 
