@@ -105,7 +105,7 @@ def test_while_its_users_lock_screen_asks_a_sudo_gets_no_scan(served):
     after = e2e.bed.mark()
     r = e2e.run(password=PASSWORD)      # no finger line: the password prompt at once
     assert r.status == 0, r
-    assert e2e.bed.finger_needed(), "the lock screen's scan was ended"
+    assert e2e.bed.reader.finger_needed(), "the lock screen's scan was ended"
     assert not [e for e in e2e.bed.events(after) if e.name == "finger-needed"], e2e.bed.events(after)
     assert e2e.bed.scan(ENROLLED) == "verify-match"
     assert lock.result(60).rv == "PAM_SUCCESS"
