@@ -145,17 +145,61 @@ import Testing
     }
 
     @Test func theRecordsOrderTheLoginAndTheUnlock() {
+        func fact(_ state: UserState) -> RemoteLogin? { RemoteLogin(state, now: 3000, boot: "b2") }
         var state = UserState()
-        #expect(RemoteLogin(state) == nil)
+        #expect(fact(state) == nil)
         state.lastRemoteLoginAt = 2000
         state.lastRemoteLoginFrom = "ssh"
-        #expect(RemoteLogin(state) == RemoteLogin(at: 2000, from: "ssh", lastUnlock: nil))
+        #expect(fact(state) == RemoteLogin(at: 2000, from: "ssh", lastUnlock: nil))
         state.lastLocalUnlockAt = 2000  // the same second: the login may be the later one
-        #expect(RemoteLogin(state)?.at == 2000)
+        #expect(fact(state)?.at == 2000)
         state.lastLocalUnlockAt = 2001
-        #expect(RemoteLogin(state) == nil)
+        #expect(fact(state) == nil)
         state.lastRemoteLoginAt = 2002
-        #expect(RemoteLogin(state)?.lastUnlock == 2001)
+        #expect(fact(state)?.lastUnlock == 2001)
+    }
+
+    /// Rule 5 with the wall clock set back between the two: CLOCK_BOOTTIME orders one boot's
+    /// events, the running boot's are the newest, and an unlock stamped in the future
+    /// orders nothing. Each case below lifted the rule when the wall clock alone decided.
+    @Test func aClockSetBackDoesNotLiftTheRule() {
+        func since(remote: Timestamp, _ r: BootStamp?, unlock: Timestamp, _ u: BootStamp?,
+                   now: Timestamp = 3000, boot: String? = "b2") -> Bool {
+            var state = UserState()
+            state.lastRemoteLoginAt = remote
+            state.lastRemoteLoginBoot = r
+            state.lastLocalUnlockAt = unlock
+            state.lastLocalUnlockBoot = u
+            return state.remoteLoginSinceUnlock(now: now, boot: boot) != nil
+        }
+        // One boot: the login came 5 s after the unlock, the clock set back an hour between.
+        #expect(since(remote: 1000, BootStamp(bootID: "b2", millis: 9000),
+                      unlock: 4600, BootStamp(bootID: "b2", millis: 4000)))
+        // ... and the other way round the unlock is the newer, whatever the wall clock says.
+        #expect(!since(remote: 4600, BootStamp(bootID: "b2", millis: 4000),
+                       unlock: 1000, BootStamp(bootID: "b2", millis: 9000)))
+        // The login in this boot, the unlock in an earlier one with a clock far ahead.
+        #expect(since(remote: 1000, BootStamp(bootID: "b2", millis: 10),
+                      unlock: 2500, BootStamp(bootID: "b1", millis: 99_000)))
+        // The unlock in this boot, the login in an earlier one: lifted.
+        #expect(!since(remote: 2500, BootStamp(bootID: "b1", millis: 10),
+                       unlock: 1000, BootStamp(bootID: "b2", millis: 10)))
+        // No stamps (files written before them), an unlock later than now: the clock went back.
+        #expect(since(remote: 1000, nil, unlock: 3500, nil))
+        #expect(!since(remote: 1000, nil, unlock: 2000, nil))
+        // Two earlier boots: the wall clock, with the same doubt about the future.
+        #expect(since(remote: 1000, BootStamp(bootID: "b0", millis: 1),
+                      unlock: 3500, BootStamp(bootID: "b1", millis: 1)))
+        #expect(!since(remote: 1000, BootStamp(bootID: "b0", millis: 1),
+                       unlock: 2000, BootStamp(bootID: "b1", millis: 1)))
+    }
+
+    @Test func aBootStampIsStoredAsItsIdAndMilliseconds() {
+        let stamp = BootStamp(bootID: "0b6a-77", millis: 123_456)
+        #expect(BootStamp(text: stamp.text) == stamp)
+        #expect(BootStamp(text: "0b6a-77") == nil)
+        #expect(BootStamp(text: "0b6a-77 -1") == nil)
+        #expect(BootStamp(text: " 12") == nil)
     }
 
     // MARK: the user also signed in remotely

@@ -144,9 +144,10 @@ public struct RemoteLogin: Equatable, Sendable {
         self.lastUnlock = lastUnlock
     }
 
-    /// From a user's state, when the remote login is the newer of the two.
-    public init?(_ state: UserState) {
-        guard let at = state.remoteLoginSinceUnlock else { return nil }
+    /// From a user's state, when the remote login is the newer of the two (UserState orders
+    /// them; `now` and `boot`: the caller's wall clock and boot id).
+    public init?(_ state: UserState, now: Timestamp, boot: String?) {
+        guard let at = state.remoteLoginSinceUnlock(now: now, boot: boot) else { return nil }
         self.init(at: at, from: state.lastRemoteLoginFrom ?? "?", lastUnlock: state.lastLocalUnlockAt)
     }
 }
