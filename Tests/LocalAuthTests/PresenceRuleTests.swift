@@ -6,12 +6,12 @@ import Testing
     static let alice: UInt32 = 1000
     static let bob: UInt32 = 1001
 
-    /// alice's local session in front of seat0, unlocked, not idle.
+    /// alice's local session in front of seat0, unlocked, not idle, on virtual console 2.
     static func seatSession(_ id: String = "1", uid: UInt32? = alice, remote: Bool? = false, remoteHost: String = "",
                             seat: String = "seat0", sessionClass: String = "user", active: Bool? = true,
-                            locked: Bool? = false, idle: Bool? = false) -> LogindSession {
+                            locked: Bool? = false, idle: Bool? = false, vt: Int? = 2) -> LogindSession {
         LogindSession(id: id, uid: uid, remote: remote, remoteHost: remoteHost, seat: seat,
-                      sessionClass: sessionClass, active: active, locked: locked, idle: idle)
+                      sessionClass: sessionClass, active: active, locked: locked, idle: idle, vt: vt)
     }
 
     static let ssh = LogindSession(id: "7", uid: alice, remote: true, remoteHost: "192.0.2.9", seat: "",
@@ -19,9 +19,9 @@ import Testing
 
     static func facts(_ vouching: Vouching, _ caller: CallerPlace = .otherTerminal, user: UInt32? = alice,
                       sessions: [LogindSession] = [], lid: Lid = .open,
-                      lidClosed: Options.LidClosedChoice = .password) -> PresenceFacts {
+                      lidClosed: Options.LidClosedChoice = .password, console: Int? = 2) -> PresenceFacts {
         PresenceFacts(vouching: vouching, caller: caller, user: user, userSessions: sessions, lid: lid,
-                      lidClosed: lidClosed)
+                      lidClosed: lidClosed, console: caller == .console ? console : nil)
     }
 
     // MARK: a scan
@@ -132,7 +132,41 @@ import Testing
         facts.remoteLogin = Self.sinceUnlock
         #expect(PresenceRule.refusal(facts)?.reason == .remoteLoginSinceUnlock)
         facts.caller = .console
+        facts.console = 2
+        facts.foregroundConsole = 2
         #expect(PresenceRule.refusal(facts) == nil)
+        // A virtual console that is not the one in front: nothing says anyone looks at it.
+        facts.foregroundConsole = 1
+        #expect(PresenceRule.refusal(facts)?.reason == .remoteLoginSinceUnlock)
+    }
+
+    /// A VT as controlling terminal is the machine itself only as the terminal of a local
+    /// session of the user on a seat. Each fact below is a remote login's way to a VT the
+    /// user owns: before, each counted as "at the machine" and skipped rules 4 and 5.
+    @Test func aVirtualConsoleCountsOnlyAsItsOwnLocalSessionsTerminal() {
+        func place(_ vouching: Vouching, console: Int? = 2, user: UInt32? = Self.alice) -> CallerPlace {
+            PresenceRule.place(Self.facts(vouching, .console, user: user, console: console))
+        }
+        #expect(place(.callerSession(Self.seatSession())) == .console)
+        let byName = LogindSession(id: "4", uid: Self.alice, remote: false, seat: "seat0", active: true, tty: "tty2")
+        #expect(place(.callerSession(byName)) == .console)
+        #expect(place(.callerSession(Self.seatSession(vt: 3))) == .otherTerminal)       // another VT's session
+        #expect(place(.callerSession(Self.seatSession(vt: nil))) == .otherTerminal)     // a graphical one with no VT
+        #expect(place(.callerSession(Self.ssh)) == .otherTerminal)                      // the remote login's own
+        #expect(place(.callerSession(Self.seatSession(remote: nil))) == .otherTerminal)
+        #expect(place(.callerSession(Self.seatSession(seat: ""))) == .otherTerminal)
+        #expect(place(.callerSession(Self.seatSession(uid: Self.bob))) == .otherTerminal)
+        #expect(place(.callerSession(Self.seatSession()), user: nil) == .otherTerminal)
+        #expect(place(.displaySession(Self.seatSession())) == .otherTerminal)           // started in the user's manager
+        #expect(place(.callerSession(Self.seatSession()), console: nil) == .otherTerminal)
+        #expect(place(.foregroundConsole("tty2")) == .console)                          // root's login, before its session
+        #expect(place(.foregroundConsole("tty5")) == .otherTerminal)
+        // Rules 4 and 5 then hold for it.
+        var facts = Self.facts(.displaySession(Self.seatSession()), .console)
+        facts.remoteLogin = Self.sinceUnlock
+        #expect(PresenceRule.refusal(facts)?.reason == .remoteLoginSinceUnlock)
+        let drivable = Self.facts(.displaySession(Self.seatSession()), .console, sessions: [Self.seatSession(), Self.ssh])
+        #expect(PresenceRule.refusal(drivable)?.reason == .remoteSessionOpen)
     }
 
     @Test func anUnlockedHintDoesNotEndTheRule() {
