@@ -23,9 +23,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
-from servicebed import Service  # noqa: E402
+from servicebed import Service, ServiceInstallation  # noqa: E402
 from pamenv import PamWorld, outcomes  # noqa: E402
 from test_e2e_pam import E2E, ENROLLED, FINGER, PASSWORD, PROMPT_TEXT, USER  # noqa: E402
+from appbed import RESULT, app_binary, app_world, parse_result  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
@@ -112,3 +113,51 @@ def test_while_its_users_lock_screen_asks_a_sudo_gets_no_scan(served):
     service.syslog._sync()
     assert any("result=systemCancel" in m and LOCK_CAUSE in m for m in service.lines("localauth-helper")), \
         service.lines("localauth-helper")
+
+
+
+# --- an application's scan: its user is the peer's uid, the lock screen's a name ----------
+
+@pytest.fixture(scope="module")
+def app_inst():
+    """The product with a service of its own (servicebed), as the app tests use it."""
+    with ServiceInstallation() as inst:
+        yield inst
+
+
+@pytest.fixture
+def app(app_inst, bed, syslog):
+    """la-probe run by a throwaway user through a service of the world's own."""
+    with app_world(app_inst, bed, syslog, app_binary("la-probe"), "la-lock-") as world:
+        yield world
+
+
+def test_a_lock_screen_ends_its_users_running_application_scan(app):
+    """The application's request names its user by the peer's uid, the lock screen's by
+    PAM_USER: the service looks the lock screen's up, and the two meet."""
+    world = app
+    lock_stack = PamWorld()
+    try:
+        svc = lock_stack.service("la-lockscreen-app", [
+            f"auth required {world.inst.module} policy=biometrics service={world.service.socket}"])
+        pt = world.start("eval", "biometrics")
+        try:
+            assert world.bed.wait_finger_needed(timeout=30), "the application's scan never waited for a finger"
+            mark = world.bed.mark()
+            pool = concurrent.futures.ThreadPoolExecutor(1)
+            lock = pool.submit(lock_stack.drive, svc, world.user.name, items=LOCK_SCREEN, prefix=["setsid"])
+            pool.shutdown(wait=False)
+            scanning_again_after(world.bed, mark)
+            assert world.bed.scan(ENROLLED) == "verify-match"
+            r = lock.result(60)
+            res = pt.finish(timeout=60)
+        finally:
+            pt.kill()
+    finally:
+        lock_stack.close()
+    assert r.rv == "PAM_SUCCESS", r
+    results = [parse_result(m) for m in RESULT.findall(res.output.replace("\r", ""))]
+    assert [(x["success"], x["code"]) for x in results] == [("0", "-4")], res.output   # systemCancel
+    world.syslog._sync()
+    assert any(i == "localauth-helper" and LOCK_CAUSE in m for i, m in world.syslog.lines), world.syslog.lines
+    assert world.state_values()["failures"] == "0"     # the application's try was given back
