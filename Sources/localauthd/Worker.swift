@@ -6,7 +6,7 @@ import LocalAuth
 
 /// One request's helper: `localauth-helper --service-peer-uid U --service-peer-pid P
 /// --service-accepted-at NANOS --config PATH` (NANOS: CLOCK_BOOTTIME at the accept), its fd 0 and 1 the connection, fd 2 /dev/null (it logs to syslog), fd 3
-/// the peer's pidfd; its own session, default signals, a mask holding only SIGUSR1, and the fixed
+/// the peer's pidfd; its own session, default signals, a mask holding only SIGUSR1 and SIGUSR2, and the fixed
 /// environment the module gives it. The helper trusts these arguments because only root
 /// can start it with real uid 0 (Unprivileged.swift).
 struct Worker {
