@@ -83,12 +83,19 @@ public enum LoginRecords {
             remoteHost: text { sd_session_get_remote_host(id, &$0) } ?? "",
             seat: text { sd_session_get_seat(id, &$0) } ?? "",
             sessionClass: text { sd_session_get_class(id, &$0) } ?? "",
-            active: flag(sd_session_is_active(id)), locked: nil, idle: nil)
+            active: flag(sd_session_is_active(id)), locked: nil, idle: nil,
+            tty: text { sd_session_get_tty(id, &$0) } ?? "", vt: vt(of: id))
     }
 
     /// The session's type (`x11`, `wayland`, `tty`, ...).
     public static func type(of id: String) -> String? {
         text { sd_session_get_type(id, &$0) }
+    }
+
+    /// The session's virtual console number (VTNR), nil for none.
+    static func vt(of id: String) -> Int? {
+        var number: UInt32 = 0
+        return sd_session_get_vt(id, &number) >= 0 && number > 0 ? Int(number) : nil
     }
 
     /// sd-login's yes (> 0), no (0) or don't know (< 0).

@@ -11,6 +11,8 @@ enum Authenticate {
         let presence = Presence.judge(request, options: configured, log: log)
         Catalog.load(request.language)  // before the start-up's thread exists
         if let refusal = presence.refusal { return refused(refusal, request, channel: channel, log: log) }
+        // localauthd's word that came before the scan (its user's lock screen asks): no claim.
+        if let stop = SleepSignal.pendingStop() { return refused(stop, request, channel: channel, log: log) }
         // Someone may be at the reader: the bus start-up runs from here, alongside the local
         // work (the terminal, the boot id, the shadow entry, the state file).
         let sensor = FprintdSensor(address: configured.dbusAddress, busTimeout: configured.busTimeout,

@@ -89,7 +89,11 @@ enum Presence {
         let place = callerPlace(request, subject)
         let uid = getpwnam(request.user.value).map { UInt32($0.pointee.pw_uid) }
         var facts = PresenceFacts(vouching: vouching(request, subject, place), caller: place, user: uid,
-                                  lidClosed: options.lidClosed)
+                                  lidClosed: options.lidClosed, console: consoleNumber(subject.stat.terminal))
+        if facts.vouching == .logindAbsent, place == .console { facts.foregroundConsole = foregroundConsole() }
+        // The place as the rule checks it (a VT claimed, PresenceRule.place): what is watched
+        // and recorded as a local unlock below is that one.
+        facts.caller = PresenceRule.place(facts)
         if facts.vouching == .logindAbsent {
             facts.lid = lidClosed(options.lidPath) ? .closed : .open
             facts.remoteLogin = RemoteLogins.fact(request.user, options: options)

@@ -21,7 +21,7 @@ enum RemoteLogins {
     static func fact(_ user: UserName, options: Options) -> RemoteLogin? {
         guard options.remoteLoginGuard else { return nil }
         guard case .state(let state)? = try? FileStateStore(directory: options.stateDir).load(user) else { return nil }
-        return RemoteLogin(state)
+        return RemoteLogin(state, now: SystemClock().now(), boot: LinuxSystem().bootID())
     }
 
     /// A remote login now, `from` one word (a host, `ssh`, a logind session): nil once
@@ -39,10 +39,12 @@ enum RemoteLogins {
     /// A finger at the machine itself. Loosening: lost, the rule holds a little longer.
     static func recordUnlock(_ user: UserName, options: Options, log: LogSink) {
         let now = SystemClock().now()
+        let boot = BootStamp.now(bootID: LinuxSystem().bootID())
         do {
             try FileStateStore(directory: options.stateDir).update(user, durability: .loosening) { stored in
                 guard case .state(var state) = stored else { return nil }
                 state.lastLocalUnlockAt = now
+                state.lastLocalUnlockBoot = boot
                 return state
             }
         } catch {

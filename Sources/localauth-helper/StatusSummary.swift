@@ -42,6 +42,9 @@ enum StatusSummary {
         kv.add("last_remote_login", s.lastRemoteLoginAt.map(String.init) ?? "")
         kv.add("last_remote_login_from", s.lastRemoteLoginFrom ?? "")
         kv.add("last_local_unlock", s.lastLocalUnlockAt.map(String.init) ?? "")
+        // What orders the two for rule 5 (UserState), so the caller's summary says what the rule does.
+        kv.add("last_remote_login_boot", s.lastRemoteLoginBoot?.text ?? "")
+        kv.add("last_local_unlock_boot", s.lastLocalUnlockBoot?.text ?? "")
         let boot = LinuxSystem().bootID()
         kv.add("boot", s.bootID == nil ? "none" : (s.bootID == boot ? "current" : "other"))
         kv.add("opted_in", s.optedIn ? "1" : "0")

@@ -38,6 +38,8 @@ enum OwnStatus {
         s.lastRemoteLoginAt = reply.value("last_remote_login").flatMap { Int64($0) }
         s.lastRemoteLoginFrom = reply.value("last_remote_login_from").flatMap { $0.isEmpty ? nil : $0 }
         s.lastLocalUnlockAt = reply.value("last_local_unlock").flatMap { Int64($0) }
+        s.lastRemoteLoginBoot = reply.value("last_remote_login_boot").flatMap { BootStamp(text: $0) }
+        s.lastLocalUnlockBoot = reply.value("last_local_unlock_boot").flatMap { BootStamp(text: $0) }
         switch reply.value("boot") {
         case "current": s.bootID = bootID
         case "other": s.bootID = "another boot"

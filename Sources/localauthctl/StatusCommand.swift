@@ -249,7 +249,7 @@ struct Status {
         guard options.remoteLoginGuard else {
             return tr(cliLanguage, "the finger anywhere once the remote session ends (remote_login_guard = no)")
         }
-        guard let s = userState, let remote = RemoteLogin(s) else {
+        guard let s = userState, let remote = RemoteLogin(s, now: now, boot: bootID) else {
             return tr(cliLanguage, "no remote login since the last local unlock (remote_login_guard = yes)")
         }
         return tr(cliLanguage, "the password except at a console, the greeter or the lock screen, until a local unlock: remote login (%s) %s", remote.from, timeText(remote.at))
@@ -315,7 +315,7 @@ struct Status {
             ("last_remote_login", .int(userState?.lastRemoteLoginAt)),
             ("last_remote_login_from", userState?.lastRemoteLoginFrom.map { .string($0) } ?? .null),
             ("last_local_unlock", .int(userState?.lastLocalUnlockAt)),
-            ("remote_login_since_unlock", .bool(userState.map { $0.remoteLoginSinceUnlock != nil })),
+            ("remote_login_since_unlock", .bool(userState.map { $0.remoteLoginSinceUnlock(now: now, boot: bootID) != nil })),
             ("password_this_boot", .bool(passwordThisBoot)),
             ("password_usable", .bool(passwordUsable)),
             ("password_required", d.kind == "password" ? .string(d.reason) : .null),

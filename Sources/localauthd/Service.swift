@@ -22,6 +22,8 @@ struct Service {
     private var kept = KeptConnections()
     /// The helper started ahead of the next request (SpareHelper; nil with --spare no).
     private var spare: SpareHelper?
+    /// Lock screens that wait for the scans they ended (LockScreenTurn).
+    private var turn = LockScreenTurn()
     private var idleSince = MonotonicClock.millis()
     /// logind's sleep announcements and new sessions (nil where there is no bus to follow).
     private var logind: LogindWatch?
@@ -115,6 +117,7 @@ struct Service {
                 for ready in keptReady { serveKept(ready.fd, revents: ready.revents) }
                 if fds[0].revents != 0 { acceptWaiting() }
             }
+            for due in turn.due(running: running) { start(due.waiting, due.request, heldAs: due.claim) }
             serveOverdue()
             kept.closeIdle(now: MonotonicClock.millis())
             if !running.isEmpty || !waiting.isEmpty { idleSince = MonotonicClock.millis() }
@@ -150,6 +153,7 @@ struct Service {
         }
         if let first = waiting.map(\.deadline).min() { bound(first - MonotonicClock.millis()) }
         if let idle = kept.nextIdleDeadline { bound(idle - MonotonicClock.millis()) }
+        if let held = turn.nextDeadline { bound(held - MonotonicClock.millis()) }
         return Int32(clamping: ms)
     }
 
@@ -226,7 +230,7 @@ struct Service {
                     + "result=biometryNotAvailable reason=reader-unreachable, no helper: \(cause)")
             held.release()
         } else if mayStartHelper {
-            start(held)
+            start(held, request)
         } else {
             log.log(.warning, "a preflight of uid \(held.peer.uid) (pid \(held.peer.pid)) on a kept connection "
                     + "refused: \(requestsRunning(of: held.peer.uid)) of its requests run already")
@@ -271,7 +275,9 @@ struct Service {
 
     /// The request's helper: the spare started ahead when there is one, else one started
     /// now; then the next spare.
-    private mutating func start(_ held: Waiting) {
+    private mutating func start(_ held: Waiting, _ request: RequestPeek? = nil, heldAs: ReaderClaim? = nil) {
+        let claim = heldAs ?? LockScreenTurn.claim(held.peer, request)
+        if heldAs == nil, turn.holdsBack(held, request, claim, running: running, log: log) { return }
         defer { held.release() }
         let peer = held.peer
         let ahead = spare.flatMap { $0.take(held, arguments: arguments) }
@@ -280,7 +286,7 @@ struct Service {
             ?? Worker.start(for: peer, connection: held.connection, acceptedAt: held.acceptedAt, arguments: arguments)
         switch outcome {
         case .success(let worker):
-            running.append(worker)
+            running.append(turn.started(worker, claim, running: running, log: log))
             log.log(.info, "uid \(peer.uid) pid \(peer.pid) (\(peer.source)): helper pid \(worker.pid)"
                     + (ahead != nil ? " (started ahead)" : ""))
             startSpare()

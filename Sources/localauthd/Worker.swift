@@ -2,10 +2,11 @@
 import Glibc
 #endif
 import CLinux
+import LocalAuth
 
 /// One request's helper: `localauth-helper --service-peer-uid U --service-peer-pid P
 /// --service-accepted-at NANOS --config PATH` (NANOS: CLOCK_BOOTTIME at the accept), its fd 0 and 1 the connection, fd 2 /dev/null (it logs to syslog), fd 3
-/// the peer's pidfd; its own session, default signals, a mask holding only SIGUSR1, and the fixed
+/// the peer's pidfd; its own session, default signals, a mask holding only SIGUSR1 and SIGUSR2, and the fixed
 /// environment the module gives it. The helper trusts these arguments because only root
 /// can start it with real uid 0 (Unprivileged.swift).
 struct Worker {
@@ -13,6 +14,8 @@ struct Worker {
     /// Readable once the helper has exited.
     let pidfd: Int32
     let uid: uid_t
+    /// What its request is to the reader (LockScreenTurn): set as it starts.
+    var claim = ReaderClaim(kind: .other, userName: nil, uid: nil)
 
     struct Problem: Error { let text: String }
 
@@ -51,7 +54,9 @@ struct Worker {
         posix_spawnattr_setsigdefault(&attributes, &all)
         // SIGUSR1 (the system prepares to sleep, LogindWatch) held until the helper has its
         // handler (SleepSignal.install unblocks it): before that its default would end it.
+        // The same for SIGUSR2 (a lock screen takes the reader, LockScreenTurn).
         sigaddset(&held, SIGUSR1)
+        sigaddset(&held, SIGUSR2)
         posix_spawnattr_setsigmask(&attributes, &held)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | la_posix_spawn_setsid))
         var pid: pid_t = 0

@@ -271,10 +271,16 @@ static bool la_handle_names_an_origin(pam_handle_t *pamh)
  * records a login from elsewhere in root's state (PresenceRule, rule 5). sudo, su, login and
  * polkit call the account phase only after pam_authenticate succeeded, so a first line that
  * ran here without a match means another module (the password) let the user in; sshd does
- * not, and the helper refuses to clear on its handles. It judges no account: PAM_SUCCESS,
- * whatever happened. Written `optional`, so that a stack without the module (the package
- * removed) skips the line instead of failing with PAM_MODULE_UNKNOWN.
+ * not, and the helper refuses to clear on its handles. It judges no account: PAM_IGNORE,
+ * whatever happened, so the stack's verdict is the account modules' (pam_unix: expired,
+ * locked, password change due). PAM_SUCCESS would let a misplaced `account sufficient
+ * pam_localauth.so` skip them all; and a stack where nothing else answers fails, as libpam
+ * fails a stack of ignores. (PAM_IGNORE is wrong in the auth phase, result_map.c; here it
+ * is the one honest answer.) Written `optional`, so that a stack without the module (the
+ * package removed) skips the line instead of failing with PAM_MODULE_UNKNOWN.
  */
+static const int la_account_answer = PAM_IGNORE;
+
 LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
     struct la_args args;
@@ -282,14 +288,14 @@ LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const ch
     /* A caller that is not root could call this phase after any outcome (the helper
      * refuses `account` from a peer that is not root): nothing to start there. */
     if (args.unprivileged)
-        return PAM_SUCCESS;
+        return la_account_answer;
     const char *user = la_user(pamh);
     if (user == NULL)
-        return PAM_SUCCESS;
+        return la_account_answer;
     bool first_line = la_first_line_ran(pamh, user, "account");
     if (first_line || la_handle_names_an_origin(pamh))
-        la_clear_after_password(pamh, flags, &args, user, "account", first_line, PAM_SUCCESS);
-    return PAM_SUCCESS;
+        la_clear_after_password(pamh, flags, &args, user, "account", first_line, la_account_answer);
+    return la_account_answer;
 }
 
 /* Nothing to set: the module holds no credentials. */

@@ -18,7 +18,9 @@ struct la_result_row {
  * when the application's conversation itself broke, PAM_CONV_ERR says so. Everything that
  * only means "no fingerprint now" is PAM_AUTHINFO_UNAVAIL so the password module runs.
  * No row is PAM_IGNORE: at a `required` line followed by a module that succeeds
- * (pam_permit, pam_env, ...), PAM_IGNORE would let the user in with nothing. */
+ * (pam_permit, pam_env, ...), PAM_IGNORE would let the user in with nothing. This table is
+ * the auth phase's; the account phase judges no account and always answers PAM_IGNORE
+ * (pam_sm_acct_mgmt), whatever the helper said. */
 /* Both columns: unavailable whether or not the conversation failed. */
 #define LA_UNAVAIL PAM_AUTHINFO_UNAVAIL, PAM_AUTHINFO_UNAVAIL
 

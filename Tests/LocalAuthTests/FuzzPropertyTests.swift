@@ -168,6 +168,10 @@ import LocalAuthProtocol
             s.lastRemoteLoginAt = Bool.random(using: &rng) ? Int64.random(in: 0...4_000_000_000, using: &rng) : nil
             s.lastRemoteLoginFrom = Bool.random(using: &rng) ? rng.token(Int.random(in: 1...20, using: &rng), excluding: "\n") : nil
             s.lastLocalUnlockAt = Bool.random(using: &rng) ? Int64.random(in: 0...4_000_000_000, using: &rng) : nil
+            s.lastRemoteLoginBoot = Bool.random(using: &rng)
+                ? BootStamp(bootID: "b" + rng.token(8, excluding: "\n "), millis: Int64.random(in: 0...Int64.max, using: &rng)) : nil
+            s.lastLocalUnlockBoot = Bool.random(using: &rng)
+                ? BootStamp(bootID: "b" + rng.token(8, excluding: "\n "), millis: Int64.random(in: 0...Int64.max, using: &rng)) : nil
             let decoded = StateFileFormat.decode(StateFileFormat.encode(s))
             #expect(decoded == .success(s), "seed \(seed): \(s)")
         }

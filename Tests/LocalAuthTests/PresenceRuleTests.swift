@@ -6,12 +6,12 @@ import Testing
     static let alice: UInt32 = 1000
     static let bob: UInt32 = 1001
 
-    /// alice's local session in front of seat0, unlocked, not idle.
+    /// alice's local session in front of seat0, unlocked, not idle, on virtual console 2.
     static func seatSession(_ id: String = "1", uid: UInt32? = alice, remote: Bool? = false, remoteHost: String = "",
                             seat: String = "seat0", sessionClass: String = "user", active: Bool? = true,
-                            locked: Bool? = false, idle: Bool? = false) -> LogindSession {
+                            locked: Bool? = false, idle: Bool? = false, vt: Int? = 2) -> LogindSession {
         LogindSession(id: id, uid: uid, remote: remote, remoteHost: remoteHost, seat: seat,
-                      sessionClass: sessionClass, active: active, locked: locked, idle: idle)
+                      sessionClass: sessionClass, active: active, locked: locked, idle: idle, vt: vt)
     }
 
     static let ssh = LogindSession(id: "7", uid: alice, remote: true, remoteHost: "192.0.2.9", seat: "",
@@ -19,9 +19,9 @@ import Testing
 
     static func facts(_ vouching: Vouching, _ caller: CallerPlace = .otherTerminal, user: UInt32? = alice,
                       sessions: [LogindSession] = [], lid: Lid = .open,
-                      lidClosed: Options.LidClosedChoice = .password) -> PresenceFacts {
+                      lidClosed: Options.LidClosedChoice = .password, console: Int? = 2) -> PresenceFacts {
         PresenceFacts(vouching: vouching, caller: caller, user: user, userSessions: sessions, lid: lid,
-                      lidClosed: lidClosed)
+                      lidClosed: lidClosed, console: caller == .console ? console : nil)
     }
 
     // MARK: a scan
@@ -132,7 +132,41 @@ import Testing
         facts.remoteLogin = Self.sinceUnlock
         #expect(PresenceRule.refusal(facts)?.reason == .remoteLoginSinceUnlock)
         facts.caller = .console
+        facts.console = 2
+        facts.foregroundConsole = 2
         #expect(PresenceRule.refusal(facts) == nil)
+        // A virtual console that is not the one in front: nothing says anyone looks at it.
+        facts.foregroundConsole = 1
+        #expect(PresenceRule.refusal(facts)?.reason == .remoteLoginSinceUnlock)
+    }
+
+    /// A VT as controlling terminal is the machine itself only as the terminal of a local
+    /// session of the user on a seat. Each fact below is a remote login's way to a VT the
+    /// user owns: before, each counted as "at the machine" and skipped rules 4 and 5.
+    @Test func aVirtualConsoleCountsOnlyAsItsOwnLocalSessionsTerminal() {
+        func place(_ vouching: Vouching, console: Int? = 2, user: UInt32? = Self.alice) -> CallerPlace {
+            PresenceRule.place(Self.facts(vouching, .console, user: user, console: console))
+        }
+        #expect(place(.callerSession(Self.seatSession())) == .console)
+        let byName = LogindSession(id: "4", uid: Self.alice, remote: false, seat: "seat0", active: true, tty: "tty2")
+        #expect(place(.callerSession(byName)) == .console)
+        #expect(place(.callerSession(Self.seatSession(vt: 3))) == .otherTerminal)       // another VT's session
+        #expect(place(.callerSession(Self.seatSession(vt: nil))) == .otherTerminal)     // a graphical one with no VT
+        #expect(place(.callerSession(Self.ssh)) == .otherTerminal)                      // the remote login's own
+        #expect(place(.callerSession(Self.seatSession(remote: nil))) == .otherTerminal)
+        #expect(place(.callerSession(Self.seatSession(seat: ""))) == .otherTerminal)
+        #expect(place(.callerSession(Self.seatSession(uid: Self.bob))) == .otherTerminal)
+        #expect(place(.callerSession(Self.seatSession()), user: nil) == .otherTerminal)
+        #expect(place(.displaySession(Self.seatSession())) == .otherTerminal)           // started in the user's manager
+        #expect(place(.callerSession(Self.seatSession()), console: nil) == .otherTerminal)
+        #expect(place(.foregroundConsole("tty2")) == .console)                          // root's login, before its session
+        #expect(place(.foregroundConsole("tty5")) == .otherTerminal)
+        // Rules 4 and 5 then hold for it.
+        var facts = Self.facts(.displaySession(Self.seatSession()), .console)
+        facts.remoteLogin = Self.sinceUnlock
+        #expect(PresenceRule.refusal(facts)?.reason == .remoteLoginSinceUnlock)
+        let drivable = Self.facts(.displaySession(Self.seatSession()), .console, sessions: [Self.seatSession(), Self.ssh])
+        #expect(PresenceRule.refusal(drivable)?.reason == .remoteSessionOpen)
     }
 
     @Test func anUnlockedHintDoesNotEndTheRule() {
@@ -145,17 +179,61 @@ import Testing
     }
 
     @Test func theRecordsOrderTheLoginAndTheUnlock() {
+        func fact(_ state: UserState) -> RemoteLogin? { RemoteLogin(state, now: 3000, boot: "b2") }
         var state = UserState()
-        #expect(RemoteLogin(state) == nil)
+        #expect(fact(state) == nil)
         state.lastRemoteLoginAt = 2000
         state.lastRemoteLoginFrom = "ssh"
-        #expect(RemoteLogin(state) == RemoteLogin(at: 2000, from: "ssh", lastUnlock: nil))
+        #expect(fact(state) == RemoteLogin(at: 2000, from: "ssh", lastUnlock: nil))
         state.lastLocalUnlockAt = 2000  // the same second: the login may be the later one
-        #expect(RemoteLogin(state)?.at == 2000)
+        #expect(fact(state)?.at == 2000)
         state.lastLocalUnlockAt = 2001
-        #expect(RemoteLogin(state) == nil)
+        #expect(fact(state) == nil)
         state.lastRemoteLoginAt = 2002
-        #expect(RemoteLogin(state)?.lastUnlock == 2001)
+        #expect(fact(state)?.lastUnlock == 2001)
+    }
+
+    /// Rule 5 with the wall clock set back between the two: CLOCK_BOOTTIME orders one boot's
+    /// events, the running boot's are the newest, and an unlock stamped in the future
+    /// orders nothing. Each case below lifted the rule when the wall clock alone decided.
+    @Test func aClockSetBackDoesNotLiftTheRule() {
+        func since(remote: Timestamp, _ r: BootStamp?, unlock: Timestamp, _ u: BootStamp?,
+                   now: Timestamp = 3000, boot: String? = "b2") -> Bool {
+            var state = UserState()
+            state.lastRemoteLoginAt = remote
+            state.lastRemoteLoginBoot = r
+            state.lastLocalUnlockAt = unlock
+            state.lastLocalUnlockBoot = u
+            return state.remoteLoginSinceUnlock(now: now, boot: boot) != nil
+        }
+        // One boot: the login came 5 s after the unlock, the clock set back an hour between.
+        #expect(since(remote: 1000, BootStamp(bootID: "b2", millis: 9000),
+                      unlock: 4600, BootStamp(bootID: "b2", millis: 4000)))
+        // ... and the other way round the unlock is the newer, whatever the wall clock says.
+        #expect(!since(remote: 4600, BootStamp(bootID: "b2", millis: 4000),
+                       unlock: 1000, BootStamp(bootID: "b2", millis: 9000)))
+        // The login in this boot, the unlock in an earlier one with a clock far ahead.
+        #expect(since(remote: 1000, BootStamp(bootID: "b2", millis: 10),
+                      unlock: 2500, BootStamp(bootID: "b1", millis: 99_000)))
+        // The unlock in this boot, the login in an earlier one: lifted.
+        #expect(!since(remote: 2500, BootStamp(bootID: "b1", millis: 10),
+                       unlock: 1000, BootStamp(bootID: "b2", millis: 10)))
+        // No stamps (files written before them), an unlock later than now: the clock went back.
+        #expect(since(remote: 1000, nil, unlock: 3500, nil))
+        #expect(!since(remote: 1000, nil, unlock: 2000, nil))
+        // Two earlier boots: the wall clock, with the same doubt about the future.
+        #expect(since(remote: 1000, BootStamp(bootID: "b0", millis: 1),
+                      unlock: 3500, BootStamp(bootID: "b1", millis: 1)))
+        #expect(!since(remote: 1000, BootStamp(bootID: "b0", millis: 1),
+                       unlock: 2000, BootStamp(bootID: "b1", millis: 1)))
+    }
+
+    @Test func aBootStampIsStoredAsItsIdAndMilliseconds() {
+        let stamp = BootStamp(bootID: "0b6a-77", millis: 123_456)
+        #expect(BootStamp(text: stamp.text) == stamp)
+        #expect(BootStamp(text: "0b6a-77") == nil)
+        #expect(BootStamp(text: "0b6a-77 -1") == nil)
+        #expect(BootStamp(text: " 12") == nil)
     }
 
     // MARK: the user also signed in remotely

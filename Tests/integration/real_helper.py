@@ -125,6 +125,7 @@ class Real:
         if authsucc:
             lines.append(f"auth optional {MODULE} authsucc {args}")
             lines.append(f"account required {MODULE} {args}")
+            lines.append("account required pam_permit.so")   # ours answers PAM_IGNORE
         return self.world.service(name, lines)
 
     def attempt(self, fault, service, user=USER, **kw):

@@ -50,7 +50,8 @@ class Account:
         """The first line, the password module(s), and the account line."""
         return self.world.service(name, [f"auth sufficient {self.inst.module} {self.args}",
                                          *password_lines,
-                                         f"account required {self.inst.module} {self.args}"])
+                                         f"account required {self.inst.module} {self.args}",
+                                         "account required pam_permit.so"])   # ours: PAM_IGNORE
 
     def unix_stack(self):
         return self.stack("la-acct-unix", ["auth requisite pam_unix.so nodelay"])
@@ -134,7 +135,8 @@ def token_stack(account, name):
     from the driver's environment before the account line runs."""
     return account.world.service(name, [
         f"auth sufficient {account.inst.module} {account.args}", "auth requisite pam_permit.so",
-        f"account optional {SET_ITEMS}", f"account required {account.inst.module} {account.args}"])
+        f"account optional {SET_ITEMS}", f"account required {account.inst.module} {account.args}",
+        "account required pam_permit.so"])
 
 
 def test_the_right_password_token_on_a_local_handle_clears_through_the_account_line(account):
@@ -244,3 +246,22 @@ def test_the_helper_checks_the_token_of_a_local_account_in_the_account_phase(acc
     result = helper_authsucc(account, account.user.password)
     assert result["name"] == "success", result
     assert account.state_values()["failures"] == "0"
+
+
+def test_a_misplaced_account_sufficient_line_leaves_an_expired_account_refused(account):
+    """The account line judges no account: PAM_IGNORE, so `account sufficient
+    pam_localauth.so` before pam_unix (a hand-edited stack) skips none of pam_unix's checks.
+    With PAM_SUCCESS there, the expired account below got in."""
+    p = system._locked_retry(["chage", "-E", "1", account.user.name])   # expired on 2 January 1970
+    assert p.returncode == 0, p.stderr
+    svc = account.world.service("la-acct-sufficient", [
+        "auth requisite pam_unix.so nodelay",
+        f"account sufficient {account.inst.module} {account.args}",
+        "account required pam_unix.so"])
+    r = account.world.drive(svc, account.user.name, answers=[account.user.password], account=True)
+    assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_ACCT_EXPIRED"), r.stderr[-1500:]
+    # Alone in its phase, the line lets nobody in either: libpam fails a phase of ignores.
+    alone = account.world.service("la-acct-alone", ["auth requisite pam_unix.so nodelay",
+                                                    f"account sufficient {account.inst.module} {account.args}"])
+    r = account.world.drive(alone, account.user.name, answers=[account.user.password], account=True)
+    assert r.rv == "PAM_SUCCESS" and r.acct_rv != "PAM_SUCCESS", r.stderr[-1500:]

@@ -95,6 +95,7 @@ class E2E:
             # the password here (pamtester runs it after a successful authenticate).
             lines.append(f"auth optional {self.inst.module} authsucc {args}")
             lines.append(f"account required {self.inst.module} {args}")
+            lines.append("account required pam_permit.so")   # ours answers PAM_IGNORE
         return self.world.service(name, lines)
 
     def run(self, fingers=(), password=None, service=None, pam_env=None, items=None,

@@ -572,7 +572,8 @@ def test_after_a_silent_helper_the_lines_after_the_password_start_none(bed):
     svc = bed.world.service("la-as7", [bed.line("hang", "sufficient"),
                                        f"auth required {bed.world.matrix}",
                                        authsucc_line(bed),
-                                       f"account required {MODULE} helper={bed.helper} fake_dir={bed.records}"])
+                                       f"account required {MODULE} helper={bed.helper} fake_dir={bed.records}",
+                                       "account required pam_permit.so"])
     r = bed.drive(svc, account=True)
     assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
     assert [e["request"]["mode"] for e in bed.events("start")] == ["authenticate"]
@@ -643,7 +644,7 @@ def account_stack(bed, name, first_mode):
     return bed.world.service(name, [bed.line(first_mode, "sufficient"),
                                     f"auth required {bed.world.matrix}",
                                     f"account required {MODULE} helper={bed.helper} "
-                                    f"fake_mode=match fake_dir={bed.records}"])
+                                    f"fake_mode=match fake_dir={bed.records}", "account required pam_permit.so"])
 
 
 def test_account_phase_runs_the_helper_after_a_password_success(bed):
@@ -682,20 +683,20 @@ def test_a_networked_account_phase_without_the_first_line_asks_the_helper_once(b
     login from elsewhere. Its answer is logged at LOG_INFO: nothing was to be cleared."""
     svc = bed.world.service("la-acct-key", [f"auth required {bed.world.matrix}",
                                             f"account required {MODULE} helper={bed.helper} "
-                                            f"fake_mode=nomatch fake_dir={bed.records}"])
+                                            f"fake_mode=nomatch fake_dir={bed.records}", "account required pam_permit.so"])
     r = bed.drive(svc, items=items, account=True)
     assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
     start, = bed.events("start")
     assert (start["request"]["mode"], start["request"]["proof"]) == ("authsucc", "account")
     assert "first_line" not in start["request"], start
     line, = outcomes(r.logs)
-    assert line["pam"] == "PAM_SUCCESS" and [l.priority for l in r.logs if "result=" in l.message] == [6], r.logs
+    assert line["pam"] == "PAM_IGNORE" and [l.priority for l in r.logs if "result=" in l.message] == [6], r.logs
 
 
 def test_account_phase_without_the_first_line_changes_nothing(bed):
     svc = bed.world.service("la-acct3", [f"auth required {bed.world.matrix}",
                                          f"account required {MODULE} helper={bed.helper} "
-                                         f"fake_mode=match fake_dir={bed.records}"])
+                                         f"fake_mode=match fake_dir={bed.records}", "account required pam_permit.so"])
     r = bed.drive(svc, account=True)
     assert (r.rv, r.acct_rv) == ("PAM_SUCCESS", "PAM_SUCCESS")
     assert bed.events("start") == []
@@ -911,7 +912,7 @@ def test_real_helper_without_reader_then_the_account_phase_records_password(bed)
                                         f"auth optional {MODULE} authsucc {args}"])
     svc_account = bed.world.service("la-real-acct", [
         f"auth sufficient {MODULE} {args}", f"auth required {bed.world.matrix}",
-        f"account required {MODULE} {args}"])
+        f"account required {MODULE} {args}", "account required pam_permit.so"])
     # pam_matrix's made-up user has no local password hash: the auth line cannot prove the
     # password, so nothing is recorded there ...
     r = bed.drive(svc)
@@ -929,7 +930,7 @@ def test_real_helper_without_reader_then_the_account_phase_records_password(bed)
         assert time.monotonic() - started < 5
         first, second = outcomes(r.logs)
         assert first["pam"] == "PAM_AUTHINFO_UNAVAIL", first
-        assert (second["result"], second["pam"]) == ("success", "PAM_SUCCESS"), second
+        assert (second["result"], second["pam"]) == ("success", "PAM_IGNORE"), second
         assert (state / f"{USER}.state").is_file()
     # After the password was recorded once, the reader itself is what is missing.
     assert first["result"] == "biometryNotAvailable", first

@@ -76,6 +76,11 @@ def test_the_account_line_on_a_networked_handle_records_the_remote_login(machine
     after = machine.state_file()
     assert after["last_remote_login_from"] == "192.0.2.9", after
     assert int(after["last_remote_login"]) >= int(before["last_local_unlock"]), after
+    # Each with its boot and CLOCK_BOOTTIME, which order them whatever the wall clock does.
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    login_boot, login_ms = after["last_remote_login_boot"].split(" ")
+    unlock_boot, unlock_ms = after["last_local_unlock_boot"].split(" ")
+    assert login_boot == unlock_boot == boot and int(login_ms) > int(unlock_ms), after
     # Nothing else changed: the account phase proves no password.
     for key in ("failures", "last_password", "last_local_unlock"):
         assert after.get(key) == before.get(key), (key, before, after)

@@ -263,7 +263,10 @@ public enum PasswordRecord {
                 env.log.log(.notice, "rewriting damaged state of \(env.user) after the password: \(cause)")
             }
             var next = rules.afterPassword(stored.userState, now: now, bootID: boot, domainState: domainState)
-            if localUnlock { next.lastLocalUnlockAt = now }
+            if localUnlock {
+                next.lastLocalUnlockAt = now
+                next.lastLocalUnlockBoot = BootStamp.now(bootID: boot)
+            }
             return next
         }
     }

@@ -26,8 +26,38 @@
 public enum PresenceRule {
     /// Why no finger may be asked for, or nil when one may.
     public static func refusal(_ facts: PresenceFacts) -> EvaluationError? {
+        var facts = facts
+        facts.caller = place(facts)
         if let refusal = lidRefusal(facts) { return refusal }
         return vouchingRefusal(facts) ?? remoteLoginRefusal(facts)
+    }
+
+    /// Where the caller is, once its claim to a virtual console is checked. A VT as controlling
+    /// terminal is the machine's own keyboard and screen (rules 4 and 5 spare it) only when
+    /// the session that vouches is a local one on a seat, the user's own, and that VT is its
+    /// terminal: a device node proves nothing by itself. A process of the user's remote login
+    /// (or one it left in the user's manager) can open a VT the user owns from an earlier
+    /// console login and make it its controlling terminal; it is then a terminal like any
+    /// pseudo-terminal (`otherTerminal`): nobody need be looking at it.
+    /// Root's `login` on the VT in front, before its session (`foregroundConsole`), is at the
+    /// console it names. Where logind does not run there is no session to ask: the VT counts
+    /// only while it is the one in front (what the screen shows, so a prompt there is seen
+    /// by whoever would touch the reader); one in the background is any terminal.
+    public static func place(_ facts: PresenceFacts) -> CallerPlace {
+        guard facts.caller == .console else { return facts.caller }
+        guard let vt = facts.console else { return .otherTerminal }
+        switch facts.vouching {
+        case .callerSession(let s):
+            let ownConsole = s.remote == false && s.remoteHost.isEmpty && !s.seat.isEmpty
+                && s.uid != nil && s.uid == facts.user && (s.vt == vt || s.tty == "tty\(vt)")
+            return ownConsole ? .console : .otherTerminal
+        case .foregroundConsole(let name):
+            return name == "tty\(vt)" ? .console : .otherTerminal
+        case .logindAbsent:
+            return facts.foregroundConsole == vt ? .console : .otherTerminal
+        case .displaySession, .seatSession, .nobody:
+            return .otherTerminal
+        }
     }
 
     static func vouchingRefusal(_ facts: PresenceFacts) -> EvaluationError? {
@@ -118,9 +148,14 @@ public struct PresenceFacts: Equatable, Sendable {
     /// Root's record of a remote login newer than the last local unlock (rule 5); nil when
     /// there is none or `remote_login_guard` is off.
     public var remoteLogin: RemoteLogin?
+    /// The number of the virtual console that is the caller's controlling terminal (`place`).
+    public var console: Int?
+    /// The virtual console in front, as the kernel says (read only where logind does not run).
+    public var foregroundConsole: Int?
 
     public init(vouching: Vouching, caller: CallerPlace, user: UInt32?, userSessions: [LogindSession] = [],
-                lid: Lid = .open, lidClosed: Options.LidClosedChoice = .password, remoteLogin: RemoteLogin? = nil) {
+                lid: Lid = .open, lidClosed: Options.LidClosedChoice = .password, remoteLogin: RemoteLogin? = nil,
+                console: Int? = nil, foregroundConsole: Int? = nil) {
         self.vouching = vouching
         self.caller = caller
         self.user = user
@@ -128,6 +163,8 @@ public struct PresenceFacts: Equatable, Sendable {
         self.lid = lid
         self.lidClosed = lidClosed
         self.remoteLogin = remoteLogin
+        self.console = console
+        self.foregroundConsole = foregroundConsole
     }
 }
 
@@ -144,9 +181,10 @@ public struct RemoteLogin: Equatable, Sendable {
         self.lastUnlock = lastUnlock
     }
 
-    /// From a user's state, when the remote login is the newer of the two.
-    public init?(_ state: UserState) {
-        guard let at = state.remoteLoginSinceUnlock else { return nil }
+    /// From a user's state, when the remote login is the newer of the two (UserState orders
+    /// them; `now` and `boot`: the caller's wall clock and boot id).
+    public init?(_ state: UserState, now: Timestamp, boot: String?) {
+        guard let at = state.remoteLoginSinceUnlock(now: now, boot: boot) else { return nil }
         self.init(at: at, from: state.lastRemoteLoginFrom ?? "?", lastUnlock: state.lastLocalUnlockAt)
     }
 }
@@ -186,9 +224,13 @@ public struct LogindSession: Equatable, Sendable {
     /// `LockedHint` and `IdleHint`, from logind's bus API (not in sd-login).
     public var locked: Bool?
     public var idle: Bool?
+    /// Its terminal (`tty3`; empty for none) and virtual console number (nil for none).
+    public var tty: String
+    public var vt: Int?
 
     public init(id: String, uid: UInt32?, remote: Bool?, remoteHost: String = "", seat: String,
-                sessionClass: String = "user", active: Bool?, locked: Bool? = false, idle: Bool? = false) {
+                sessionClass: String = "user", active: Bool?, locked: Bool? = false, idle: Bool? = false,
+                tty: String = "", vt: Int? = nil) {
         self.id = id
         self.uid = uid
         self.remote = remote
@@ -198,6 +240,8 @@ public struct LogindSession: Equatable, Sendable {
         self.active = active
         self.locked = locked
         self.idle = idle
+        self.tty = tty
+        self.vt = vt
     }
 
     /// A login someone elsewhere may be using: remote as logind says (or unknown), a remote
@@ -211,7 +255,8 @@ public struct LogindSession: Equatable, Sendable {
 
 /// Where the caller's prompt is, as far as it matters for who can drive it.
 public enum CallerPlace: Equatable, Sendable, CustomStringConvertible {
-    /// Its controlling terminal is a virtual console of this machine (tty1-63).
+    /// Its controlling terminal is a virtual console of this machine (tty1-63), which a local
+    /// session of the user on a seat has as its own (`PresenceRule.place`).
     case console
     /// A pseudo-terminal or another line (tmux, screen, ssh, a desktop terminal, a serial line).
     case otherTerminal

@@ -18,6 +18,7 @@ public enum RemoteLoginRecord {
     /// Synced: it tightens, and lost to a power cut it would give the finger back.
     public static func record(_ user: UserName, from: String, stateDir: String,
                               now: Timestamp = SystemClock().now()) -> Outcome {
+        let boot = BootStamp.now(bootID: LinuxSystem().bootID())
         var skipped: String?
         do {
             try FileStateStore(directory: stateDir).update(user, durability: .synced) { stored in
@@ -27,6 +28,7 @@ public enum RemoteLoginRecord {
                     return nil
                 }
                 state.lastRemoteLoginAt = now
+                state.lastRemoteLoginBoot = boot
                 state.lastRemoteLoginFrom = LogWords.word(from)
                 return state
             }

@@ -25,6 +25,8 @@ enum StateFileFormat {
         add("last_remote_login", s.lastRemoteLoginAt.map { String($0) })
         add("last_remote_login_from", s.lastRemoteLoginFrom)
         add("last_local_unlock", s.lastLocalUnlockAt.map { String($0) })
+        add("last_remote_login_boot", s.lastRemoteLoginBoot?.text)
+        add("last_local_unlock_boot", s.lastLocalUnlockBoot?.text)
         let body = Array((lines.joined(separator: "\n") + "\n").utf8)
         return body + Array("sha256=\(Crypto.hex(Crypto.sha256(body)))\n".utf8)
     }
@@ -101,6 +103,12 @@ enum StateFileFormat {
         case "last_local_unlock":
             guard let t = Timestamp(value) else { return false }
             s.lastLocalUnlockAt = t
+        case "last_remote_login_boot":
+            guard let b = BootStamp(text: value) else { return false }
+            s.lastRemoteLoginBoot = b
+        case "last_local_unlock_boot":
+            guard let b = BootStamp(text: value) else { return false }
+            s.lastLocalUnlockBoot = b
         default: return false
         }
         return true

@@ -26,14 +26,29 @@ public struct UserState: Equatable, Sendable {
     public var lastRemoteLoginAt: Timestamp?
     public var lastRemoteLoginFrom: String?
     public var lastLocalUnlockAt: Timestamp?
+    /// The same two events on CLOCK_BOOTTIME with their boot (nil in files written before):
+    /// what orders them, where the wall clock may have been set back in between.
+    public var lastRemoteLoginBoot: BootStamp?
+    public var lastLocalUnlockBoot: BootStamp?
 
     public init() {}
 
-    /// The newest remote login, when it is not older than the newest local unlock (a tie
-    /// counts as remote: the two cannot be ordered within one second).
-    public var remoteLoginSinceUnlock: Timestamp? {
+    /// The newest remote login, when it is not older than the newest local unlock
+    /// (PresenceRule's rule 5). `now` and `boot`: the wall clock and the boot id of the caller.
+    /// The safe answer, where the order is in doubt, is the remote login (the password):
+    /// - in one boot, CLOCK_BOOTTIME orders them (never set back; a tie counts as remote);
+    /// - an event of the running boot is newer than any of an earlier boot's;
+    /// - otherwise the wall clock, where an unlock stamped later than `now` (the clock set
+    ///   back since, by hand, by NTP, from a wrong RTC) orders nothing: a remote login after
+    ///   the step would look older than it, and lift the rule.
+    public func remoteLoginSinceUnlock(now: Timestamp, boot: String?) -> Timestamp? {
         guard let remote = lastRemoteLoginAt else { return nil }
         guard let unlock = lastLocalUnlockAt else { return remote }
+        let r = lastRemoteLoginBoot, u = lastLocalUnlockBoot
+        if let r, let u, r.bootID == u.bootID { return r.millis >= u.millis ? remote : nil }
+        if let boot, let r, r.bootID == boot { return remote }   // the unlock was in an earlier boot
+        if let boot, let r, let u, u.bootID == boot, r.bootID != boot { return nil }
+        if unlock > now { return remote }
         return remote >= unlock ? remote : nil
     }
 

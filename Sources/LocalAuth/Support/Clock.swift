@@ -34,3 +34,29 @@ public enum BootClock {
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 }
+
+/// A moment on CLOCK_BOOTTIME with the boot it belongs to: two of one boot are ordered
+/// whatever the wall clock did between them (state files: rule 5's records).
+public struct BootStamp: Equatable, Sendable {
+    public var bootID: String
+    public var millis: Int64
+
+    public init(bootID: String, millis: Int64) {
+        self.bootID = bootID
+        self.millis = millis
+    }
+
+    /// Now, in the boot `bootID` (nil: no boot id, no stamp).
+    public static func now(bootID: String?) -> BootStamp? {
+        bootID.map { BootStamp(bootID: $0, millis: Int64(BootClock.nanos() / 1_000_000)) }
+    }
+
+    /// `ID MILLIS`, as the state file stores it.
+    public var text: String { "\(bootID) \(millis)" }
+
+    public init?(text: String) {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, let ms = Int64(parts[1]), ms >= 0 else { return nil }
+        self.init(bootID: String(parts[0]), millis: ms)
+    }
+}
