@@ -9,6 +9,10 @@ import LocalAuth
 /// its caller (CallerPin). Never a pid or uid the peer writes.
 struct Peer {
     let uid: uid_t
+    /// The real uid of a root peer (sudo's, su's, polkit's agent helper's: the invoking
+    /// user's), read through the pinned pid (Peer+RealUID.swift); for any other peer its
+    /// `uid`. Which share it counts against (Shares.swift), never what it may ask.
+    let realUID: uid_t
     let pid: Int32
     /// Owned by the Peer until handed to the helper.
     let pidfd: Int32
@@ -28,7 +32,7 @@ struct Peer {
         }
         if pinByPID { return pinned(cred, notAfter: acceptedAt) }
         let pidfd = la_socket_peer_pidfd(connection)
-        if pidfd >= 0 { return .success(Peer(uid: cred.uid, pid: cred.pid, pidfd: pidfd, source: "SO_PEERPIDFD")) }
+        if pidfd >= 0 { return withRealUID(cred, pidfd: pidfd, source: "SO_PEERPIDFD") }
         switch errno {
         case ENOPROTOOPT, ENODATA: return pinned(cred, notAfter: acceptedAt)
         case EINVAL, ESRCH: return .failure(Problem(text: "pid \(cred.pid) (uid \(cred.uid)) ended before its request was taken"))
@@ -50,7 +54,7 @@ struct Peer {
             close(pidfd)
             return .failure(Problem(text: "pid \(cred.pid) is not provably the peer (uid \(cred.uid)) that connected"))
         }
-        return .success(Peer(uid: cred.uid, pid: cred.pid, pidfd: pidfd, source: "pidfd_open"))
+        return withRealUID(cred, pidfd: pidfd, source: "pidfd_open")
     }
 
     /// CLOCK_BOOTTIME in clock ticks, the unit of /proc/PID/stat's start time.
@@ -62,7 +66,7 @@ struct Peer {
     }
 
     /// The `Uid:` line's first (real) id in /proc/PID/status.
-    private static func realUID(of pid: Int32) -> uid_t? {
+    static func realUID(of pid: Int32) -> uid_t? {
         guard let ids = ProcField.value("Uid", in: "/proc/\(pid)/status"),
               let first = ids.split(whereSeparator: { $0 == "\t" || $0 == " " }).first else { return nil }
         return uid_t(first)
