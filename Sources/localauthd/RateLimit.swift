@@ -16,7 +16,7 @@ struct HelperStartRate {
         var at: Int64
     }
 
-    /// A user's share (ServiceArguments: 8 and 4 unless `--start-rate` says otherwise).
+    /// A user's share (ServiceArguments: 16 and 4 unless `--start-rate` says otherwise).
     let userBurst: Double
     let userPerSecond: Double
     /// Root's pool: as many as it may run at once, and four times a user's refill.

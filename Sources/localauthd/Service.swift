@@ -407,8 +407,9 @@ struct Waiting {
     var recheckAt: Int64 = 0
 
     /// The module and the library write their request as they connect: this is slack for a
-    /// loaded machine, not a wait anyone should need.
-    static let requestWithinMillis: Int64 = 1000
+    /// loaded machine (a program descheduled between its connect and its write), not a
+    /// wait anyone should need. A connection held this long holds only its own share.
+    static let requestWithinMillis: Int64 = 2000
     static let recheckMillis: Int64 = 20
 
     func pollEvents(now: Int64 = MonotonicClock.millis()) -> Int16 {

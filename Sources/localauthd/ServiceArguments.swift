@@ -21,7 +21,7 @@ struct ServiceArguments {
     /// Helper starts one user's share may make at once, and again per second after that
     /// (HelperStartRate; root's pool has its own). `--start-rate BURST/PER_SECOND`; a rate
     /// of 0 lets a test count exactly BURST starts.
-    var userStartBurst = 8
+    var userStartBurst = 16
     var userStartsPerSecond = 4
     /// `--peer-pidfd pid`: pin every peer by its pid, as on kernels before 6.5 (Debian 12's),
     /// so that path is tested where the kernel has SO_PEERPIDFD.

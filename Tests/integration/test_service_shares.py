@@ -199,7 +199,7 @@ with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
     said = localauthd_lines(service, mark)
     uid = NOBODY if who == "nobody" else 0
     assert any(m.startswith(f"a connection of uid {uid} (pid ") and m.endswith("closed, no helper: "
-               "no whole request within 1000 ms") for m in said), said
+               "no whole request within 2000 ms") for m in said), said
     assert not [m for m in said if "helper pid" in m], said
     assert service.helpers() == []
 
