@@ -10,7 +10,7 @@ import LocalAuth
 struct Peer {
     let uid: uid_t
     /// The real uid of a root peer (sudo's, su's, polkit's agent helper's: the invoking
-    /// user's), read through the pinned pid (Peer+RealUID.swift); for any other peer its
+    /// user's), read through the pinned pid (PeerRealUID.swift); for any other peer its
     /// `uid`. Which share it counts against (Shares.swift), never what it may ask.
     let realUID: uid_t
     let pid: Int32

@@ -245,7 +245,7 @@ struct Service {
             case .otherPeer(let cause):
                 quiet.note(.notice, uid: held.peer.share, kind: "sign-ins naming a remote host refused (not a root peer)",
                            first: "uid \(held.peer.uid) pid \(held.peer.pid): result=notInteractive reason=remote, "
-                               + "no helper: \(cause); a peer that is not root names no remote host", log: log)
+                               + "no helper: \(cause); only root's PAM hosts name one", log: log)
             }
             held.release()
         } else if let cause = readerAbsent?.answer(held.connection, request: request) {
@@ -310,7 +310,7 @@ struct Service {
         let peer = held.peer
         guard startRate.take(share: peer.share) else {
             request.refuse(held.connection, .systemCancel, reason: .none,
-                           cause: "too many requests at once for this user (refused by localauthd)")
+                           cause: "too many requests of this user in a short time (refused by localauthd)")
             quiet.note(.warning, uid: peer.share, kind: "requests refused: over the rate of helper starts",
                        first: "a request of \(peer.described) refused, no helper: over its rate of "
                            + "helper starts (\(arguments.userStartBurst) at once, "
