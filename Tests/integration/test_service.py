@@ -10,6 +10,7 @@ The module is pointed at the socket with ``service=PATH``.
 
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_service.py
 """
+import fcntl
 import os
 import re
 import shutil
@@ -349,6 +350,49 @@ def test_a_remote_login_is_recorded_by_the_service_as_it_opens_and_outlives_it(e
         assert not any("session c1" in m for m in syslog.since(mark, "localauthd")), syslog.since(mark)
         assert e2e.state_file()["last_remote_login_from"] == REMOTE_HOST
         takes_the_password_since_a_remote_login(e2e)
+
+
+FLOCK_SYSCALL = {"x86_64": 73, "aarch64": 32}.get(os.uname().machine)
+
+
+def in_flock(pid) -> bool:
+    """Whether a thread of ``pid`` is blocked in flock(2) now (/proc/PID/task/*/syscall)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            number = (task / "syscall").read_text().split()[0]
+        except (OSError, IndexError):
+            continue
+        if number == str(FLOCK_SYSCALL):
+            return True
+    return False
+
+
+@pytest.mark.skipif(FLOCK_SYSCALL is None, reason="flock's syscall number is known for x86_64 and aarch64")
+def test_a_remote_login_waiting_for_the_state_lock_does_not_hold_the_service(e2e, inst, syslog, tmp_path):
+    """Recording a remote login takes the user's state lock, which a helper holds through a
+    whole scan. While the lock is held (here by the test) and the service is waiting for it,
+    another caller's request is still answered: the wait is not on the service's loop. Once
+    the lock is free, the login is recorded."""
+    for logind, service, mark in following_logind(e2e, inst, syslog, tmp_path):
+        lock = os.open(e2e.state / f"{USER}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            logind.new_session("c5", 4242, USER, remote=True, host=REMOTE_HOST)
+            wait_until("the service waiting for the state lock", lambda: in_flock(service.proc.pid))
+            kv = dict(version="1", mode="status", user="root", service="sudo", tty="", rhost="", ruser="",
+                      silent="1", stdin_tty="0", display="0", locale="", language="", caller_uid="0", pid="1")
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(str(service.socket))
+                s.sendall(frame("Q", "\n".join(f"{k}={v}" for k, v in kv.items()).encode()))
+                s.shutdown(socket.SHUT_WR)
+                frames = read_frames(s)
+            assert [t for t, _ in frames if t == "R"] == ["R"], frames
+            assert in_flock(service.proc.pid)          # answered while the record still waits
+        finally:
+            os.close(lock)
+        line = recorded(syslog, mark, "c5")
+        assert line == f"remote login of {USER} recorded (logind session c5, from {REMOTE_HOST})", \
+            syslog.since(mark, "localauthd")
 
 
 def test_a_remote_session_open_when_the_service_starts_is_recorded(e2e, inst, syslog, tmp_path):
