@@ -13,7 +13,7 @@ import LocalAuth
 struct LockScreenTurn {
     struct Held {
         let waiting: Waiting
-        let request: RequestPeek?
+        let request: RequestPeek
         let claim: ReaderClaim
         let losers: [pid_t]
         let until: Int64
@@ -26,7 +26,9 @@ struct LockScreenTurn {
     static func claim(_ peer: Peer, _ request: RequestPeek?) -> ReaderClaim {
         let keys = request?.keys
         var claim = ReaderClaim.of(peerUID: UInt32(peer.uid), userName: keys?.value("user"),
-                                   callerUID: keys?.value("caller_uid"), tty: keys?.value("tty"),
+                                   // The kernel's real uid (read at the accept), not the
+                                   // request's word: a setuid program's is its user's.
+                                   callerUID: String(peer.realUID), tty: keys?.value("tty"),
                                    display: keys?.value("display") == "1",
                                    callerHasTerminal: peer.uid == 0 ? ProcStat(pid: peer.pid).map { $0.terminal != 0 } : nil)
         // Only a lock screen's account is looked up (root's own program, seldom): an
@@ -39,7 +41,7 @@ struct LockScreenTurn {
 
     /// Before a helper starts: a lock screen whose user has other scans running tells them to
     /// end and is held (true: the caller keeps the connection open and starts nothing now).
-    mutating func holdsBack(_ waiting: Waiting, _ request: RequestPeek?, _ claim: ReaderClaim,
+    mutating func holdsBack(_ waiting: Waiting, _ request: RequestPeek, _ claim: ReaderClaim,
                             running: [Worker], log: LogSink) -> Bool {
         let losers = LockScreenRule.losers(to: claim, among: running.map(\.claim)).map { running[$0].pid }
         guard !losers.isEmpty else { return false }

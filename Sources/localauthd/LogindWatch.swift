@@ -141,13 +141,7 @@ final class LogindWatch {
             return
         }
         let from = session.remoteHost.isEmpty ? "logind-session-\(id)" : session.remoteHost
-        switch RemoteLoginRecord.record(user, from: from, stateDir: stateDir) {
-        case .recorded:
-            log.log(.info, "remote login of \(user) recorded (logind session \(LogWords.word(id)), from \(LogWords.word(from)))")
-        case .skipped(let why):
-            log.log(.info, "remote login of \(user) not recorded (logind session \(LogWords.word(id))): \(why)")
-        case .failed(let error):
-            log.log(.error, "the remote login of \(user) (logind session \(LogWords.word(id))) could not be recorded: \(error)")
-        }
+        // Off the loop (flock, fsync): RemoteLoginRecorder writes it and its line.
+        RemoteLoginRecorder.shared.record(user, from: from, stateDir: stateDir, session: id, log: log)
     }
 }

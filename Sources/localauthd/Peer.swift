@@ -9,6 +9,10 @@ import LocalAuth
 /// its caller (CallerPin). Never a pid or uid the peer writes.
 struct Peer {
     let uid: uid_t
+    /// The real uid of a root peer (sudo's, su's, polkit's agent helper's: the invoking
+    /// user's), read through the pinned pid (PeerRealUID.swift); for any other peer its
+    /// `uid`. Which share it counts against (Shares.swift), never what it may ask.
+    let realUID: uid_t
     let pid: Int32
     /// Owned by the Peer until handed to the helper.
     let pidfd: Int32
@@ -28,7 +32,7 @@ struct Peer {
         }
         if pinByPID { return pinned(connection, cred, notAfter: acceptedAt) }
         let pidfd = la_socket_peer_pidfd(connection)
-        if pidfd >= 0 { return .success(Peer(uid: cred.uid, pid: cred.pid, pidfd: pidfd, source: "SO_PEERPIDFD")) }
+        if pidfd >= 0 { return withRealUID(cred, pidfd: pidfd, source: "SO_PEERPIDFD") }
         switch errno {
         case ENOPROTOOPT, ENODATA: return pinned(connection, cred, notAfter: acceptedAt)
         case EINVAL, ESRCH: return .failure(Problem(text: "pid \(cred.pid) (uid \(cred.uid)) ended before its request was taken"))
@@ -65,7 +69,7 @@ struct Peer {
             close(pidfd)
             return .failure(Problem(text: "pid \(cred.pid) is not provably the peer (uid \(cred.uid)) that connected"))
         }
-        return .success(Peer(uid: cred.uid, pid: cred.pid, pidfd: pidfd, source: "pidfd_open"))
+        return withRealUID(cred, pidfd: pidfd, source: "pidfd_open")
     }
 
     /// A pidfd polls readable once its process has exited.
@@ -85,8 +89,18 @@ struct Peer {
     /// The `Uid:` line's second (effective) id in /proc/PID/status: the one SO_PEERCRED
     /// recorded at connect(2).
     private static func effectiveUID(of pid: Int32) -> uid_t? {
+        uids(of: pid).flatMap { $0.count >= 2 ? $0[1] : nil }
+    }
+
+    /// The `Uid:` line's first (real) id in /proc/PID/status.
+    static func realUID(of pid: Int32) -> uid_t? {
+        uids(of: pid)?.first
+    }
+
+    /// The `Uid:` line's ids: real, effective, saved, file system.
+    private static func uids(of pid: Int32) -> [uid_t]? {
         guard let ids = ProcField.value("Uid", in: "/proc/\(pid)/status") else { return nil }
-        let words = ids.split(whereSeparator: { $0 == "\t" || $0 == " " })
-        return words.count >= 2 ? uid_t(words[1]) : nil
+        let words = ids.split(whereSeparator: { $0 == "\t" || $0 == " " }).compactMap { uid_t($0) }
+        return words.isEmpty ? nil : words
     }
 }

@@ -6,13 +6,25 @@ import LocalAuth
 /// helper would judge; the helper's Presence refuses it first, with this answer. Answered
 /// here, a flood of password tries over the network (which anyone who knows a user name
 /// can send) starts no root process and holds none of root's request slots.
+///
+/// Only a root peer's `rhost` means anything (root's PAM hosts set PAM_RHOST; a helper for
+/// any other peer never reads it). Such a request from a peer that is not root gets the
+/// same refusal, but is only counted in the log (QuietLog): any uid can send it as fast as
+/// it can connect.
 enum RemoteHostAnswer {
-    /// The cause for the log line when answered here; nil when a helper should take it.
-    static func answer(_ connection: Int32, request: RequestPeek) -> String? {
+    enum Answered {
+        /// A root peer's: one line each (sshd sends one per password try).
+        case rootPeer(cause: String)
+        /// Any other peer's: counted, not a line each.
+        case otherPeer(cause: String)
+    }
+
+    /// How it was answered here; nil when a helper should take it.
+    static func answer(_ connection: Int32, request: RequestPeek, peer: Peer) -> Answered? {
         guard request.keys.value("mode") == "authenticate", request.keys.values("rhost").count == 1,
               let rhost = request.keys.value("rhost"), RemoteHost.namesAnotherMachine(rhost) else { return nil }
         let cause = "remote host \(LogWords.short(rhost)) (answered by localauthd)"
         request.refuse(connection, .notInteractive, reason: .remoteSession, cause: cause)
-        return cause
+        return peer.uid == 0 ? .rootPeer(cause: cause) : .otherPeer(cause: cause)
     }
 }

@@ -12,17 +12,40 @@ struct RequestPeek {
     /// The frame's length on the wire, to take it off once the service answers.
     let bytes: Int
 
+    /// What a held connection holds now.
+    enum Input {
+        /// A whole request frame of version 1 with one `mode`.
+        case request(RequestPeek)
+        /// Nothing yet, or the start of a frame that may still come whole.
+        case notYet
+        /// The peer closed (or the connection failed) before a whole frame.
+        case empty
+        /// Something that is not, and cannot become, a request frame.
+        case malformed(String)
+    }
+
     /// nil until a whole request frame of version 1 with one `mode` has arrived.
     static func of(_ fd: Int32) -> RequestPeek? {
+        if case .request(let request) = inspect(fd) { return request }
+        return nil
+    }
+
+    static func inspect(_ fd: Int32) -> Input {
         var buffer = [UInt8](repeating: 0, count: 4 + Frame.maxLength)
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_PEEK | MSG_DONTWAIT)) }
-        guard n >= 5 else { return nil }
+        if n < 0 { return errno == EAGAIN || errno == EINTR ? .notYet : .empty }
+        if n == 0 { return .empty }
+        guard n >= 4 else { return .notYet }
         let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
-        guard (1...Frame.maxLength).contains(length), n >= 4 + length,
-              buffer[4] == Frame.Kind.request.rawValue,
-              let kv = try? KeyValues.parse(Array(buffer[5..<(4 + length)])),
-              kv.value("version") == "1", kv.values("mode").count == 1 else { return nil }
-        return RequestPeek(keys: kv, bytes: 4 + length)
+        guard (1...Frame.maxLength).contains(length) else { return .malformed("frame length \(length)") }
+        guard n >= 5 else { return .notYet }
+        guard buffer[4] == Frame.Kind.request.rawValue else { return .malformed("a frame other than a request first") }
+        guard n >= 4 + length else { return .notYet }
+        guard let kv = try? KeyValues.parse(Array(buffer[5..<(4 + length)])) else { return .malformed("unreadable keys") }
+        guard kv.value("version") == "1", kv.values("mode").count == 1 else {
+            return .malformed("no version 1 or not one mode")
+        }
+        return .request(RequestPeek(keys: kv, bytes: 4 + length))
     }
 
     /// Takes the frame off the socket (one closed with unread bytes resets the peer's
@@ -42,7 +65,7 @@ struct RequestPeek {
         var kv = KeyValues()
         kv.add("code", String(code.rawValue))
         kv.add("name", code.name)
-        kv.add("reason", reason.key)
+        if !reason.key.isEmpty { kv.add("reason", reason.key) }
         kv.add("cause", cause)
         answer(fd, result: kv)
     }

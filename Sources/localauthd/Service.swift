@@ -41,6 +41,10 @@ struct Service {
     private let configWatch: ConfigDirectoryWatch?
     /// Why the loop failed, when it did (main.swift exits 1); nil after a stop it was asked for.
     private(set) var failure: String?
+    /// Each share's rate of helper starts (RateLimit.swift).
+    private var startRate: HelperStartRate
+    /// What callers did wrong, a line per uid and kind per interval (QuietLog).
+    private var quiet = QuietLog()
 
     init(listener: Listener, arguments: ServiceArguments, log: LogSink) {
         self.listener = listener
@@ -54,6 +58,7 @@ struct Service {
         logind = LogindWatch.start(options: options, log: log)
         readerAbsent = arguments.answerAbsent ? ReaderAbsent(address: options.dbusAddress) : nil
         preflight = ServicePreflight(log: log)
+        startRate = HelperStartRate(userBurst: arguments.userStartBurst, userPerSecond: arguments.userStartsPerSecond)
         for sig in [SIGTERM, SIGINT] {
             signal(sig) { number in stopRequested.store(number, ordering: .relaxed) }
         }
@@ -91,7 +96,7 @@ struct Service {
                        pollfd(fd: configWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: spare?.pidfd ?? -1, events: Int16(POLLIN), revents: 0)]
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
-                + waiting.map { pollfd(fd: $0.connection, events: Int16(POLLIN), revents: 0) }
+                + waiting.map { pollfd(fd: $0.connection, events: $0.pollEvents(), revents: 0) }
                 + kept.fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
             let ready = la_ppoll_millis(&fds, UInt(fds.count), pollTimeout(watchdog), &waitMask)
             let sig = stopRequested.load(ordering: .relaxed)
@@ -113,13 +118,14 @@ struct Service {
                 let requests = fds[(4 + running.count)..<(4 + running.count + waiting.count)]
                 let keptReady = fds[(4 + running.count + waiting.count)...].filter { $0.revents != 0 }
                 reap(helpers.filter { $0.revents != 0 }.map(\.fd))
-                serve(requests.filter { $0.revents != 0 }.map(\.fd))
+                serve(requests.filter { $0.revents != 0 })
                 for ready in keptReady { serveKept(ready.fd, revents: ready.revents) }
                 if fds[0].revents != 0 { acceptWaiting() }
             }
             for due in turn.due(running: running) { start(due.waiting, due.request, heldAs: due.claim) }
-            serveOverdue()
+            closeOverdue()
             kept.closeIdle(now: MonotonicClock.millis())
+            quiet.flush(log: log)
             if !running.isEmpty || !waiting.isEmpty { idleSince = MonotonicClock.millis() }
             if arguments.idleExitSeconds > 0, running.isEmpty, waiting.isEmpty,
                MonotonicClock.millis() - idleSince >= Int64(arguments.idleExitSeconds) * 1000 {
@@ -152,6 +158,8 @@ struct Service {
             bound(Int64(arguments.idleExitSeconds) * 1000 - (MonotonicClock.millis() - idleSince))
         }
         if let first = waiting.map(\.deadline).min() { bound(first - MonotonicClock.millis()) }
+        if let recheck = waiting.map(\.recheckAt).filter({ $0 > MonotonicClock.millis() }).min() { bound(recheck - MonotonicClock.millis()) }
+        if let summary = quiet.nextDeadline { bound(summary - MonotonicClock.millis()) }
         if let idle = kept.nextIdleDeadline { bound(idle - MonotonicClock.millis()) }
         if let held = turn.nextDeadline { bound(held - MonotonicClock.millis()) }
         return Int32(clamping: ms)
@@ -171,14 +179,20 @@ struct Service {
         switch Peer.of(connection, pinByPID: arguments.pinByPID) {
         case .success(let p): peer = p
         case .failure(let problem):
-            log.log(.warning, "a connection refused: \(problem.text)")
+            // Any uid can make these (a connect and a close at once): one line per uid and
+            // interval, keyed by the uid the kernel recorded where it has one.
+            var cred = la_peer_cred()
+            let uid = la_socket_peer_cred(connection, &cred) == 0 ? cred.uid : uid_t.max
+            quiet.note(.warning, uid: uid, kind: "connections refused: the peer not pinned",
+                       first: "a connection refused: \(problem.text)", log: log)
             close(connection)
             return
         }
-        let already = requestsRunning(of: peer.uid)
-        guard already < limit(of: peer.uid) else {
-            log.log(.warning, "a request of uid \(peer.uid) (pid \(peer.pid)) refused: \(already) of its requests "
-                    + "run already, the limit for \(peer.uid == 0 ? "root's callers" : "a user")")
+        let already = requestsRunning(of: peer.share)
+        guard already < arguments.limit(ofShare: peer.share) else {
+            quiet.note(.warning, uid: peer.share, kind: "connections refused: over the limit of requests at once",
+                       first: "a request of \(peer.described) refused: \(already) of its requests "
+                           + "run already, the limit for \(peer.share == 0 ? "root's callers" : "a user")", log: log)
             close(peer.pidfd)
             close(connection)
             return
@@ -190,26 +204,42 @@ struct Service {
         if let request = RequestPeek.of(connection) { serve(held, request) } else { waiting.append(held) }
     }
 
-    /// Connections whose request came (or that closed, or sent something else): an
-    /// application's preflight answered here from root's state (ServicePreflight), a
-    /// sign-in answered here from another machine (RemoteHostAnswer) or when fprintd is
-    /// absent (ReaderAbsent), else handed to a helper.
-    private mutating func serve(_ readable: [Int32]) {
-        for fd in readable {
-            guard let index = waiting.firstIndex(where: { $0.connection == fd }) else { continue }
-            let held = waiting.remove(at: index)
-            if let request = RequestPeek.of(held.connection) { serve(held, request) } else { start(held) }
+    /// Connections whose request came: an application's preflight answered here from
+    /// root's state (ServicePreflight), a sign-in answered here from another machine
+    /// (RemoteHostAnswer) or when fprintd is absent (ReaderAbsent), else handed to a helper.
+    /// One that closed before a whole request, or sent something that is not one, is closed
+    /// without a helper: nothing was asked. The start of a frame is looked at again a
+    /// little later (not at every wake-up: poll would say it is readable at once, again).
+    private mutating func serve(_ readable: some Sequence<pollfd>) {
+        for ready in readable {
+            guard let index = waiting.firstIndex(where: { $0.connection == ready.fd }) else { continue }
+            var held = waiting.remove(at: index)
+            let hungUp = ready.revents & (Int16(POLLHUP | POLLERR) | pollReadHangUp) != 0
+            switch RequestPeek.inspect(held.connection) {
+            case .request(let request): serve(held, request)
+            case .notYet where hungUp:
+                closeUnasked(held, kind: "connections closed before a request", why: "closed before a whole request")
+            case .notYet:
+                held.recheckAt = MonotonicClock.millis() + Waiting.recheckMillis
+                waiting.append(held)
+            case .empty: closeUnasked(held, kind: "connections closed before a request", why: "closed before a request")
+            case .malformed(let why):
+                closeUnasked(held, kind: "connections closed: not a request frame", why: "not a request frame (\(why))")
+            }
         }
     }
 
-    /// Requests of `uid` that run (their helpers) or wait for their request, against
-    /// `limit(of:)`.
-    private func requestsRunning(of uid: uid_t) -> Int {
-        running.filter { $0.uid == uid }.count + waiting.filter { $0.peer.uid == uid }.count
+    /// A connection that asked nothing: closed, no helper, a line (QuietLog).
+    private mutating func closeUnasked(_ held: Waiting, kind: String, why: String) {
+        quiet.note(.notice, uid: held.peer.share, kind: kind,
+                   first: "a connection of \(held.peer.described) closed, no helper: \(why)", log: log)
+        held.release()
     }
 
-    private func limit(of uid: uid_t) -> Int {
-        uid == 0 ? arguments.rootLimit : arguments.perUserLimit
+    /// Requests of the share `uid` (Shares.swift) that run (their helpers) or wait for
+    /// their request, against its limit.
+    private func requestsRunning(of uid: uid_t) -> Int {
+        running.filter { $0.share == uid }.count + waiting.filter { $0.peer.share == uid }.count
     }
 
     /// One request that has come: answered here, or handed to a helper. `mayStartHelper`
@@ -221,9 +251,16 @@ struct Service {
             // Debug only: an application may ask many times a second.
             log.log(.debug, "uid \(held.peer.uid) pid \(held.peer.pid): preflight answered, no helper: \(answer)")
             if keep { kept.keep(held.connection, peer: held.peer) } else { held.release() }
-        } else if let cause = RemoteHostAnswer.answer(held.connection, request: request) {
-            log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
-                    + "result=notInteractive reason=remote, no helper: \(cause)")
+        } else if let answered = RemoteHostAnswer.answer(held.connection, request: request, peer: held.peer) {
+            switch answered {
+            case .rootPeer(let cause):
+                log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
+                        + "result=notInteractive reason=remote, no helper: \(cause)")
+            case .otherPeer(let cause):
+                quiet.note(.notice, uid: held.peer.share, kind: "sign-ins naming a remote host refused (not a root peer)",
+                           first: "uid \(held.peer.uid) pid \(held.peer.pid): result=notInteractive reason=remote, "
+                               + "no helper: \(cause); only root's PAM hosts name one", log: log)
+            }
             held.release()
         } else if let cause = readerAbsent?.answer(held.connection, request: request) {
             log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
@@ -232,8 +269,10 @@ struct Service {
         } else if mayStartHelper {
             start(held, request)
         } else {
-            log.log(.warning, "a preflight of uid \(held.peer.uid) (pid \(held.peer.pid)) on a kept connection "
-                    + "refused: \(requestsRunning(of: held.peer.uid)) of its requests run already")
+            let already = requestsRunning(of: held.peer.share)
+            quiet.note(.warning, uid: held.peer.share, kind: "preflights on kept connections refused: over the limit",
+                       first: "a preflight of uid \(held.peer.uid) (pid \(held.peer.pid)) on a kept connection "
+                           + "refused: \(already) of its requests run already", log: log)
             held.release()
         }
     }
@@ -260,26 +299,42 @@ struct Service {
             // Counted against the user's limit as a new connection is, if it needs a helper.
             serve(Waiting(connection: entry.connection, peer: entry.peer, acceptedAt: BootClock.nanos(),
                           deadline: MonotonicClock.millis()), request,
-                  mayStartHelper: requestsRunning(of: entry.peer.uid) < limit(of: entry.peer.uid))
+                  mayStartHelper: requestsRunning(of: entry.peer.share) < arguments.limit(ofShare: entry.peer.share))
         }
     }
 
-    /// A peer that has not written its request in time gets a helper anyway, which waits
-    /// for it under its own bound and says so.
-    private mutating func serveOverdue() {
+    /// A peer that has not written a whole request in its bound is closed, no helper: the
+    /// module and the library write theirs as they connect, root's callers as a user's, so
+    /// only a stalled or hostile peer is this slow, and it must not hold a slot or a root
+    /// process for long.
+    private mutating func closeOverdue() {
         let now = MonotonicClock.millis()
         while let index = waiting.firstIndex(where: { $0.deadline <= now }) {
-            start(waiting.remove(at: index))
+            closeUnasked(waiting.remove(at: index), kind: "connections closed: no request in time",
+                         why: "no whole request within \(Waiting.requestWithinMillis) ms")
         }
     }
 
     /// The request's helper: the spare started ahead when there is one, else one started
-    /// now; then the next spare.
-    private mutating func start(_ held: Waiting, _ request: RequestPeek? = nil, heldAs: ReaderClaim? = nil) {
+    /// now; then the next spare. A lock screen's request may be held back first until its
+    /// user's other scans have ended (LockScreenTurn). Over its share's rate of helper
+    /// starts (HelperStartRate), the request is refused instead: `systemCancel`, which the
+    /// module maps to the password (PAM_AUTHINFO_UNAVAIL) and the library to an error the
+    /// program may retry.
+    private mutating func start(_ held: Waiting, _ request: RequestPeek, heldAs: ReaderClaim? = nil) {
         let claim = heldAs ?? LockScreenTurn.claim(held.peer, request)
         if heldAs == nil, turn.holdsBack(held, request, claim, running: running, log: log) { return }
         defer { held.release() }
         let peer = held.peer
+        guard startRate.take(share: peer.share) else {
+            request.refuse(held.connection, .systemCancel, reason: .none,
+                           cause: "too many requests of this user in a short time (refused by localauthd)")
+            quiet.note(.warning, uid: peer.share, kind: "requests refused: over the rate of helper starts",
+                       first: "a request of \(peer.described) refused, no helper: over its rate of "
+                           + "helper starts (\(arguments.userStartBurst) at once, "
+                           + "\(arguments.userStartsPerSecond) a second; root's pool more)", log: log)
+            return
+        }
         let ahead = spare.flatMap { $0.take(held, arguments: arguments) }
         spare = nil
         let outcome = ahead.map { Result<Worker, Worker.Problem>.success($0) }
@@ -363,10 +418,23 @@ struct Waiting {
     /// CLOCK_BOOTTIME ns at the accept: a right's grant must be older (the helper's
     /// --service-accepted-at).
     let acceptedAt: UInt64
-    /// Monotonic ms after which a helper takes it, request or not.
+    /// Monotonic ms after which it is closed if its request has not come (closeOverdue).
     let deadline: Int64
+    /// Monotonic ms before which it is not polled for input again (0: polled): the start of
+    /// a frame came, and poll would report it readable at every wake-up.
+    var recheckAt: Int64 = 0
 
+    /// The module and the library write their request as they connect: this is slack for a
+    /// loaded machine (a program descheduled between its connect and its write), not a
+    /// wait anyone should need. A connection held this long holds only its own share.
     static let requestWithinMillis: Int64 = 2000
+    static let recheckMillis: Int64 = 20
+
+    func pollEvents(now: Int64 = MonotonicClock.millis()) -> Int16 {
+        // POLLRDHUP: a peer that shut its writing side after a part of a frame is seen at
+        // once, not at the deadline (the part stays readable, so POLLIN alone cannot tell).
+        recheckAt > now ? pollReadHangUp : Int16(POLLIN) | pollReadHangUp
+    }
 
     /// The service's copies: the helper has its own.
     func release() {
@@ -374,3 +442,7 @@ struct Waiting {
         close(connection)
     }
 }
+
+/// POLLRDHUP (Linux's; glibc's header shows it only under _GNU_SOURCE, which Swift's Glibc
+/// module does not set).
+let pollReadHangUp: Int16 = 0x2000

@@ -18,6 +18,11 @@ struct ServiceArguments {
     /// polkit's helper) share `rootLimit`.
     var perUserLimit = 4
     var rootLimit = 64
+    /// Helper starts one user's share may make at once, and again per second after that
+    /// (HelperStartRate; root's pool has its own). `--start-rate BURST/PER_SECOND`; a rate
+    /// of 0 lets a test count exactly BURST starts.
+    var userStartBurst = 16
+    var userStartsPerSecond = 4
     /// `--peer-pidfd pid`: pin every peer by its pid, as on kernels before 6.5 (Debian 12's),
     /// so that path is tested where the kernel has SO_PEERPIDFD.
     var pinByPID = false
@@ -43,7 +48,7 @@ struct ServiceArguments {
     static let usage = """
         usage: localauthd [--listen PATH] [--helper PATH] [--config PATH] [--idle-exit SECONDS]
                           [--per-user-limit N] [--peer-pidfd kernel|pid] [--absent-answer yes|no]
-                          [--spare yes|no]
+                          [--spare yes|no] [--start-rate BURST/PER_SECOND]
         """
 
     static func parse(_ words: [String]) -> Result<ServiceArguments, Problem> {
@@ -65,6 +70,14 @@ struct ServiceArguments {
                     return .failure(Problem(text: "\(word) takes yes or no, not `\(value)`"))
                 }
                 if word == "--spare" { parsed.spare = value == "yes" } else { parsed.answerAbsent = value == "yes" }
+            case "--start-rate":
+                let parts = value.split(separator: "/", omittingEmptySubsequences: false).map { Int($0) }
+                guard parts.count == 2, let burst = parts[0], let rate = parts[1], (1...1000).contains(burst),
+                      (0...1000).contains(rate) else {
+                    return .failure(Problem(text: "--start-rate takes BURST/PER_SECOND (1-1000, 0-1000), not `\(value)`"))
+                }
+                parsed.userStartBurst = burst
+                parsed.userStartsPerSecond = rate
             case "--idle-exit", "--per-user-limit":
                 guard let n = Int(value), (0...86_400).contains(n) else {
                     return .failure(Problem(text: "\(word) takes a number of 0 to 86400, not `\(value)`"))

@@ -63,7 +63,7 @@ struct SpareHelper {
             return nil
         }
         close(control)
-        return Worker(pid: pid, pidfd: pidfd, uid: held.peer.uid)
+        return Worker(pid: pid, pidfd: pidfd, uid: held.peer.uid, share: held.peer.share)
     }
 
     /// Lets the spare go (it sees the end of file and exits) and reaps it.

@@ -16,6 +16,8 @@ struct Worker {
     let uid: uid_t
     /// What its request is to the reader (LockScreenTurn): set as it starts.
     var claim = ReaderClaim(kind: .other, userName: nil, uid: nil)
+    /// The share it counts against (Peer.share).
+    let share: uid_t
 
     struct Problem: Error { let text: String }
 
@@ -26,7 +28,7 @@ struct Worker {
         let argv = [arguments.helperPath, "--service-peer-uid", String(peer.uid), "--service-peer-pid",
                     String(peer.pid), "--service-accepted-at", String(acceptedAt), "--config", arguments.configPath]
         return spawn(argv, input: connection, pidfd: peer.pidfd, helperPath: arguments.helperPath)
-            .map { Worker(pid: $0.pid, pidfd: $0.pidfd, uid: peer.uid) }
+            .map { Worker(pid: $0.pid, pidfd: $0.pidfd, uid: peer.uid, share: peer.share) }
     }
 
     /// `argv` with fd 0 and 1 on `input`, fd 2 on /dev/null, fd 3 on `pidfd` (or /dev/null),
