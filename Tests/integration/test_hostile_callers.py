@@ -24,7 +24,7 @@ import system  # noqa: E402
 from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 from messages import ENROLLED as SUDO_PRINT, SWIPE  # noqa: E402
 from sudo_machine import Machine  # noqa: E402
-from test_unprivileged import ENROLLED, alice, bob, locker, open_tmp  # noqa: E402,F401
+from test_unprivileged import ENROLLED, PASSWORD_PROMPT, alice, bob, locker, open_tmp  # noqa: E402,F401
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="runs as root"),
               pytest.mark.alone("floods the socket and a core while the callers run")]
@@ -122,7 +122,7 @@ def test_a_lock_screen_and_a_sudo_get_the_finger_while_other_uids_abuse_the_sock
     made = hostiles.stop()
     assert sum(made) > 0, made                # the abuse ran
     assert unlock.ok and unlock.results == ["verify-match"], unlock.output
-    assert "Password:" not in unlock.output, unlock.output
+    assert not PASSWORD_PROMPT.search(unlock.output), unlock.output
     assert sudo.status == 0 and sudo.screen == [SWIPE, "root"], sudo.screen
     assert sudo.prompts == 0 and sudo.results == ["verify-match"]
 
