@@ -212,3 +212,75 @@ static inline long la_recv_fds(int sock, void *buf, size_t len, int *fds, int ma
     }
     return n;
 }
+
+/* The inode of the other end of a connected Unix socket, asked of the kernel's socket
+ * diagnostics (NETLINK_SOCK_DIAG, unix_diag with UDIAG_SHOW_PEER: Linux 3.3). Before
+ * SO_PEERPIDFD (Linux 6.5) this is how a pid read from SO_PEERCRED is proved to be the
+ * peer's: the process holds a descriptor of that inode. The diagnostics see the sockets of
+ * the caller's network namespace only. 0 with *out set, or -1 with errno. */
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <sys/stat.h>
+static inline int la_unix_peer_inode(int fd, unsigned long *out)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -1;
+    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (nl < 0)
+        return -1;
+    struct {
+        struct nlmsghdr header;
+        struct unix_diag_req request;
+    } ask = { 0 };
+    ask.header.nlmsg_len = sizeof ask;
+    ask.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    ask.header.nlmsg_flags = NLM_F_REQUEST;
+    ask.request.sdiag_family = AF_UNIX;
+    ask.request.udiag_states = ~0u;
+    ask.request.udiag_ino = (unsigned int)st.st_ino;
+    ask.request.udiag_show = UDIAG_SHOW_PEER;
+    ask.request.udiag_cookie[0] = ask.request.udiag_cookie[1] = ~0u;   /* no cookie: by inode */
+    struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+    long answer_len = -1;
+    long buffer[1024];
+    if (sendto(nl, &ask, sizeof ask, 0, (struct sockaddr *)&kernel, sizeof kernel) == (long)sizeof ask)
+        answer_len = recv(nl, buffer, sizeof buffer, 0);
+    int saved = errno;
+    close(nl);
+    errno = saved;
+    if (answer_len < 0)
+        return -1;
+    struct nlmsghdr *h = (struct nlmsghdr *)buffer;
+    size_t left = (size_t)answer_len;
+    for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+        if (h->nlmsg_type == NLMSG_ERROR) {
+            struct nlmsgerr *e = (struct nlmsgerr *)NLMSG_DATA(h);
+            errno = e->error < 0 ? -e->error : ENOENT;
+            return -1;
+        }
+        if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct unix_diag_msg)))
+            continue;
+        struct unix_diag_msg *m = (struct unix_diag_msg *)NLMSG_DATA(h);
+        if (m->udiag_ino != (unsigned int)st.st_ino)
+            continue;
+        size_t attrs_len = h->nlmsg_len - NLMSG_LENGTH(sizeof *m);
+        struct nlattr *a = (struct nlattr *)(m + 1);
+        while (attrs_len >= sizeof *a && a->nla_len >= sizeof *a && a->nla_len <= attrs_len) {
+            if (a->nla_type == UNIX_DIAG_PEER && a->nla_len >= NLA_HDRLEN + sizeof(unsigned int)) {
+                *out = *(unsigned int *)((char *)a + NLA_HDRLEN);
+                return 0;
+            }
+            size_t step = NLA_ALIGN(a->nla_len);
+            if (step >= attrs_len)
+                break;
+            attrs_len -= step;
+            a = (struct nlattr *)((char *)a + step);
+        }
+        errno = ENOTCONN;   /* the socket is there but has no peer now */
+        return -1;
+    }
+    errno = ENOENT;
+    return -1;
+}

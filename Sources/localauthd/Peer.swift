@@ -26,31 +26,52 @@ struct Peer {
         guard la_socket_peer_cred(connection, &cred) == 0, cred.pid > 0 else {
             return .failure(Problem(text: "no peer credentials: \(String(cString: strerror(errno)))"))
         }
-        if pinByPID { return pinned(cred, notAfter: acceptedAt) }
+        if pinByPID { return pinned(connection, cred, notAfter: acceptedAt) }
         let pidfd = la_socket_peer_pidfd(connection)
         if pidfd >= 0 { return .success(Peer(uid: cred.uid, pid: cred.pid, pidfd: pidfd, source: "SO_PEERPIDFD")) }
         switch errno {
-        case ENOPROTOOPT, ENODATA: return pinned(cred, notAfter: acceptedAt)
+        case ENOPROTOOPT, ENODATA: return pinned(connection, cred, notAfter: acceptedAt)
         case EINVAL, ESRCH: return .failure(Problem(text: "pid \(cred.pid) (uid \(cred.uid)) ended before its request was taken"))
         case let e: return .failure(Problem(text: "SO_PEERPIDFD: \(String(cString: strerror(e)))"))
         }
     }
 
     /// Before Linux 6.5 (Debian 12's 6.1) the pid alone: a pidfd opened now names whichever
-    /// process has the pid now. It is the peer's when that process runs as the peer's uid
-    /// and started no later than the connection was accepted (a pid reused after the peer
-    /// ended belongs to a later process).
-    private static func pinned(_ cred: la_peer_cred, notAfter acceptedAt: UInt64) -> Result<Peer, Problem> {
+    /// process has the pid now. It is the peer's when that process
+    /// * runs with the uid SO_PEERCRED recorded, which is the *effective* uid at connect(2):
+    ///   sudo, su and polkit's agent helper are setuid, their real uid is the user's;
+    /// * started no later than the connection was accepted (a process started later cannot
+    ///   have connected);
+    /// * holds the other end of this very connection: a descriptor of the peer socket's
+    ///   inode, which the kernel's socket diagnostics name (a pid reused by another process
+    ///   after the peer ended, even one that started earlier, holds no such descriptor);
+    /// * and still runs after all of this was read, so every fact was read of the process the
+    ///   pidfd holds, not of a successor with the same pid.
+    private static func pinned(_ connection: Int32, _ cred: la_peer_cred, notAfter acceptedAt: UInt64) -> Result<Peer, Problem> {
         let pidfd = la_pidfd_open(cred.pid)
         guard pidfd >= 0 else {
             return .failure(Problem(text: "pid \(cred.pid) (uid \(cred.uid)) ended before its request was taken"))
         }
+        var peerInode: UInt = 0
+        guard la_unix_peer_inode(connection, &peerInode) == 0 else {
+            let why = String(cString: strerror(errno))
+            close(pidfd)
+            return .failure(Problem(text: "pid \(cred.pid) (uid \(cred.uid)): the connection's other end is unknown (socket diagnostics: \(why))"))
+        }
         guard let stat = ProcStat(pid: cred.pid), stat.startTime <= acceptedAt,
-              realUID(of: cred.pid) == cred.uid else {
+              effectiveUID(of: cred.pid) == cred.uid,
+              ProcessSockets.holds(pid: cred.pid, inode: peerInode),
+              stillRuns(pidfd) else {
             close(pidfd)
             return .failure(Problem(text: "pid \(cred.pid) is not provably the peer (uid \(cred.uid)) that connected"))
         }
         return .success(Peer(uid: cred.uid, pid: cred.pid, pidfd: pidfd, source: "pidfd_open"))
+    }
+
+    /// A pidfd polls readable once its process has exited.
+    private static func stillRuns(_ pidfd: Int32) -> Bool {
+        var p = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, 0) == 0
     }
 
     /// CLOCK_BOOTTIME in clock ticks, the unit of /proc/PID/stat's start time.
@@ -61,10 +82,11 @@ struct Peer {
         return UInt64(now.tv_sec) * hz + UInt64(now.tv_nsec) * hz / 1_000_000_000
     }
 
-    /// The `Uid:` line's first (real) id in /proc/PID/status.
-    private static func realUID(of pid: Int32) -> uid_t? {
-        guard let ids = ProcField.value("Uid", in: "/proc/\(pid)/status"),
-              let first = ids.split(whereSeparator: { $0 == "\t" || $0 == " " }).first else { return nil }
-        return uid_t(first)
+    /// The `Uid:` line's second (effective) id in /proc/PID/status: the one SO_PEERCRED
+    /// recorded at connect(2).
+    private static func effectiveUID(of pid: Int32) -> uid_t? {
+        guard let ids = ProcField.value("Uid", in: "/proc/\(pid)/status") else { return nil }
+        let words = ids.split(whereSeparator: { $0 == "\t" || $0 == " " })
+        return words.count >= 2 ? uid_t(words[1]) : nil
     }
 }

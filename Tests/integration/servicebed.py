@@ -140,17 +140,19 @@ class Service:
         # The probe's connection started a helper that logs it closed before a request, and
         # localauthd logs that helper for root's peer: once both lines are in, no test that
         # marks the syslog after this sees either as its own. Two processes write them, so
-        # they come in either order (the helper started ahead may write first).
-        probe_lines = {
-            "localauthd's line for the start-up probe":
-                lambda i, m: i == "localauthd" and m.startswith("uid 0 pid ") and "): helper pid " in m,
-            "its helper's line for the start-up probe":
-                lambda i, m: i == "localauth-helper" and "the connection closed before a request" in m,
-        }
-        for what, seen in probe_lines.items():
-            if syslog.wait_for(seen, timeout=STARTED_WITHIN, since=mark) is None:
-                self.stop()
-                raise RuntimeError(f"{what} did not come within {STARTED_WITHIN} s")
+        # they come in either order (the helper started ahead may write first). Pinned by
+        # pid (--peer-pidfd pid), the probe may be gone before the service proves it held
+        # the connection: then the service's refusal is its only line.
+        served = lambda i, m: i == "localauthd" and m.startswith("uid 0 pid ") and "): helper pid " in m
+        refused = lambda i, m: i == "localauthd" and m.startswith("a connection refused: pid ")
+        first = syslog.wait_for(lambda i, m: served(i, m) or refused(i, m), timeout=STARTED_WITHIN, since=mark)
+        if first is None:
+            self.stop()
+            raise RuntimeError(f"localauthd's line for the start-up probe did not come within {STARTED_WITHIN} s")
+        helper_line = lambda i, m: i == "localauth-helper" and "the connection closed before a request" in m
+        if served(*first) and syslog.wait_for(helper_line, timeout=STARTED_WITHIN, since=mark) is None:
+            self.stop()
+            raise RuntimeError(f"its helper's line for the start-up probe did not come within {STARTED_WITHIN} s")
 
     def answers(self) -> bool:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
