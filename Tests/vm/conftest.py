@@ -68,7 +68,8 @@ def pytest_configure(config):
         os.environ["LOCALAUTH_VM_PORTS"] = f"{first}-{first + 4}"
 
 
-# The order of the files: one guest at a time, each file's guest booted once.
+# The order of the files, each file's guest booted once, one guest at a time: Debian 13's
+# console cases, Debian 12's (console cases too), the desktop's.
 FILE_ORDER = {"test_presence.py": 0, "test_bookworm.py": 1, "test_desktop.py": 2}
 
 
@@ -76,8 +77,7 @@ def pytest_collection_modifyitems(session, config, items):
     # The desktop's file last. scripts/test starts this tier beside the integration tests,
     # which keep both host cores busy for their first 20 minutes or so; GNOME under TCG is
     # what suffers most from that (its login took over 4 min, a terminal's start 40 s),
-    # while the console and SSH cases of test_presence.py and test_bookworm.py pass beside
-    # them.
+    # while the console and SSH cases of test_presence.py pass beside them.
     items.sort(key=lambda item: FILE_ORDER.get(item.path.name, 1))
 
 
