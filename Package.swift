@@ -85,6 +85,7 @@ let package = Package(
         .executableTarget(name: "la-probe", dependencies: ["LocalAuthentication", "CLinux"],
                           path: "Tests/Support/la-probe"),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
+        .testTarget(name: "SystemBusTests", dependencies: ["SystemBus"]),
         .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthProtocol", "SystemEvents", "store-hammer"]),
     ],
     // Every target in the Swift 6 language mode (the default of these tools): complete

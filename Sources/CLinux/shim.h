@@ -284,3 +284,39 @@ static inline int la_unix_peer_inode(int fd, unsigned long *out)
     errno = ENOENT;
     return -1;
 }
+
+/* The process's capability sets as 64-bit masks, through capget(2)/capset(2) directly (the
+ * kernel's version 3 interface: two 32-bit words per set), so localauthd needs no libcap.
+ * la_caps_get: 0, or -1 with errno. */
+#include <linux/capability.h>
+struct la_caps {
+    unsigned long long effective;
+    unsigned long long permitted;
+    unsigned long long inheritable;
+};
+static inline int la_caps_get(struct la_caps *out)
+{
+    struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capget, &header, data) != 0)
+        return -1;
+    out->effective = (unsigned long long)data[1].effective << 32 | data[0].effective;
+    out->permitted = (unsigned long long)data[1].permitted << 32 | data[0].permitted;
+    out->inheritable = (unsigned long long)data[1].inheritable << 32 | data[0].inheritable;
+    return 0;
+}
+
+/* Sets all three sets at once (capset(2) replaces them): 0, or -1 with errno. */
+static inline int la_caps_set(const struct la_caps *caps)
+{
+    struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[2];
+    data[0].effective = (unsigned int)caps->effective;
+    data[1].effective = (unsigned int)(caps->effective >> 32);
+    data[0].permitted = (unsigned int)caps->permitted;
+    data[1].permitted = (unsigned int)(caps->permitted >> 32);
+    data[0].inheritable = (unsigned int)caps->inheritable;
+    data[1].inheritable = (unsigned int)(caps->inheritable >> 32);
+    return (int)syscall(SYS_capset, &header, data);
+}

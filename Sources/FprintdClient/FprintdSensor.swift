@@ -23,6 +23,14 @@ public final class FprintdSensor: FingerprintSensor {
     let log: LogSink
 
     var bus: Bus?
+    /// fprintd's unique name on `bus`: its signals are taken from it alone.
+    var fprintd: NameOwner?
+    /// Where `fprintd` and the verify matches of a connection opened here deliver.
+    private lazy var router: SignalRouter = {
+        let router = SignalRouter()
+        router.sensor = self
+        return router
+    }()
     var choice: DeviceChoice?
     var claimed: Claimed?
     var session: VerifySession?
@@ -335,7 +343,7 @@ extension FprintdSensor {
         dropConnection()
         do {
             let bus = try Bus(address: address, timeoutSeconds: seconds)
-            try bus.addMatch(Self.nameOwnerRule) { [weak self] in self?.nameOwnerChanged($0) }
+            fprintd = try Self.followFprintd(on: bus, router: router)
             self.bus = bus
             return bus
         } catch {
@@ -365,6 +373,7 @@ extension FprintdSensor {
     func dropConnection() {
         bus?.close()
         bus = nil
+        fprintd = nil
         subscribed = []
         claimed = nil
         choice = nil  // object paths belong to the fprintd we were talking to
@@ -391,6 +400,7 @@ extension FprintdSensor {
         }
         dropConnection()
         bus = started.bus
+        fprintd = started.owner
         started.router.sensor = self
         for reader in started.readers {
             names[reader.path] = reader.name

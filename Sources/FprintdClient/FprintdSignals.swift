@@ -3,11 +3,6 @@ import LocalAuth
 
 /// The signals the sensor listens to, and the wait loop that dispatches them.
 extension FprintdSensor {
-    /// fprintd's well-known name changing hands: it exited, crashed, or was restarted.
-    static let nameOwnerRule =
-        "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
-            + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Fprintd.service)'"
-
     /// `path` came from GetDevices as a D-Bus object path, which sd-bus validated while
     /// reading it ([A-Za-z0-9_/] only), so it cannot break out of the quotes.
     static func deviceRule(_ path: String, _ member: String) -> String {
@@ -37,7 +32,11 @@ extension FprintdSensor {
         subscribed.insert(path)
     }
 
+    /// Any local uid can address a VerifyStatus to this connection: only fprintd's own, from
+    /// its unique name of the moment, is read (NameOwner), and of those only the ones of our
+    /// verification.
     func verifyStatus(_ message: Message) {
+        guard fprintd?.sent(message) == true else { return }
         guard let claimed, session?.accepts(message, claimed: claimed) == true else { return }
         do {
             let result = try message.readString()
@@ -52,6 +51,7 @@ extension FprintdSensor {
     }
 
     func fingerSelected(_ message: Message) {
+        guard fprintd?.sent(message) == true else { return }
         guard let claimed, session?.accepts(message, claimed: claimed) == true else { return }
         do {
             session?.finger = try message.readString()
@@ -60,20 +60,20 @@ extension FprintdSensor {
         }
     }
 
-    /// NameOwnerChanged(name, old, new) for fprintd's name. Only the fprintd holding our
-    /// claim matters: its leaving (exit, crash, restart) takes the claim with it.
-    func nameOwnerChanged(_ message: Message) {
-        guard let claimed else { return }
-        do {
-            let name = try message.readString()
-            let old = try message.readString()
-            guard name == Fprintd.service, !old.isEmpty, old == claimed.owner else { return }
-        } catch {
-            log.log(.warning, "malformed NameOwnerChanged signal: \(error.summary)")
-            return
-        }
+    /// fprintd's name changed hands, as the bus daemon said (NameOwner). Only the fprintd
+    /// holding our claim matters: its leaving (exit, crash, restart) takes the claim with it.
+    func fprintdChanged(old: String, new: String) {
+        guard let claimed, !old.isEmpty, old == claimed.owner, new != old else { return }
         log.log(.warning, "fprintd left the bus while the reader was claimed")
         loseSession(EvaluationError(.biometryNotAvailable, cause: "fprintd left the bus"))
+    }
+
+    /// Follows fprintd's owner on `bus`, a new connection: before any call to fprintd, so
+    /// that the daemon's answer comes first. `installed` nil waits for the match.
+    static func followFprintd(on bus: Bus, router: SignalRouter,
+                              installed: ((BusError?) -> Void)? = nil) throws(BusError) -> NameOwner {
+        try NameOwner(Fprintd.service, on: bus, report: { [router] in router.report($0) }, installed: installed,
+                      changed: { [router] in router.fprintdChanged(old: $0, new: $1) })
     }
 
     /// Ends the session without talking to fprintd: the claim is already gone with it.

@@ -43,6 +43,8 @@ final class StartUp: @unchecked Sendable {
     private let address: String
 
     private(set) var bus: Bus?
+    /// fprintd's unique name on `bus`, followed from the first message on.
+    private(set) var owner: NameOwner?
     private(set) var readers: [Reader] = []
     private(set) var failure: Failure?
     /// When the last answer came (monotonic ms).
@@ -96,6 +98,7 @@ final class StartUp: @unchecked Sendable {
         finish()
         bus?.close()
         bus = nil
+        owner = nil
     }
 
     private func closePipe() {
@@ -109,8 +112,7 @@ final class StartUp: @unchecked Sendable {
         let bus: Bus
         do {
             bus = try Bus(address: address, timeoutSeconds: secondsLeft, awaitingReady: false)
-            try bus.addMatchAsync(FprintdSensor.nameOwnerRule, { [router] in router.nameOwnerChanged($0) },
-                                  installed: expect("AddMatch"))
+            owner = try FprintdSensor.followFprintd(on: bus, router: router, installed: expect("AddMatch"))
         } catch {
             failure = .connect(error)
             return false
@@ -228,11 +230,24 @@ final class StartUp: @unchecked Sendable {
 
 /// Delivers the signals of a connection the start-up opened to the sensor that took it
 /// over; until then (on the start-up's thread) they are dropped: no reader is claimed yet,
-/// so none of them concerns us.
+/// so none of them concerns us. A log line about dropped signals said meanwhile waits for
+/// the sensor (its log is not the start-up thread's to write).
 final class SignalRouter {
-    weak var sensor: FprintdSensor?
+    weak var sensor: FprintdSensor? {
+        didSet {
+            if let sensor, let line = heldLine {
+                heldLine = nil
+                sensor.log.log(.warning, line)
+            }
+        }
+    }
+    private var heldLine: String?
 
-    func nameOwnerChanged(_ m: Message) { sensor?.nameOwnerChanged(m) }
+    func fprintdChanged(old: String, new: String) { sensor?.fprintdChanged(old: old, new: new) }
     func verifyStatus(_ m: Message) { sensor?.verifyStatus(m) }
     func fingerSelected(_ m: Message) { sensor?.fingerSelected(m) }
+
+    func report(_ line: String) {
+        if let sensor { sensor.log.log(.warning, line) } else { heldLine = line }
+    }
 }

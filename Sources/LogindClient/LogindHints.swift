@@ -27,10 +27,15 @@ package final class LogindHints {
 
     private let bus: Bus?
     private let sessionPath: String?
+    /// logind's unique name: a change signal is taken from it alone (NameOwner).
+    private var logind: NameOwner?
+    private let log: LogSink?
 
-    /// Asks logind at `address` about `session` (nil: the lid only).
-    package init(address: String, timeoutSeconds: Double, session: String?) {
+    /// Asks logind at `address` about `session` (nil: the lid only). `log` gets the lines
+    /// about change signals dropped because logind did not send them.
+    package init(address: String, timeoutSeconds: Double, session: String?, log: LogSink? = nil) {
         sessionPath = session.flatMap(Self.objectPath)
+        self.log = log
         let deadline = MonotonicMicros.now() / 1000 + Int64(timeoutSeconds * 1000)
         var connected: Bus?
         do {
@@ -52,7 +57,11 @@ package final class LogindHints {
     private func ask(_ bus: Bus, deadline: Int64) throws(BusError) {
         var pending = 0
         if let path = sessionPath {
-            try bus.addMatchAsync(Self.changesRule(path), { [weak self] in self?.changed($0) },
+            // Sent first, without waiting: the answer comes ahead of any change signal.
+            let logind = try NameOwner(Self.service, on: bus, report: { [weak self] in self?.log?.log(.warning, $0) },
+                                       installed: { [weak self] in if let e = $0 { self?.missing("watch", e) } })
+            self.logind = logind
+            try bus.addMatchAsync(Self.changesRule(path), logind.guarded { [weak self] in self?.changed($0) },
                                   installed: { [weak self] in if let e = $0 { self?.missing("watch", e) } })
             for name in ["LockedHint", "IdleHint"] {
                 pending += 1

@@ -30,7 +30,13 @@ package final class Message {
         sd_bus_message_get_path(pointer).map { String(cString: $0) }
     }
 
-    /// The unique name (`:1.42`) of the connection that sent this message.
+    /// The member (signal or method name), for the log.
+    package var member: String? {
+        sd_bus_message_get_member(pointer).map { String(cString: $0) }
+    }
+
+    /// The unique name (`:1.42`) of the connection that sent this message, as the bus
+    /// daemon wrote it (a client cannot choose it): `org.freedesktop.DBus` for the daemon.
     package var sender: String? {
         sd_bus_message_get_sender(pointer).map { String(cString: $0) }
     }

@@ -4,6 +4,10 @@ import Glibc
 import CAudit
 import CSystemd
 import LocalAuth
+import Synchronization
+
+/// Whether this process has said that it cannot write audit records (said once).
+private let auditFailureSaid = Atomic<Bool>(false)
 
 /// Writes the lockout events where an administrator looks: the audit log, as pam_faillock
 /// does (ANOM_LOGIN_FAILURES and RESP_ACCT_LOCK when a lockout begins, USER_MGMT when the
@@ -53,7 +57,7 @@ public final class SecurityRecord: SecurityEvents {
     private func audit(_ type: Int32, op: String, _ user: UserName, _ c: EventContext,
                        success: Bool) {
         let fd = audit_open()
-        guard fd >= 0 else { return }  // no audit in this kernel: nothing to write to
+        guard fd >= 0 else { return auditUnavailable(errno, op: op, user) }
         defer { audit_close(fd) }
         // libaudit writes hostname= and terminal= as given: one word each.
         let host: String? = c.rhost.isEmpty ? nil : LogWords.word(c.rhost)
@@ -72,6 +76,21 @@ public final class SecurityRecord: SecurityEvents {
         if rc <= 0 && errno != ECONNREFUSED {
             log.log(.warning, "could not write the audit record \(op) for \(user): \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// Once per process: a record that could not be written is said, unless the kernel has
+    /// no audit (NETLINK_AUDIT unknown: EPROTONOSUPPORT; EINVAL from old kernels, as libaudit
+    /// reads it). EAFNOSUPPORT is not taken for that: netlink is in every kernel this runs
+    /// on, and it is what a filter on socket families answers (systemd's
+    /// RestrictAddressFamilies= without AF_NETLINK; systemd-nspawn's for its guests), so it
+    /// means the records are refused.
+    private func auditUnavailable(_ error: Int32, op: String, _ user: UserName) {
+        guard error != EPROTONOSUPPORT, error != EINVAL else { return }
+        guard !auditFailureSaid.exchange(true, ordering: .relaxed) else { return }
+        log.log(.error, "audit records cannot be written (the audit record \(op) for \(user) is lost): "
+                + "audit_open: \(String(cString: strerror(error)))"
+                + (error == EAFNOSUPPORT ? " (a filter refused the audit socket: AF_NETLINK missing from a unit's "
+                   + "RestrictAddressFamilies=, or a container that keeps audit from its guests)" : ""))
     }
 
     // MARK: - The journal

@@ -128,19 +128,29 @@ struct PolkitAgent {
                        cause: "the polkit agent (pid \(pid)) has no terminal and no graphical session")
     }
 
-    /// The desktop's own agent (GNOME Shell's, Plasma's, one started with the session): in a
-    /// logind session's own scope, or in a service of the user's manager that is neither
-    /// transient (`systemd-run --user`, `/run/user/UID/systemd/transient/`) nor a `run-*`
-    /// unit. Not in a scope (a terminal's shell, `systemd-run --user --scope`): any program
-    /// of the user's, a remote login's included, can register an agent from there. A
-    /// persistent unit the user wrote passes; rule 5 of PresenceRule is what stops a remote
-    /// login's agent then.
+    /// The desktop's own agent (GNOME Shell's, Plasma's, one its session starts), judged
+    /// only from what root or the service manager put in place, never from a file under the
+    /// user's /run/user/UID (the user can add or remove files there, and a file missing there,
+    /// or hidden from this sandbox, reads the same as one never made):
+    /// - its executable is a program the system installed (RootOwned.installedProgram): a
+    ///   root's file in root's directories, not an interpreter, whose script could be anyone's;
+    /// - and it runs in a logind session's own scope, or in a service of the user's manager
+    ///   whose name an installed unit file carries (InstalledUserUnit): systemd makes no
+    ///   transient unit under such a name, so it is never what `systemd-run --user` started
+    ///   from a remote login. Read from the agent's cgroup (/proc/PID/cgroup, sd-login).
+    /// Anything else is another agent: one in a scope (a terminal's shell, `systemd-run --user
+    /// --scope`), in a transient unit, in a unit the user wrote, or a script; any program of
+    /// the user's, a remote login's included, can register an agent there.
+    /// What this cannot tell: the cgroups of the user's manager are delegated to the user,
+    /// who can move a process of theirs into another of their own units; someone holding
+    /// the user's account from elsewhere can so dress an installed agent program up as the
+    /// desktop's. What stops a remote login's agent is rule 5 of PresenceRule
+    /// (remote_login_guard); this names the prompt for it.
     var isTheDesktops: Bool {
+        guard RootOwned.installedProgram(of: pid) != nil else { return false }
         if case .session = LoginRecords.session(of: pid) { return true }
-        guard let (unit, uid) = LoginRecords.userUnit(of: pid) else { return false }
-        guard unit.hasSuffix(".service"), !unit.hasPrefix("run-"), !unit.includes("/") else { return false }
-        var st = stat()
-        return lstat("/run/user/\(uid)/systemd/transient/\(unit)", &st) != 0 && errno == ENOENT
+        guard let (unit, _) = LoginRecords.userUnit(of: pid) else { return false }
+        return InstalledUserUnit.file(for: unit) != nil
     }
 
     private static func executable(of pid: Int32) -> String? {

@@ -105,7 +105,7 @@ enum Presence {
         facts.vouching = facts.vouching.with(locked: false, idle: false)
         if PresenceRule.refusal(facts) != nil { return Gathered(facts: facts) }
         let hints = LogindHints(address: options.dbusAddress, timeoutSeconds: options.busTimeout,
-                                session: facts.vouching.session?.id)
+                                session: facts.vouching.session?.id, log: log)
         facts.vouching = facts.vouching.with(locked: hints.locked, idle: hints.idle)
         facts.lid = hints.lidClosed.map { $0 ? .closed : .open } ?? .unknown(hints.failure ?? "no answer")
         return Gathered(facts: facts, hints: hints)

@@ -102,25 +102,15 @@ struct ProgramBinding {
         guard (named.st_mode & S_IFMT) == S_IFREG, named.st_dev == running.st_dev, named.st_ino == running.st_ino else {
             throw .untrusted("\(quoted(path)) is not the file the program runs")
         }
-        guard named.st_uid == 0, named.st_mode & 0o022 == 0 else {
+        guard RootOwned.isRootsFile(named) else {
             throw .untrusted("\(quoted(path)) must be owned by root and writable by nobody else")
         }
     }
 
     private static func checkDirectories(above path: String) throws(Refusal) {
-        var dir = path
-        while let slash = dir.lastIndex(of: "/") {
-            dir = slash == dir.startIndex ? "/" : String(dir[..<slash])
-            var st = stat()
-            guard lstat(dir, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-                throw .untrusted("\(quoted(dir)) is not a directory")
-            }
-            let sticky = st.st_mode & S_ISVTX != 0
-            guard st.st_uid == 0, st.st_mode & 0o022 == 0 || sticky else {
-                throw .untrusted("\(quoted(dir)) (above the program) must be root's and writable by nobody else")
-            }
-            if dir == "/" { break }
-        }
+        guard let (dir, isDirectory) = RootOwned.firstUntrustedDirectory(above: path) else { return }
+        guard isDirectory else { throw .untrusted("\(quoted(dir)) is not a directory") }
+        throw .untrusted("\(quoted(dir)) (above the program) must be root's and writable by nobody else")
     }
 
     /// A path in a log line or a cause: one word, as the helper writes what a caller chose.

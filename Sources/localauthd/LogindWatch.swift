@@ -18,11 +18,18 @@ import SystemBus
 ///   terminal it drives still gets the password after it ended, whatever PAM stack the login
 ///   came through (sshd's account line, xrdp, a remote desktop). At start, the sessions open
 ///   then are recorded the same way (a restart in between misses none that is still open).
+///
+/// Both are taken only from logind's unique name of the moment (NameOwner): any local uid can
+/// address a signal to this connection, and one that could end every scan on the machine or
+/// have root record and log made-up sessions must come from logind.
 final class LogindWatch {
     private let bus: Bus
     private let stateDir: String
     private let log: LogSink
     private var sleepAnnounced = false
+    /// logind's unique name: its signals are taken from it alone (anyone can address a
+    /// signal to us; NameOwner).
+    private var logind: NameOwner?
     let fd: Int32
 
     static let manager = (service: "org.freedesktop.login1", path: "/org/freedesktop/login1",
@@ -45,13 +52,16 @@ final class LogindWatch {
             let bus = try Bus(address: options.dbusAddress, timeoutSeconds: max(options.busTimeout, 1))
             guard let fd = bus.fileDescriptor else { throw BusError.disconnected(errno: ENOTCONN) }
             let watch = LogindWatch(bus: bus, fd: fd, stateDir: options.stateDir, log: log)
-            try bus.addMatch(rule("PrepareForSleep")) { [weak watch] message in
+            // First: its answer comes ahead of any signal the matches below select.
+            let logind = try NameOwner(manager.service, on: bus, report: { [weak log] in log?.log(.warning, $0) })
+            watch.logind = logind
+            try bus.addMatch(rule("PrepareForSleep"), logind.guarded { [weak watch] message in
                 if (try? message.readBool()) == true { watch?.sleepAnnounced = true }
-            }
-            try bus.addMatch(rule("SessionNew")) { [weak watch] message in
+            })
+            try bus.addMatch(rule("SessionNew"), logind.guarded { [weak watch] message in
                 guard let id = try? message.readString(), let path = try? message.readObjectPath() else { return }
                 watch?.follow(session: id, path: path)
-            }
+            })
             try watch.askOpenSessions()
             return watch
         } catch {

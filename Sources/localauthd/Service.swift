@@ -37,6 +37,8 @@ struct Service {
     /// The signal mask during the wait: the service's own, with SIGTERM and SIGINT open.
     private var waitMask = sigset_t()
     private let configWatch: ConfigDirectoryWatch?
+    /// Why the loop failed, when it did (main.swift exits 1); nil after a stop it was asked for.
+    private(set) var failure: String?
 
     init(listener: Listener, arguments: ServiceArguments, log: LogSink) {
         self.listener = listener
@@ -92,7 +94,10 @@ struct Service {
             let ready = la_ppoll_millis(&fds, UInt(fds.count), pollTimeout(watchdog), &waitMask)
             let sig = stopRequested.load(ordering: .relaxed)
             if sig != 0 { return "signal \(sig)" }
-            if ready < 0 && errno != EINTR { return "poll: \(String(cString: strerror(errno)))" }
+            if ready < 0 && errno != EINTR {
+                failure = "poll: \(String(cString: strerror(errno)))"
+                return failure!
+            }
             watchdog.ping()
             // The file is looked at when something in its directory changed, and otherwise
             // at most once a second (a file reached through a symlink elsewhere, a watch

@@ -37,10 +37,15 @@ case .failure(let problem):
 }
 
 var service = Service(listener: listener, arguments: arguments, log: log)
+// Started (the socket, the bus, the configuration): from here on only what the service's
+// own code uses stays in effect (Capabilities).
+Capabilities.dropUnused(log: log)
 log.log(.info, "listening on \(listener.description); requests run \(arguments.helperPath)")
 _ = sd_notify(0, "READY=1")
 let reason = service.run()
 _ = sd_notify(0, "STOPPING=1")
-log.log(.info, "stopping: \(reason)")
+// A stop that was asked for (SIGTERM, an idle exit) is a clean end; a loop that failed
+// exits 1, so that systemd records the failure and starts it again (Restart=always).
+log.log(service.failure == nil ? .info : .error, "stopping: \(reason)")
 listener.close()
-exit(0)
+exit(service.failure == nil ? 0 : 1)

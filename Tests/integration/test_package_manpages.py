@@ -79,6 +79,7 @@ def test_config_page_has_every_option_of_the_shipped_file():
     ("pam_localauth.8", ["MODULE TYPES PROVIDED", "RETURN VALUES", "FILES", "ENVIRONMENT", "LOGGING"]),
     ("localauthctl.8", ["EXIT STATUS", "FILES", "ENVIRONMENT"]),
     ("localauth.conf.5", ["FILES"]),
+    ("localauthd.8", ["FILES", "LOGGING", "EXIT STATUS"]),
 ])
 def test_pages_have_the_sections_an_administrator_looks_for(pages, name, sections):
     text = subprocess.run(["man", "-l", str(pages[name])], capture_output=True, text=True, env=ENV).stdout

@@ -211,7 +211,7 @@ def test_one_users_requests_are_capped(service):
     r = subprocess.run([sys.executable, "-c", CONNECT_MANY, str(service.socket), "5"], user=NOBODY,
                        group=NOBODY, capture_output=True, text=True, timeout=60)
     states = r.stdout.split()
-    assert states == ["open"] * 4 + ["closed"], (r.stdout, r.stderr)
+    assert states == ["open"] * 4 + ["closed"], (r.stdout, r.stderr, service.lines("localauthd"))
     service.syslog._sync()
     assert any(f"uid {NOBODY}" in m and "4 of its requests run already" in m
                for m in service.lines("localauthd")), service.syslog.lines

@@ -218,11 +218,12 @@ public enum CallerPlace: Equatable, Sendable, CustomStringConvertible {
     /// Root's own program with no terminal: a login manager's worker, GNOME's lock screen.
     case rootWithoutTerminal
     /// polkit's agent helper for an agent with no terminal: the desktop's own dialog (an
-    /// agent in the session's scope, or in a service of the user's manager that is not
-    /// transient).
+    /// installed program in the session's scope, or in a service of the user's manager that
+    /// an installed unit file names).
     case dialog
-    /// polkit's agent helper for any other agent with no terminal: one started in a scope or
-    /// a transient unit (`systemd-run --user`, a terminal's shell), which a remote login can do.
+    /// polkit's agent helper for any other agent with no terminal: one started in a scope, a
+    /// transient unit or a unit the user wrote (`systemd-run --user`, a terminal's shell), or
+    /// a script, which a remote login can do.
     case otherAgentDialog
     /// A program the user started with no terminal (a screen locker that runs as the user,
     /// sudo with an askpass program, an application).
