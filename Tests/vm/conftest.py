@@ -2,11 +2,13 @@
 
 * ``deb``: the product's .deb under test: ``LOCALAUTH_VM_DEB``, else ``scripts/package
   --output build/vm/deb`` is run (``--no-build`` with ``LOCALAUTH_SKIP_BUILD=1``).
-* ``image``: the tier's one guest image, the desktop flavour (images.py: cached, built when
-  missing). Both files boot it: test_presence.py into its default, multi-user.target (no
-  GDM; the auth stacks are the base image's, since GNOME's keyring adds itself only to
-  common-password), test_desktop.py into graphical.target. One image instead of two spares
-  a fresh machine the base image's build (about 110 s) and its downloads.
+* ``image``: the test file's guest image (images.py: cached, built when missing). A file
+  names its own with ``GUEST_SUITE`` and ``GUEST_DESKTOP`` (test_bookworm.py: Debian 12's
+  base flavour); otherwise the Debian 13 one, the desktop flavour, which both other files
+  boot: test_presence.py into its default, multi-user.target (no GDM; the auth stacks are
+  the base image's, since GNOME's keyring adds itself only to common-password),
+  test_desktop.py into graphical.target. One Debian 13 image instead of two spares a fresh
+  machine the base image's build (about 110 s) and its downloads.
 * ``machine``: that image booted with ``-snapshot`` as a console-only guest, once per test
   module; stopped at the module's end on every exit path.
 * ``guest``: that machine prepared as every case starts from it: guest tools, the .deb
@@ -35,7 +37,7 @@ REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 
 from guest import Console, Guest, GuestError, PASSWORDS, attempt, wait_for  # noqa: E402
-from images import ensure_image  # noqa: E402
+from images import SUITE, ensure_image  # noqa: E402
 from machine import Machine  # noqa: E402
 
 
@@ -66,12 +68,17 @@ def pytest_configure(config):
         os.environ["LOCALAUTH_VM_PORTS"] = f"{first}-{first + 4}"
 
 
+# The order of the files, each file's guest booted once, one guest at a time: Debian 13's
+# console cases, Debian 12's (console cases too), the desktop's.
+FILE_ORDER = {"test_presence.py": 0, "test_bookworm.py": 1, "test_desktop.py": 2}
+
+
 def pytest_collection_modifyitems(session, config, items):
     # The desktop's file last. scripts/test starts this tier beside the integration tests,
     # which keep both host cores busy for their first 20 minutes or so; GNOME under TCG is
     # what suffers most from that (its login took over 4 min, a terminal's start 40 s),
     # while the console and SSH cases of test_presence.py pass beside them.
-    items.sort(key=lambda item: item.path.name == "test_desktop.py")
+    items.sort(key=lambda item: FILE_ORDER.get(item.path.name, 1))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -103,9 +110,11 @@ def deb() -> Path:
     return Path(r.stdout.strip().splitlines()[-1])
 
 
-@pytest.fixture(scope="session")
-def image(deb) -> Path:
-    return ensure_image(desktop=True, deb=deb)
+@pytest.fixture(scope="module")
+def image(request, deb) -> Path:
+    suite = getattr(request.module, "GUEST_SUITE", SUITE)
+    desktop = getattr(request.module, "GUEST_DESKTOP", True)
+    return ensure_image(desktop=desktop, deb=deb, suite=suite)
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +152,7 @@ def guest(machine, deb):
     first = attempt(g, Console(g), "sudo -k true", ident="sudo", prompt=r"\[sudo\] password for alice",
                     password=PASSWORDS["alice"])
     if (first.rc, first.line.get("reason"), first.finger_offered) != (0, "never-used", False):
-        raise GuestError(f"alice's first sudo was not the password: {first.facts()}\n{first.text}")
+        raise GuestError(f"alice's first sudo was not the password:{first.evidence()}")
     login_on_console(g, 2, "bob")
     for user in ("alice", "bob"):
         if not g.status(user)["password_this_boot"]:

@@ -401,6 +401,7 @@ class Outcome:
     line: dict                            # the module's first-line verdict
     lines: list[dict]                     # all its summary lines of the caller
     seen: dict = field(default_factory=dict)   # what at_prompt() read at the first prompt
+    service: list[str] = field(default_factory=list)   # localauthd's lines meanwhile
 
     @property
     def finger_offered(self) -> bool:
@@ -408,10 +409,13 @@ class Outcome:
 
     def evidence(self, facts: Optional[dict] = None) -> str:
         """What a failed assertion shows: the facts compared (default facts()), the module's
-        lines and the terminal's non-empty lines."""
+        lines, localauthd's (a refused connection is said only there) and the terminal's
+        non-empty lines."""
         lines = "\n".join(f["message"] for f in self.lines) or "(no line of the module)"
+        service = "\n".join(self.service) or "(no line of localauthd)"
         shown = "\n".join(ln for ln in self.text.splitlines() if ln.strip())
-        return f"\nfacts: {facts or self.facts()}\nmodule:\n{lines}\nterminal:\n{shown}"
+        return (f"\nfacts: {facts or self.facts()}\nmodule:\n{lines}\nlocalauthd:\n{service}"
+                f"\nterminal:\n{shown}")
 
     def facts(self) -> dict:
         """The observable facts a test compares in one assertion (a failure shows them all)."""
@@ -472,6 +476,8 @@ def attempt(guest: Guest, term, command: str, *, ident: str, prompt: str, passwo
         time.sleep(POLL)
     line = guest.first_line(mark, ident)
     out = Outcome(rc=rc, finger=guest.finger(mark), scans=scans, prompts=prompts,
-                  text=term.text(), line=line, lines=guest.module_lines(mark, ident), seen=seen)
+                  text=term.text(), line=line, lines=guest.module_lines(mark, ident), seen=seen,
+                  service=[e.get("MESSAGE", "") for e in guest.journal(mark)
+                           if e.get("SYSLOG_IDENTIFIER") == "localauthd"])
     print(f"--- {command!r} on {term.kind}:{out.evidence()}")   # shown when the test fails
     return out

@@ -1,10 +1,12 @@
 """The guest images, built once and kept in a cache keyed on what they are built from.
 
     image = ensure_image(desktop=False, deb=Path("build/vm/deb/localauth_0.1.0_amd64.deb"))
+    image = ensure_image(desktop=False, deb=..., suite="bookworm")
 
-The guest is Debian 13 (``SUITE``): its sources are the host's apt sources with every suite
-renamed (``bookworm-security`` becomes ``trixie-security``), so the guest comes from the
-mirror the host uses. The key is a hash of Tests/vm/image/ (build.sh, setup.sh,
+The guest is Debian 13 (``SUITE``) unless a test file asks for another suite (Debian 12 for
+test_bookworm.py): its sources are the host's apt sources with every suite renamed
+(``bookworm-security`` becomes ``trixie-security``; the identity for the host's own suite),
+so the guest comes from the mirror the host uses. The key is a hash of Tests/vm/image/ (build.sh, setup.sh,
 unpack-kernel.py, the package lists), the suite, those derived sources, the flavour, and the
 product's Depends (read from the .deb's control file, so a new library dependency brings a
 new image, while a code change does not: the .deb itself is installed into each boot). A
@@ -12,8 +14,9 @@ cached image is used only when its ``built`` file names the suite (an image from
 inputs, whose key might collide, is never booted); a missing one is built (about 4 min on
 2 cores with the desktop) into a temporary
 directory and renamed into place when complete, under a lock, so two runs never build the
-same key at once nor see half an image. Images of the same flavour with another key are
-removed after a build (one image per flavour on disk, about 1 GB each).
+same key at once nor see half an image. Images of the same flavour and suite with another
+key are removed after a build (one image per flavour and suite on disk, about 1 GB each):
+a Debian 12 image and a Debian 13 one of the same flavour are both kept.
 
 ``LOCALAUTH_VM_CACHE`` names the cache (default /var/cache/localauth-vm; keep it outside
 every repository). ``LOCALAUTH_VM_SOURCES``: the apt sources the guest's are derived from
@@ -112,31 +115,33 @@ def deb_depends(deb: Path) -> list[str]:
     return sorted(set(names))
 
 
-def image_key(desktop: bool, include: list[str]) -> str:
+def image_key(desktop: bool, include: list[str], suite: str = SUITE) -> str:
     h = hashlib.sha256()
     h.update(b"desktop" if desktop else b"base")
-    h.update(b"suite " + SUITE.encode() + b"\0")
+    h.update(b"suite " + suite.encode() + b"\0")
     for f in sorted(IMAGE_SRC.iterdir()):
         if f.is_file():
             h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
-    h.update(guest_sources().encode())
+    h.update(guest_sources(suite).encode())
     h.update(",".join(include).encode())
     return h.hexdigest()[:16]
 
 
 def ensure_image(desktop: bool = False, deb: Optional[Path] = None,
-                 log=sys.stderr) -> Path:
+                 log=sys.stderr, suite: str = SUITE) -> Path:
+    if not re.fullmatch(r"[a-z]+", suite):
+        raise ImageError(f"a Debian suite name, not {suite!r}")
     include = deb_depends(deb) if deb is not None else []
     flavour = "desktop" if desktop else "base"
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    final = root / f"{flavour}-{image_key(desktop, include)}"
+    final = root / f"{flavour}-{image_key(desktop, include, suite)}"
     with open(root / f".{flavour}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _built_suite(final) == SUITE:
+        if _built_suite(final) == suite:
             return final
-        _build(final, desktop, include, log)
-        _prune(root, flavour, keep=final)
+        _build(final, desktop, include, log, suite)
+        _prune(root, flavour, suite, keep=final)
     return final
 
 
@@ -151,14 +156,14 @@ def _built_suite(image: Path) -> Optional[str]:
     return fields.get("suite")
 
 
-def _build(final: Path, desktop: bool, include: list[str], log) -> None:
+def _build(final: Path, desktop: bool, include: list[str], log, suite: str) -> None:
     tmp = final.with_name(f".{final.name}.{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     # Beside the image, not in it: build.sh wants an empty output directory.
     sources = final.with_name(f".{final.name}.{os.getpid()}.sources")
-    sources.write_text(guest_sources())
-    argv = ["bash", str(IMAGE_SRC / "build.sh"), str(tmp), "--suite", SUITE,
+    sources.write_text(guest_sources(suite))
+    argv = ["bash", str(IMAGE_SRC / "build.sh"), str(tmp), "--suite", suite,
             "--sources", str(sources)]
     if desktop:
         argv.append("--desktop")
@@ -173,7 +178,7 @@ def _build(final: Path, desktop: bool, include: list[str], log) -> None:
             r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     finally:
         sources.unlink(missing_ok=True)
-    if r.returncode != 0 or _built_suite(tmp) != SUITE:
+    if r.returncode != 0 or _built_suite(tmp) != suite:
         shutil.rmtree(tmp, ignore_errors=True)
         tail = "\n".join(build_log.read_text(errors="replace").splitlines()[-30:])
         raise ImageError(f"building the {final.name} image failed ({r.returncode}); "
@@ -183,9 +188,11 @@ def _build(final: Path, desktop: bool, include: list[str], log) -> None:
     print(f"images: built {final} in {time.monotonic() - started:.0f} s", file=log, flush=True)
 
 
-def _prune(root: Path, flavour: str, keep: Path) -> None:
+def _prune(root: Path, flavour: str, suite: str, keep: Path) -> None:
+    """The flavour's other images of this suite, and those that name none (built before
+    ``built`` named the suite): another suite's image is another test file's guest."""
     for old in root.glob(f"{flavour}-*"):
-        if old != keep and old.is_dir():
+        if old != keep and old.is_dir() and _built_suite(old) in (suite, None):
             shutil.rmtree(old, ignore_errors=True)
             old.with_name(old.name + ".build.log").unlink(missing_ok=True)
 
@@ -195,8 +202,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description="print the cached image's directory, building it if missing")
     ap.add_argument("--desktop", action="store_true")
     ap.add_argument("--deb", type=Path, help="the product's .deb (its Depends go into the image)")
+    ap.add_argument("--suite", default=SUITE, help=f"the Debian suite (default {SUITE})")
     a = ap.parse_args()
     try:
-        print(ensure_image(a.desktop, a.deb))
+        print(ensure_image(a.desktop, a.deb, suite=a.suite))
     except ImageError as e:
         sys.exit(f"images: {e}")

@@ -560,12 +560,13 @@ def test_console_sudo_goes_through_the_packaged_localauthd_which_its_socket_rest
     service_findings = [f["code"] for f in json.loads(doctor)["findings"] if f["code"].startswith("service.")]
     assert service_findings == ["service.ok"], doctor
 
+    pinned_by = peer_source(guest)
     mark = guest.mark()
     out = sudo(guest, tty1)
     # The service's helper reaches the console (the unit's device policy): Enter skips.
     facts = {**out.facts(), **service_facts(guest.journal(mark)),
              "enter_to_skip": "press Enter to use your password" in flat(out.text)}
-    assert facts == {**TOOK_THE_FINGER, "peer_pinned_by_the_kernel": True,
+    assert facts == {**TOOK_THE_FINGER, "peer_pinned_by": [pinned_by],
                      "success_from_the_services_helper": True, "enter_to_skip": True}, out.evidence(facts)
 
     cleanup(lambda: guest.sh("systemctl start localauth.service", check=False))
@@ -576,20 +577,30 @@ def test_console_sudo_goes_through_the_packaged_localauthd_which_its_socket_rest
     mark = guest.mark()
     again = sudo(guest, tty1)
     facts = {**again.facts(), **service_facts(guest.journal(mark))}
-    assert facts == {**TOOK_THE_FINGER, "peer_pinned_by_the_kernel": True,
+    assert facts == {**TOOK_THE_FINGER, "peer_pinned_by": [pinned_by],
                      "success_from_the_services_helper": True}, again.evidence(facts)
+
+
+def peer_source(guest) -> str:
+    """How localauthd must have pinned its peer on the guest's kernel: by the kernel's
+    SO_PEERPIDFD since Linux 6.5 (Debian 13's 6.12), by pid before it (Debian 12's 6.1:
+    pidfd_open, with Peer.swift's proofs that the process is the peer)."""
+    release = guest.sh("uname -r").strip()
+    version = tuple(int(n) for n in re.match(r"(\d+)\.(\d+)", release).groups())
+    return "SO_PEERPIDFD" if version >= (6, 5) else "pidfd_open"
 
 
 def service_facts(entries: list[dict]) -> dict:
     """Whether the request went through the service: localauthd's line for it ("helper pid
-    M", the peer pinned by SO_PEERPIDFD) and the helper's success line from that pid M.
+    M", with how the peer was pinned) and the helper's success line from that pid M.
     (Not the helper line's _SYSTEMD_UNIT: journald cannot say it when the helper has
     already exited as it reads the line, as seen in a run.)"""
-    started = {int(m[1]) for e in entries if e.get("SYSLOG_IDENTIFIER") == "localauthd"
-               for m in [re.match(r"uid 0 pid \d+ \(SO_PEERPIDFD\): helper pid (\d+)", e.get("MESSAGE", ""))] if m}
+    lines = [m for e in entries if e.get("SYSLOG_IDENTIFIER") == "localauthd"
+             for m in [re.match(r"uid 0 pid \d+ \(([^)]+)\): helper pid (\d+)", e.get("MESSAGE", ""))] if m]
+    started = {int(m[2]) for m in lines}
     succeeded = {int(e["_PID"]) for e in entries if e.get("SYSLOG_IDENTIFIER") == "localauth-helper"
                  and "result=success" in e.get("MESSAGE", "") and e.get("_PID", "").isdigit()}
-    return {"peer_pinned_by_the_kernel": bool(started),
+    return {"peer_pinned_by": sorted({m[1] for m in lines}),
             "success_from_the_services_helper": bool(succeeded) and succeeded <= started}
 
 
