@@ -16,7 +16,13 @@ struct RequestPeek {
     static func of(_ fd: Int32) -> RequestPeek? {
         var buffer = [UInt8](repeating: 0, count: 4 + Frame.maxLength)
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_PEEK | MSG_DONTWAIT)) }
-        guard n >= 5 else { return nil }
+        return parse(buffer, count: n)
+    }
+
+    /// The decision of `of` on the first `n` bytes of `buffer` (what the peek returned; -1 on
+    /// an error). Apart from the socket so that scripts/fuzz can feed it any bytes.
+    static func parse(_ buffer: [UInt8], count n: Int) -> RequestPeek? {
+        guard n >= 5, n <= buffer.count else { return nil }
         let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
         guard (1...Frame.maxLength).contains(length), n >= 4 + length,
               buffer[4] == Frame.Kind.request.rawValue,
