@@ -21,7 +21,8 @@ import SystemEvents
 ///   has a local hash, PAM_AUTHTOK must still be its password; only for an account without
 ///   one (SSSD, Kerberos) is the account phase itself the proof.
 enum AuthSucc {
-    enum Proof: String { case authtok, account }
+    /// Declared with the request (Request.swift), which scripts/fuzz compiles on its own.
+    typealias Proof = HelperRequest.Proof
 
     struct Caller {
         /// From a peer that is not root: the request may be forged, checks are paced.

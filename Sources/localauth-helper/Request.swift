@@ -10,6 +10,8 @@ struct HelperRequest {
     /// `app`: an application's LAContext (AppMode.swift), never sent by the module.
     /// `right`: an application's LARightStore and LARight (RightsMode.swift), never sent by the module.
     enum Mode: String { case authenticate, authsucc, status, app, right }
+    /// `proof` in authsucc mode (AuthSucc).
+    enum Proof: String { case authtok, account }
 
     var mode: Mode
     var user: UserName
@@ -31,8 +33,8 @@ struct HelperRequest {
     /// prompt on it (a program run with `su user -c` from root's terminal shares root's).
     var terminalOwner: uid_t?
     var firstLine: Bool
-    /// authsucc mode: what proves the password (AuthSucc.Proof); nil when not named.
-    var proof: AuthSucc.Proof?
+    /// authsucc mode: what proves the password (AuthSucc); nil when not named.
+    var proof: Proof?
     /// authsucc mode: fprintd failed earlier in this transaction (`reader=unreachable`), so
     /// it is not asked again. Only ever skips a contact; from a peer that is not root a user who
     /// sends it only loses the re-trust of their enrolled set.
@@ -68,7 +70,7 @@ struct HelperRequest {
             callerPID: kv.value("pid").flatMap { Int32($0) },
             callerUID: kv.value("caller_uid").flatMap { uid_t($0) },
             terminalOwner: nil, firstLine: kv.value("first_line") == "1",
-            proof: kv.value("proof").flatMap(AuthSucc.Proof.init(rawValue:)), arguments: kv.values("arg"),
+            proof: kv.value("proof").flatMap(Proof.init(rawValue:)), arguments: kv.values("arg"),
             keys: kv)
     }
 

@@ -35,7 +35,19 @@ struct RequestPeek {
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_PEEK | MSG_DONTWAIT)) }
         if n < 0 { return errno == EAGAIN || errno == EINTR ? .notYet : .empty }
         if n == 0 { return .empty }
-        guard n >= 4 else { return .notYet }
+        return classify(buffer, count: n)
+    }
+
+    /// The request of the first `n` bytes of `buffer`, nil when they hold none (yet).
+    static func parse(_ buffer: [UInt8], count n: Int) -> RequestPeek? {
+        if case .request(let request) = classify(buffer, count: n) { return request }
+        return nil
+    }
+
+    /// The decision on the first `n` bytes of `buffer` (what the peek returned), apart from
+    /// the socket so that scripts/fuzz can feed it any bytes.
+    static func classify(_ buffer: [UInt8], count n: Int) -> Input {
+        guard n >= 4, n <= buffer.count else { return .notYet }
         let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
         guard (1...Frame.maxLength).contains(length) else { return .malformed("frame length \(length)") }
         guard n >= 5 else { return .notYet }
