@@ -16,7 +16,6 @@ import re
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from pamenv import PamWorld  # noqa: E402
 from test_e2e_pam import E2E, ENROLLED, FINGER, OK, PASSWORD, PROMPT, SWIPE, USER  # noqa: E402
 from test_e2e_pam import PROMPT_TEXT, only  # noqa: E402
 from pamenv import outcomes  # noqa: E402
+from wire import frame, read_frames  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
@@ -76,24 +76,6 @@ def wait_until(what, check, bound=30.0):
     while not check():
         assert time.monotonic() < deadline, f"{what} not seen within {bound} s"
         time.sleep(0.05)
-
-
-def frame(kind, payload=b""):
-    return struct.pack(">I", len(payload) + 1) + kind.encode() + payload
-
-
-def read_frames(sock, bound=30.0):
-    """Every frame until the service's helper closes the connection."""
-    sock.settimeout(bound)
-    data = b""
-    while chunk := sock.recv(65536):
-        data += chunk
-    frames = []
-    while len(data) >= 4:
-        (length,) = struct.unpack(">I", data[:4])
-        frames.append((chr(data[4]), data[5:4 + length].decode()))
-        data = data[4 + length:]
-    return frames
 
 
 # --- the same product through the service ---------------------------------------------
