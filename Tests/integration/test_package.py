@@ -54,6 +54,11 @@ ENABLED = [Path("/etc/systemd/system/sockets.target.wants/localauth.socket"),
            Path("/var/lib/systemd/deb-systemd-helper-masked/localauth.socket"),
            Path("/var/lib/systemd/deb-systemd-helper-masked/localauth.service")]
 STATE = Path("/var/lib/localauth")
+# The AppArmor profiles of localauthd and the helper (conffiles), and what postinst makes
+# for each: an empty file for site additions, removed on purge.
+APPARMOR_NAMES = ("usr.libexec.localauth.localauthd", "usr.libexec.localauth.localauth-helper")
+APPARMOR = ["/etc/apparmor.d/abstractions/localauth", *(f"/etc/apparmor.d/{n}" for n in APPARMOR_NAMES)]
+APPARMOR_LOCAL = [Path("/etc/apparmor.d/local") / n for n in APPARMOR_NAMES]
 PAM_SNAPSHOT = [Path("/etc/pam.d") / n
                 for n in ("common-auth", "common-account", "common-password", "common-session",
                           "common-session-noninteractive")]
@@ -97,6 +102,7 @@ def test_the_files_are_where_a_debian_system_expects_them(deb):
         "usr/share/man/man5/localauth.conf.5.gz": "-rw-r--r--",
         "usr/share/doc/localauth/copyright": "-rw-r--r--",
         "usr/share/doc/localauth/changelog.gz": "-rw-r--r--",
+        **{profile[1:]: "-rw-r--r--" for profile in APPARMOR},
     }
     for path, perms in expect.items():
         assert path in m, (path, sorted(m))
@@ -155,13 +161,17 @@ def test_control_fields_and_conffiles(deb, tmp_path):
     assert control(deb, "Package") == PKG and control(deb, "Section") == "admin"
     subprocess.run(["dpkg-deb", "--control", str(deb), str(tmp_path / "DEBIAN")], check=True)
     conffiles = (tmp_path / "DEBIAN" / "conffiles").read_text().split()
-    assert sorted(conffiles) == ["/etc/pam.d/localauthctl", "/etc/security/localauth.conf"]
+    assert sorted(conffiles) == sorted(["/etc/pam.d/localauthctl", "/etc/security/localauth.conf", *APPARMOR])
     for script in ("postinst", "prerm", "postrm"):
         assert os.access(tmp_path / "DEBIAN" / script, os.X_OK), script
     postinst = (tmp_path / "DEBIAN" / "postinst").read_text()
     assert "mkdir -m 0700 /var/lib/localauth" in postinst
     assert "for unit in localauth.socket localauth.service" in postinst
     assert 'deb-systemd-helper enable "$unit"' in postinst
+    # The AppArmor profiles are loaded before the service starts (a process started
+    # unconfined stays so), and only where AppArmor is enabled.
+    assert postinst.index("apparmor_parser -r") < postinst.index("deb-systemd-invoke start")
+    assert "aa-enabled --quiet" in postinst
     prerm = (tmp_path / "DEBIAN" / "prerm").read_text()
     assert "pam-auth-update --package --remove localauth localauth-authsucc" in prerm
     assert "deb-systemd-invoke stop localauth.socket localauth.service" in prerm
@@ -382,6 +392,8 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
         assert os.readlink(ENABLED[0]) == UNITS[0], os.readlink(ENABLED[0])
         assert os.readlink(ENABLED[1]) == UNITS[1], os.readlink(ENABLED[1])
         assert not Path("/run/localauth/socket").exists()
+        # dh_apparmor's place for site additions to each profile, made empty.
+        assert [p.stat().st_size for p in APPARMOR_LOCAL] == [0] * len(APPARMOR_LOCAL)
 
         with ThrowawayAccount("la-pkg-") as account:
             bed.enroll(account.name, "right-index-finger", "f1")
@@ -435,7 +447,7 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
         proc = _dpkg("--purge", PKG)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert not _installed()
-        left = [str(p) for p in ours + ENABLED + [STATE, Path("/usr/libexec/localauth"),
+        left = [str(p) for p in ours + ENABLED + APPARMOR_LOCAL + [STATE, Path("/usr/libexec/localauth"),
                                                   Path("/usr/share/doc/localauth")]
                 if p.exists() or p.is_symlink()]
         assert left == [], f"left behind after purge: {left}"

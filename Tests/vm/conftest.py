@@ -193,6 +193,23 @@ def console_ready(g: Guest) -> Console:
     return con
 
 
+@pytest.fixture(autouse=True)
+def no_apparmor_denial(request):
+    """Every case of a guest with the package (the console's ``guest``, the desktop's
+    ``desk``) ends with no AppArmor denial that names the package's profiles: what the
+    service and its helpers did for the case was all within them."""
+    name = next((n for n in ("guest", "desk") if n in request.fixturenames), None)
+    if name is None:
+        yield
+        return
+    g = request.getfixturevalue(name)
+    g = getattr(g, "g", g)
+    since = g.denials_mark()
+    yield
+    denied = g.apparmor_denials(since)
+    assert not denied, "AppArmor denied the package's profiles:\n" + "\n".join(denied)
+
+
 @pytest.fixture
 def cleanup():
     """Register undo actions; they run in reverse order after the test, each one even when

@@ -40,6 +40,10 @@ TOOLS = Path(__file__).resolve().parent / "guest-tools"
 # The rights example (Examples/SecretVault), as scripts/test builds it.
 VAULT = Path(__file__).resolve().parents[2] / "build" / "test" / "secret-vault"
 FINGER_LOG = "/run/la-vm/finger.log"
+# The package's AppArmor profiles (apparmor/), and where auditd writes.
+OWN_PROFILES = ("localauthd", "localauth-helper")
+PROVOKE = "la-provoke"
+AUDIT_LOG = "/var/log/audit/audit.log"
 WAIT = 120          # seconds: the bound of every wait for the guest (TCG, a busy host)
 POLL = 0.3
 PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw"}
@@ -188,6 +192,29 @@ class Guest:
                 e["MESSAGE"] = bytes(e["MESSAGE"]).decode(errors="replace")
             entries.append(e)
         return entries
+
+    # --- the package's AppArmor profiles --------------------------------------------------
+
+    def denials_mark(self) -> tuple[str, int]:
+        """Where the journal and the audit log end now, for ``apparmor_denials``."""
+        out = self.sh(f"journalctl -q -n 1 -o export | sed -n 's/^__CURSOR=//p'; "
+                      f"stat -c %s {AUDIT_LOG} 2>/dev/null || echo 0")
+        cursor, size = out.split("\n")[:2]
+        return cursor, int(size)
+
+    def apparmor_denials(self, since: tuple[str, int]) -> list[str]:
+        """AppArmor's DENIED records since ``since`` that name one of the package's profiles
+        (as the confined process, or as the peer another profile refused), from the audit
+        log (where the kernel sends them while auditd runs) and the journal (the kernel's
+        log before it does). Records of a program named PROVOKE are left out: a case
+        that shows a denial on purpose runs it under that name."""
+        cursor, size = since
+        after = f"--after-cursor={shlex.quote(cursor)}" if cursor else "-b"   # ("", 0): this boot
+        out = self.sh(f"tail -c +{size + 1} {AUDIT_LOG} 2>/dev/null; "
+                      f"journalctl -q -o cat {after} -g 'apparmor=\"DENIED\"'", check=False)
+        own = re.compile(r'(profile|peer|label)="(%s)[" ]' % "|".join(OWN_PROFILES))
+        return [line for line in out.splitlines()
+                if 'apparmor="DENIED"' in line and own.search(line) and f'comm="{PROVOKE}"' not in line]
 
     def module_lines(self, mark: Mark, ident: Optional[str] = None) -> list[dict]:
         """The module's summary lines since mark (``user=... result=... pam=...``), each

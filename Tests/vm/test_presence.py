@@ -27,8 +27,8 @@ import pexpect
 import pytest
 
 from conftest import console_ready
-from guest import (PASSWORDS, POLL, PRINTS, WAIT, Console, GuestError, SshTerminal, TmuxPane,
-                   attempt, built_app, built_vault, flat, wait_for)
+from guest import (AUDIT_LOG, PASSWORDS, POLL, PRINTS, PROVOKE, WAIT, Console, GuestError, SshTerminal,
+                   TmuxPane, attempt, built_app, built_vault, flat, wait_for)
 
 PW = PASSWORDS["alice"]
 SUDO_PROMPT = r"\[sudo\] password for alice:"
@@ -588,6 +588,86 @@ def peer_source(guest) -> str:
     release = guest.sh("uname -r").strip()
     version = tuple(int(n) for n in re.match(r"(\d+)\.(\d+)", release).groups())
     return "SO_PEERPIDFD" if version >= (6, 5) else "pidfd_open"
+
+
+# --- the package's AppArmor profiles and the audit log (docs/SECURITY.md) -----------------
+
+def label_of(guest, pid: str) -> str:
+    return guest.sh(f"cat /proc/{pid}/attr/current").strip()
+
+
+def test_the_packaged_service_and_its_helpers_run_under_the_packages_apparmor_profiles(guest):
+    """The package loaded its profiles in enforce mode, localauthd runs under its own and
+    its helpers under the service's (the unit's NoNewPrivileges= allows no other), and
+    nothing since the guest booted was denied to them."""
+    status = json.loads(guest.sh("aa-status --json"))
+    profiles = {p: status["profiles"].get(p) for p in ("localauthd", "localauth-helper")}
+    main = guest.sh("systemctl show -P MainPID localauth.service").strip()
+    # The spare helper the service keeps started ahead (a helper may end between the
+    # listing and the read: its label is then not there).
+    labels = f"for p in $(pgrep -P {main} -x localauth-helpe); do cat /proc/$p/attr/current; done 2>/dev/null"
+    helpers = wait_for("a helper of the service", lambda: guest.sh(labels, check=False).split("\n")[:-1])
+    facts = {"profiles": profiles, "service": label_of(guest, main), "helpers": sorted(set(helpers)),
+             "denied_since_boot": guest.apparmor_denials(("", 0))}
+    assert facts == {"profiles": {"localauthd": "enforce", "localauth-helper": "enforce"},
+                     "service": "localauthd (enforce)", "helpers": ["localauthd (enforce)"],
+                     "denied_since_boot": []}, facts
+
+
+def test_the_services_profile_denies_another_process_s_memory_which_root_could_write(guest, cleanup):
+    """What the capability set cannot take away: root (CAP_SYS_PTRACE) opens another
+    process's memory for writing; under the service's profile the same open is refused,
+    and the refusal is in the audit log."""
+    target = guest.sh("setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $!").strip()
+    cleanup(lambda: guest.sh(f"kill {target}", check=False))
+    probe = f"/tmp/la-vm/{PROVOKE}"
+    guest.sh(f"cp /bin/dash {probe}")
+    cleanup(lambda: guest.sh(f"rm -f {probe}", check=False))
+    opens = f"{probe} -c 'exec 3<>/proc/{target}/mem && echo opened'"
+    before = guest.sh(f"stat -c %s {AUDIT_LOG}").strip()
+    unconfined = guest.m.ssh(opens, check=False)
+    confined = guest.m.ssh(f"aa-exec -p localauthd -- {opens}", check=False)
+    records = guest.sh(f"tail -c +{int(before) + 1} {AUDIT_LOG} | grep 'apparmor=\"DENIED\"' "
+                       f"| grep 'profile=\"localauthd\"' | grep -c '/proc/{target}/mem'; true").strip()
+    facts = {"unconfined": unconfined.stdout.strip(), "confined": confined.stdout.strip(),
+             "confined_refused": "Permission denied" in confined.stderr, "audit_records": int(records or 0) > 0}
+    assert facts == {"unconfined": "opened", "confined": "", "confined_refused": True,
+                     "audit_records": True}, f"{facts}\n{confined.stderr}"
+
+
+def test_a_lockout_is_in_the_audit_log_as_pam_faillock_writes_it(guest, tty1, cleanup):
+    """The unit lets the helper reach the audit netlink socket (AF_NETLINK) and the
+    profile lets it write: a lockout that begins under the packaged service is found by
+    `ausearch -m RESP_ACCT_LOCK`, for alice, from the helper's executable."""
+    cleanup(lambda: guest.sh("localauthctl reset alice"))
+
+    def records() -> list[str]:
+        out = guest.sh("ausearch --input-logs -m RESP_ACCT_LOCK --raw 2>/dev/null; true")
+        return [line for line in out.splitlines() if 'acct="alice"' in line]
+
+    before = records()
+    lock_out(guest, tty1)
+    new = records()[len(before):]
+    facts = {"records": len(new),
+             "from_the_helper": all('exe="/usr/libexec/localauth/localauth-helper"' in r for r in new),
+             "success": all("res=success" in r for r in new)}
+    assert facts == {"records": 1, "from_the_helper": True, "success": True}, new
+
+
+def test_without_the_service_the_helper_sudo_starts_runs_under_its_own_profile(guest, tty1, cleanup):
+    """Where localauthd does not answer (its socket stopped), the module inside sudo starts
+    the helper itself: the helper runs under the package's `localauth-helper` profile and
+    takes the finger, and nothing it did was denied (the check after every case)."""
+    cleanup(lambda: guest.sh("systemctl start localauth.socket localauth.service"))
+    guest.sh("systemctl stop localauth.socket localauth.service")
+    labels = "/tmp/la-vm/helper-labels"
+    watch = (f"while :; do for p in $(pgrep -x localauth-helpe); do cat /proc/$p/attr/current; done; "
+             f"sleep 0.2; done")
+    watcher = guest.sh(f"setsid sh -c {shlex.quote(watch)} > {labels} 2>/dev/null < /dev/null & echo $!").strip()
+    cleanup(lambda: guest.sh(f"kill {watcher}; rm -f {labels}", check=False))
+    out = sudo(guest, tty1)
+    facts = {**out.facts(), "labels": set(guest.sh(f"cat {labels}").splitlines())}
+    assert facts == {**TOOK_THE_FINGER, "labels": {"localauth-helper (enforce)"}}, out.evidence(facts)
 
 
 def service_facts(entries: list[dict]) -> dict:
