@@ -217,7 +217,9 @@ static inline long la_recv_fds(int sock, void *buf, size_t len, int *fds, int ma
  * diagnostics (NETLINK_SOCK_DIAG, unix_diag with UDIAG_SHOW_PEER: Linux 3.3). Before
  * SO_PEERPIDFD (Linux 6.5) this is how a pid read from SO_PEERCRED is proved to be the
  * peer's: the process holds a descriptor of that inode. The diagnostics see the sockets of
- * the caller's network namespace only. 0 with *out set, or -1 with errno. */
+ * the caller's network namespace only. A raw netlink socket, as audit's is: the one kind
+ * of network the AppArmor profile allows (apparmor/abstractions/localauth). 0 with *out
+ * set, or -1 with errno. */
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
@@ -227,7 +229,7 @@ static inline int la_unix_peer_inode(int fd, unsigned long *out)
     struct stat st;
     if (fstat(fd, &st) != 0)
         return -1;
-    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (nl < 0)
         return -1;
     struct {
