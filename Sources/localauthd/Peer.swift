@@ -62,18 +62,20 @@ struct Peer {
             close(pidfd)
             return .failure(Problem(text: "pid \(cred.pid) (uid \(cred.uid)): the connection's other end is unknown (socket diagnostics: \(why))"))
         }
+        // The `Uid:` line read once: its effective id proves the peer, its real id is the
+        // share (Shares.swift).
         guard let stat = ProcStat(pid: cred.pid), stat.startTime <= acceptedAt,
-              effectiveUID(of: cred.pid) == cred.uid,
+              let ids = uids(of: cred.pid), ids.count >= 2, ids[1] == cred.uid,
               ProcessSockets.holds(pid: cred.pid, inode: peerInode),
               stillRuns(pidfd) else {
             close(pidfd)
             return .failure(Problem(text: "pid \(cred.pid) is not provably the peer (uid \(cred.uid)) that connected"))
         }
-        return withRealUID(cred, pidfd: pidfd, source: "pidfd_open")
+        return .success(Peer(uid: cred.uid, realUID: ids[0], pid: cred.pid, pidfd: pidfd, source: "pidfd_open"))
     }
 
     /// A pidfd polls readable once its process has exited.
-    private static func stillRuns(_ pidfd: Int32) -> Bool {
+    static func stillRuns(_ pidfd: Int32) -> Bool {
         var p = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
         return poll(&p, 1, 0) == 0
     }
@@ -84,12 +86,6 @@ struct Peer {
         clock_gettime(CLOCK_BOOTTIME, &now)
         let hz = UInt64(max(1, sysconf(Int32(_SC_CLK_TCK))))
         return UInt64(now.tv_sec) * hz + UInt64(now.tv_nsec) * hz / 1_000_000_000
-    }
-
-    /// The `Uid:` line's second (effective) id in /proc/PID/status: the one SO_PEERCRED
-    /// recorded at connect(2).
-    private static func effectiveUID(of pid: Int32) -> uid_t? {
-        uids(of: pid).flatMap { $0.count >= 2 ? $0[1] : nil }
     }
 
     /// The `Uid:` line's first (real) id in /proc/PID/status.

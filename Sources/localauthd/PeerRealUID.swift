@@ -19,10 +19,4 @@ extension Peer {
         }
         return .success(Peer(uid: cred.uid, realUID: real, pid: cred.pid, pidfd: pidfd, source: source))
     }
-
-    /// A pidfd polls readable once its process has exited.
-    private static func stillRuns(_ pidfd: Int32) -> Bool {
-        var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
-        return poll(&entry, 1, 0) == 0
-    }
 }
