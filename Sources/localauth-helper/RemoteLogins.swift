@@ -58,26 +58,12 @@ enum RemoteLogins {
         let said: String
     }
 
-    /// The account phase (`mode=authsucc proof=account`) of a login from elsewhere (sshd's, by
-    /// key as by password): the remote login recorded. nil for any other handle. Never from a
-    /// peer that is not root: a user could record a login, which only tightens, but nothing of
-    /// the user's has a reason to.
-    static func accountPhase(_ request: HelperRequest, unprivileged: Bool, options: Options,
-                             log: LogSink) -> AccountPhase? {
-        guard !unprivileged, fromElsewhere(request), let networked = AuthSucc.networkedHandle(request) else {
-            return nil
-        }
-        let from = request.rhost.isEmpty ? request.service : request.rhost
-        if let problem = recordLogin(request.user, from: from, options: options, log: log) {
-            return AccountPhase(recorded: false, said: "\(networked): \(problem)")
-        }
-        return AccountPhase(recorded: true, said: "\(networked): remote login recorded (from \(LogWords.word(from)))")
-    }
+    /// The account phase (`mode=authsucc proof=account`) of a login from elsewhere is
+    /// recorded by AuthSucc, as PasswordProofRule.remoteLogin says.
+}
 
-    /// A login from elsewhere: sshd's PAM_TTY (a loopback `ssh -R`
-    /// tunnel too), or PAM_RHOST naming another machine. sudo's `pam_rhost` flag names this
-    /// one, on a local terminal: neither a remote login nor a reason to withhold an unlock.
-    static func fromElsewhere(_ request: HelperRequest) -> Bool {
-        request.tty == "ssh" || request.isRemote
-    }
+extension HelperRequest {
+    /// Where the handle comes from, as the one remote rule judges it (RemoteRule): its
+    /// PAM_RHOST and PAM_TTY.
+    var origin: Origin { RemoteRule.handle(rhost: rhost, tty: tty) }
 }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// "Who is at the reader": whether the person at this machine's reader can be the person
 /// authenticating, with nobody else driving the request. Pure: the helper gathers the facts
 /// from logind (sd-login and logind's bus API, `Sources/LogindClient`), this decides, and the
@@ -96,9 +100,12 @@ public enum PresenceRule {
 
     static func sessionRefusal(_ s: LogindSession, _ facts: PresenceFacts, requireSameUser: Bool) -> EvaluationError? {
         let name = "logind session \(s.id)"
-        guard let remote = s.remote else { return no(.remoteSession, "logind could not say whether \(name) is remote") }
-        if remote || !s.remoteHost.isEmpty {
-            return no(.remoteSession, "\(name) is remote\(s.remoteHost.isEmpty ? "" : " (from \(s.remoteHost))")")
+        switch RemoteRule.origin(.session(s)) {
+        case .remoteSession(.remoteUnknown):
+            return no(.remoteSession, "logind could not say whether \(name) is remote")
+        case .remoteSession(.remote(let host)):
+            return no(.remoteSession, "\(name) is remote\(host.isEmpty ? "" : " (from \(host))")")
+        default: break
         }
         if s.seat.isEmpty { return no(.notActive, "\(name) is on no seat") }
         guard s.active == true else { return no(.notActive, "\(name) is not the active one on \(s.seat)") }
@@ -247,10 +254,7 @@ public struct LogindSession: Equatable, Sendable {
     /// A login someone elsewhere may be using: remote as logind says (or unknown), a remote
     /// host named (loopback too: `ssh -R` tunnels arrive from 127.0.0.1, which logind calls
     /// local), or an interactive session on no seat (sshd, `machinectl shell`).
-    public var reachesFromElsewhere: Bool {
-        if remote != false || !remoteHost.isEmpty { return true }
-        return seat.isEmpty && sessionClass == "user"
-    }
+    public var reachesFromElsewhere: Bool { RemoteRule.origin(.session(self)).fromElsewhere }
 }
 
 /// Where the caller's prompt is, as far as it matters for who can drive it.
@@ -308,4 +312,112 @@ public enum Lid: Equatable, Sendable {
     case open
     case closed
     case unknown(String)
+}
+
+// MARK: - Is it remote?
+
+/// "Is it remote?", the one rule: where a PAM handle (its PAM_RHOST and PAM_TTY) or a
+/// logind session comes from. Pure: the host name is a fact the caller reads
+/// (`RemoteRule.handle`), and the tests give it every combination
+/// (`Tests/LocalAuthTests/RemoteRuleTests.swift`). The helper's Presence, AuthSucc and
+/// RemoteLogins, PresenceRule's sessions and localauthd's RemoteHostAnswer and LogindWatch
+/// all ask it.
+///
+/// * PAM_RHOST empty, `localhost`, the loopback addresses or this machine's own host name
+///   (matched whole, ignoring case: sudo's `pam_rhost` flag sets it) is this machine;
+///   anything else is another machine, and nobody there can touch the reader.
+/// * sshd's handle (PAM_TTY `ssh`) is a login from elsewhere even when PAM_RHOST is this
+///   machine: an `ssh -R` tunnel arrives from loopback.
+/// * Any PAM_RHOST, loopback included, or PAM_TTY `ssh` makes the handle networked: the
+///   account phase there proves no password (a public key passes it after a wrong one).
+/// * A logind session someone elsewhere may be using: remote as logind says (or unknown), a
+///   remote host named (loopback too: `ssh -R` tunnels arrive from 127.0.0.1, which logind
+///   calls local), or an interactive session on no seat (sshd, `machinectl shell`).
+public enum RemoteRule {
+    /// What there is to judge.
+    public enum Signs: Equatable, Sendable {
+        /// A PAM handle's PAM_RHOST and PAM_TTY, and this machine's host name (nil when it
+        /// cannot be read or is empty: then only the loopback names are this machine).
+        case handle(rhost: String, tty: String, hostName: String?)
+        case session(LogindSession)
+    }
+
+    /// Where the handle or session comes from.
+    public static func origin(_ signs: Signs) -> Origin {
+        switch signs {
+        case .handle(let rhost, let tty, let hostName):
+            let thisMachine = ["", "localhost", "127.0.0.1", "::1"].contains(rhost)
+                || hostName.map { rhost.lowercased() == $0.lowercased() } ?? false
+            if !thisMachine { return .anotherMachine(rhost: rhost) }
+            if tty == "ssh" { return .sshd(rhost: rhost) }
+            return rhost.isEmpty ? .here : .namesThisMachine(rhost: rhost)
+        case .session(let s):
+            guard let remote = s.remote else { return .remoteSession(.remoteUnknown) }
+            if remote || !s.remoteHost.isEmpty { return .remoteSession(.remote(host: s.remoteHost)) }
+            if s.seat.isEmpty && s.sessionClass == "user" { return .remoteSession(.noSeat) }
+            return .here
+        }
+    }
+
+    /// `origin` of a PAM handle, with this machine's host name read now.
+    public static func handle(rhost: String, tty: String) -> Origin {
+        origin(.handle(rhost: rhost, tty: tty, hostName: hostName()))
+    }
+
+    private static func hostName() -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return nil }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? nil : name
+    }
+}
+
+/// Where a PAM handle or a logind session comes from (RemoteRule).
+public enum Origin: Equatable, Sendable {
+    /// Nothing names another place.
+    case here
+    /// PAM_RHOST names this machine on a handle that is not sshd's (sudo's `pam_rhost`
+    /// flag, a loopback address): networked as a handle, but no login from elsewhere.
+    case namesThisMachine(rhost: String)
+    /// sshd's handle (PAM_TTY `ssh`) whose PAM_RHOST is this machine or empty: `ssh
+    /// localhost`, an `ssh -R` tunnel.
+    case sshd(rhost: String)
+    /// PAM_RHOST names another machine.
+    case anotherMachine(rhost: String)
+    /// A logind session someone elsewhere may be using.
+    case remoteSession(SessionSign)
+
+    public enum SessionSign: Equatable, Sendable {
+        /// logind could not say whether it is remote.
+        case remoteUnknown
+        /// Remote as logind says, or a remote host named (empty: none named).
+        case remote(host: String)
+        /// An interactive session on no seat.
+        case noSeat
+    }
+
+    /// PAM_RHOST names another machine: nobody there can touch the reader.
+    public var isAnotherMachine: Bool {
+        if case .anotherMachine = self { return true }
+        return false
+    }
+
+    /// A login from elsewhere: another machine, sshd's handle (a loopback tunnel too), a
+    /// remote logind session. A success there is no local unlock.
+    public var fromElsewhere: Bool {
+        switch self {
+        case .anotherMachine, .sshd, .remoteSession: return true
+        case .here, .namesThisMachine: return false
+        }
+    }
+
+    /// Why a PAM handle is networked (any PAM_RHOST, loopback included, or sshd's PAM_TTY
+    /// `ssh`), in the log's words; nil when it is not.
+    public var networked: String? {
+        switch self {
+        case .anotherMachine, .namesThisMachine: return "PAM_RHOST is set"
+        case .sshd(let rhost): return rhost.isEmpty ? "PAM_TTY is ssh" : "PAM_RHOST is set"
+        case .here, .remoteSession: return nil
+        }
+    }
 }
