@@ -9,15 +9,24 @@ import LocalAuth
 /// screen, a program that is not root, login) never does: it was not typed or touched
 /// in a polkit dialog.
 enum DialogMatch {
-    static let service = "polkit-1"
+    static let service = DialogProof.dialogService
 
-    /// Authenticate's outcome: only a new fingerprint match (a reused one is no touch).
+    /// Authenticate's outcome: only a new fingerprint match (DialogProof.ticketMethod).
     static func note(_ outcome: EvaluationMachine.Outcome, _ request: HelperRequest, options: Options, log: LogSink) {
-        if case .success(.fingerprint) = outcome { note(.fingerprint, request, options: options, log: log) }
+        if let method = DialogProof.ticketMethod(outcome, service: request.service) {
+            record(method, request, options: options, log: log)
+        }
     }
 
-    static func note(_ method: DialogTicket.Match.Method, _ request: HelperRequest, options: Options, log: LogSink) {
-        guard request.service == service, let agent = PolkitAgent.of(request), let helper = request.callerPID,
+    /// A password proven by `authsucc` (DialogProof.passwordMethod).
+    static func notePassword(_ request: HelperRequest, options: Options, log: LogSink) {
+        if let method = DialogProof.passwordMethod(service: request.service) {
+            record(method, request, options: options, log: log)
+        }
+    }
+
+    private static func record(_ method: DialogTicket.Match.Method, _ request: HelperRequest, options: Options, log: LogSink) {
+        guard let agent = PolkitAgent.of(request), let helper = request.callerPID,
               let agentStart = ProcStat(pid: agent.pid)?.startTime,
               let helperStart = ProcStat(pid: helper)?.startTime else { return }
         let match = DialogTicket.Match(at: BootClock.nanos(), method: method,

@@ -109,11 +109,11 @@ enum RightsMode {
             case .removeAll:
                 // As removing each one: every right must be authorized for this process
                 // (or be void: its fingers changed).
-                let now = knownDomainState()
+                let enrolled = knownEnrolledSet()
                 let presented = (request.keys.value("capabilities") ?? "").split(separator: ",").map(String.init)
+                let asker = self.asker
                 let allowed = { (record: RightRecord, grant: RightGrant?) -> Bool in
-                    (grant.map { g in isThisProcess(g) && presented.contains(where: g.admits(capability:)) } ?? false)
-                        || isVoid(record, now: now)
+                    RightsRule.mayRemoveInAll(record, grant: grant, asker: asker, presented: presented, enrolled: enrolled)
                 }
                 switch try store.removeAll(program: binding.path, allowed: allowed) {
                 case .removed(let n):
@@ -173,9 +173,7 @@ enum RightsMode {
             case .refused(let frame):
                 return frame
             case .matched(let method, let domainState):
-                if record.requirement == .biometryCurrentSet, domainState != record.domainState {
-                    throw invalidated()
-                }
+                guard RightsRule.matchAuthorizes(record, matchedDomainState: domainState) else { throw invalidated() }
                 return try grant(record, method: method)
             }
         }
@@ -230,17 +228,20 @@ enum RightsMode {
                 (try store.load(program: binding.path, identifier: id),
                  try store.grant(program: binding.path, identifier: id))
             }
-            guard let record = loaded else { throw Refusal.notFound() }
-            try checkStillValid(record)
-            guard let grant, isThisProcess(grant) else {
+            // The enrolled set is read only for a right bound to it (RightsRule.stillValid).
+            let enrolledNow = loaded?.requirement == .biometryCurrentSet ? try enrolledDomainState() : nil
+            switch RightsRule.useRefusal(loaded, grant: grant, asker: asker, capability: request.keys.value("capability"),
+                                         enrolledNow: enrolledNow) {
+            case nil: return loaded!
+            case .notFound?: throw Refusal.notFound()
+            case .invalidated?: throw invalidated()
+            case .notAuthorizedForProcess?:
                 throw Refusal(code: .notInteractive, reason: "not-authorized",
                               cause: "the right is not authorized for this process: authorize it first")
-            }
-            guard grant.admits(capability: request.keys.value("capability")) else {
+            case .capabilityNotPresented?:
                 throw Refusal(code: .notInteractive, reason: "not-authorized",
                               cause: "the request does not present the capability of this right's authorization: authorize this right object first")
             }
-            return record
         }
 
         /// Authorized for this process, or void: a `biometryCurrentSet` right whose fingers
@@ -251,37 +252,32 @@ enum RightsMode {
             do { _ = try authorized() } catch let refusal as Refusal where refusal.reason == "right-invalidated" {}
         }
 
-        /// The enrolled set's domain state now: `.some(nil)` when no finger is enrolled,
-        /// nil when it cannot be known (fprintd unreachable: then no right counts as void).
-        private func knownDomainState() -> String?? {
-            do { return .some(try currentDomainState()) } catch let r as Refusal where r.code == .biometryNotEnrolled {
-                return .some(nil)
-            } catch { return nil }
+        /// The enrolled set now: unknown when fprintd cannot say (then no right counts as
+        /// void, RightsRule.isVoid).
+        private func knownEnrolledSet() -> RightsRule.EnrolledSet {
+            do { return .known(try enrolledDomainState()) } catch { return .unknown }
         }
 
-        private func isVoid(_ record: RightRecord, now: String??) -> Bool {
-            guard record.requirement == .biometryCurrentSet, case .some(let current) = now else { return false }
-            return current != record.domainState
+        /// The enrolled set's domain state now, nil when no finger is enrolled; throws when
+        /// fprintd cannot say.
+        private func enrolledDomainState() throws -> String? {
+            do { return try currentDomainState() } catch let refusal as Refusal where refusal.code == .biometryNotEnrolled {
+                return nil
+            }
         }
 
-        /// A grant for this very process (the peer's pid and start time, this boot), on a
-        /// connection accepted after it (localauthd says when). Otherwise a connection opened
-        /// before the program was exec'd in place, and handed to a child, would carry the
-        /// program's grant.
-        func isThisProcess(_ grant: RightGrant) -> Bool {
-            grant.pid == caller.callerPID && grant.startTime == binding.startTime
-                && grant.bootID == LinuxSystem().bootID() && grant.grantedAt < caller.acceptedAt
+        /// The process asking, as RightsRule judges its grants: the peer localauthd named,
+        /// its start time as pinned (ProgramBinding), this boot, its connection's time.
+        var asker: RightsRule.Asker {
+            RightsRule.Asker(pid: caller.callerPID, startTime: binding.startTime, bootID: LinuxSystem().bootID(),
+                             acceptedAt: caller.acceptedAt)
         }
 
         /// A `biometryCurrentSet` right is void once the enrolled set differs from the one
-        /// it was saved with (as on Apple's platforms); checked before any scan.
+        /// it was saved with (RightsRule.stillValid); checked before any scan.
         private func checkStillValid(_ record: RightRecord) throws {
             guard record.requirement == .biometryCurrentSet else { return }
-            let now: String?
-            do { now = try currentDomainState() } catch let refusal as Refusal where refusal.code == .biometryNotEnrolled {
-                now = nil
-            }
-            if now != record.domainState { throw invalidated() }
+            guard RightsRule.stillValid(record, enrolledNow: try enrolledDomainState()) else { throw invalidated() }
         }
 
         func invalidated() -> Refusal {
@@ -304,7 +300,7 @@ enum RightsMode {
         }
 
         func policy(_ record: RightRecord) -> AppMode.Policy {
-            record.requirement.allowsPassword ? .owner : .biometrics
+            RightsRule.policy(record.requirement) == .deviceOwnerAuthentication ? .owner : .biometrics
         }
 
         private func success(_ record: RightRecord?, cause: String, extra: [(String, String)] = []) -> Frame {

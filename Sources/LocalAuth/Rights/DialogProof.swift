@@ -39,3 +39,24 @@ public enum DialogProof: Equatable, Sendable {
         return allowsPassword ? .password : .passwordNotAllowed
     }
 }
+
+extension DialogProof {
+    /// The one PAM service whose matches go into the user's open dialog tickets: polkit's
+    /// agent helper runs it, on root's path. A match on any other service (sudo, the lock
+    /// screen, a program that is not root, login) was not typed or touched in a polkit dialog.
+    public static let dialogService = "polkit-1"
+
+    /// What a helper's authentication writes into the open tickets: a new fingerprint match
+    /// (a reused one is no touch) on `dialogService`; nil for anything else. A proven
+    /// password (`authsucc`) is `passwordMethod`'s.
+    public static func ticketMethod(_ outcome: EvaluationMachine.Outcome, service: String) -> DialogTicket.Match.Method? {
+        guard service == dialogService, case .success(.fingerprint) = outcome else { return nil }
+        return .fingerprint
+    }
+
+    /// A password proven by `authsucc` (PasswordProofRule) on `service`: written into the
+    /// open tickets only on `dialogService`.
+    public static func passwordMethod(service: String) -> DialogTicket.Match.Method? {
+        service == dialogService ? .password : nil
+    }
+}
