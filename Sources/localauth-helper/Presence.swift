@@ -18,9 +18,9 @@ enum Presence {
     }
 
     static func judge(_ request: HelperRequest, options: Options, log: LogSink) -> Verdict {
-        if request.isRemote {
+        if case .anotherMachine(let rhost) = request.origin {
             return Verdict(refusal: EvaluationError(.notInteractive, reason: .remoteSession,
-                                            cause: "remote host \(LogWords.short(request.rhost))"))
+                                            cause: "remote host \(LogWords.short(rhost))"))
         }
         guard let subject = Subject(request) else {
             return Verdict(refusal: EvaluationError(.notInteractive, reason: .noSession,
@@ -115,11 +115,31 @@ enum Presence {
         return Gathered(facts: facts, hints: hints)
     }
 
-    /// Where the prompt is: the subject's controlling terminal, else who started it.
+    /// Where the prompt is: the subject's controlling terminal, else who started it (TerminalRule).
     static func callerPlace(_ request: HelperRequest, _ subject: Subject) -> CallerPlace {
-        if subject.stat.terminal != 0 { return isVirtualConsole(subject.stat.terminal) ? .console : .otherTerminal }
-        if let agent = subject.polkit { return agent.isTheDesktops ? .dialog : .otherAgentDialog }
-        return request.terminalOwner == nil && request.callerUID == 0 ? .rootWithoutTerminal : .userWithoutTerminal
+        TerminalRule.place(terminalFacts(request, subject))
+    }
+
+    /// The terminal's facts for TerminalRule: the subject's controlling terminal, and on
+    /// root's path only the caller's own and what PAM_TTY names (a user's word about its
+    /// terminal counts for nothing).
+    static func terminalFacts(_ request: HelperRequest, _ subject: Subject?) -> TerminalRule.Facts {
+        let rootPath = request.terminalOwner == nil
+        var callerTerminal: UInt64?
+        var ttyDevice: UInt64?
+        if rootPath, let pid = request.callerPID, pid > 0 {
+            callerTerminal = ProcStat(pid: pid)?.terminal
+            var st = stat()
+            if callerTerminal == 0, let path = request.ttyDevicePath, stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFCHR {
+                ttyDevice = UInt64(st.st_rdev)
+            }
+        }
+        return TerminalRule.Facts(
+            subjectTerminal: subject?.stat.terminal ?? 0,
+            polkitAgent: subject?.polkit.map { $0.isTheDesktops ? .desktops : .other },
+            rootPath: rootPath, callerUID: request.callerUID, callerTerminal: callerTerminal,
+            ttyNamesDevice: request.ttyDevicePath != nil, ttyDevice: ttyDevice,
+            stdinTTY: request.stdinTTY, display: request.display)
     }
 
     static func vouching(_ request: HelperRequest, _ subject: Subject, _ place: CallerPlace) -> Vouching {
@@ -141,14 +161,15 @@ enum Presence {
         }
         // Root's greeter authenticates before pam_systemd gives it a session: the person is
         // whoever sits at seat0, in front of its active session.
-        if place == .rootWithoutTerminal, greeterShaped(request) {
+        let terminal = terminalFacts(request, subject)
+        if place == .rootWithoutTerminal, TerminalRule.greeterShaped(terminal) {
             guard let active = LoginRecords.activeSession(of: "seat0") else { return .nobody("seat0 has no active session") }
             return .seatSession(LoginRecords.record(of: active))
         }
         // Root's login on the virtual console in front (a getty's, before its session).
-        if place == .console, request.terminalOwner == nil, request.callerUID == 0,
-           let vt = foregroundConsole(), consoleNumber(subject.stat.terminal) == vt {
-            return .foregroundConsole("tty\(vt)")
+        if let console = TerminalRule.foregroundLogin(terminal, place: place,
+                                                      foreground: place == .console ? foregroundConsole() : nil) {
+            return .foregroundConsole(console)
         }
         return .nobody("the caller is in no login session and not in a user manager (a service, cron, a container)")
     }
@@ -162,47 +183,12 @@ enum Presence {
         return EvaluationError(.notInteractive, reason: .noTerminal, cause: why)
     }
 
-    /// A text conversation reads the terminal the application runs on; a graphical one
-    /// shows a dialog. Neither: a script. A terminal named but stdin elsewhere: the password
-    /// comes from a pipe (`sudo -S`, `echo … | su`) -- unless the terminal is a virtual
-    /// console and the caller has no controlling terminal at all: a greeter (GDM on Wayland
-    /// names its VT in PAM_TTY and no display), whose screen is that console.
+    /// A script, `sudo -S`, a caller with neither terminal nor display (TerminalRule.nobodyThere).
     static func nobodyThere(_ request: HelperRequest) -> String? {
-        if request.stdinTTY { return nil }
-        if greeterOnConsole(request) { return nil }
-        if request.ttyDevicePath != nil {
-            return "the conversation does not read the terminal (password from a pipe)"
-        }
-        return request.display ? nil : "no terminal and no graphical session"
+        TerminalRule.nobodyThere(terminalFacts(request, nil))
     }
 
-    /// A login manager's worker (GDM, LightDM, SDDM): run by root, no controlling terminal,
-    /// on a virtual console (PAM_TTY) or a display. Never for a peer that is not root.
-    static func greeterShaped(_ request: HelperRequest) -> Bool {
-        guard request.terminalOwner == nil, request.callerUID == 0, let pid = request.callerPID,
-              pid > 0, ProcStat(pid: pid)?.terminal == 0 else { return false }
-        return greeterOnConsole(request) || request.display
-    }
-
-    /// PAM_TTY is a virtual console (on the machine's own screen and keyboard) and the root
-    /// caller has no controlling terminal. Not for a peer that is not root, where the caller's word
-    /// about its terminal counts for nothing.
-    static func greeterOnConsole(_ request: HelperRequest) -> Bool {
-        guard request.terminalOwner == nil, let path = request.ttyDevicePath,
-              let pid = request.callerPID, pid > 0, let caller = ProcStat(pid: pid),
-              caller.terminal == 0 else { return false }
-        var st = stat()
-        guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFCHR else { return false }
-        return isVirtualConsole(UInt64(st.st_rdev))
-    }
-
-    /// Major 4, minor 1-63: a virtual console (minor 64 and up are serial lines).
-    static func isVirtualConsole(_ device: UInt64) -> Bool { consoleNumber(device) != nil }
-
-    static func consoleNumber(_ device: UInt64) -> Int? {
-        let major = (device >> 8) & 0xfff, minor = (device & 0xff) | ((device >> 12) & 0xfff00)
-        return major == 4 && (1...63).contains(minor) ? Int(minor) : nil
-    }
+    static func consoleNumber(_ device: UInt64) -> Int? { TerminalRule.consoleNumber(device) }
 
     /// The virtual console in front, as the kernel says (`tty2`).
     static func foregroundConsole() -> Int? {

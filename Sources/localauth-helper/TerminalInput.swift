@@ -41,8 +41,9 @@ final class TerminalInput {
         guard handle >= 0 else { return nil }
         defer { close(handle) }
         var st = stat()
-        guard fstat(handle, &st) == 0, (st.st_mode & S_IFMT) == S_IFCHR,
-              UInt64(st.st_rdev) == controlling, owner.map({ st.st_uid == $0 }) ?? true
+        guard fstat(handle, &st) == 0,
+              TerminalRule.mayOpen(mode: UInt32(st.st_mode), device: UInt64(st.st_rdev), fileOwner: UInt32(st.st_uid),
+                                   controlling: controlling, owner: owner)
         else { return nil }
         let fd = open("/proc/self/fd/\(handle)", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
@@ -87,24 +88,18 @@ final class TerminalInput {
     /// standard input, as vlock does (/proc/PID/task/TID/syscall: the call's number, then
     /// its arguments; which descriptors a poll waits on is not shown there).
     private func waitsForInput(pid: Int32, thread: String) -> Bool {
-        guard let line = TerminalInput.firstLine("/proc/\(pid)/task/\(thread)/syscall") else { return false }
-        let words = line.split(separator: " ")
-        guard words.count > 1, let call = Int(words[0]) else { return false }
-        if TerminalInput.pollCalls.contains(call) { return isThisTerminal(pid: pid, descriptor: 0) }
-        guard TerminalInput.readCalls.contains(call),
-              let descriptor = Int(words[1].dropFirst(2), radix: 16) else { return false }
-        return isThisTerminal(pid: pid, descriptor: descriptor)
+        guard let line = TerminalInput.firstLine("/proc/\(pid)/task/\(thread)/syscall"),
+              let wait = TerminalRule.wait(syscallLine: line, readCalls: TerminalInput.readCalls,
+                                           pollCalls: TerminalInput.pollCalls) else { return false }
+        return isThisTerminal(pid: pid, descriptor: TerminalRule.descriptor(of: wait))
     }
 
     private func isThisTerminal(pid: Int32, descriptor: Int) -> Bool {
         var st = stat()
         guard stat("/proc/\(pid)/fd/\(descriptor)", &st) == 0, (st.st_mode & S_IFMT) == S_IFCHR else { return false }
         // sudo reads /dev/tty, which is the caller's controlling terminal: `device`.
-        return UInt64(st.st_rdev) == device || UInt64(st.st_rdev) == TerminalInput.controllingTerminalAlias
+        return TerminalRule.readsTerminal(descriptorDevice: UInt64(st.st_rdev), terminal: device)
     }
-
-    /// /dev/tty (5, 0): whichever terminal controls the process that opened it.
-    private static let controllingTerminalAlias = UInt64(5) << 8
 
     private static let readCalls: Set<Int> = [Int(la_sys_read), Int(la_sys_readv), Int(la_sys_pread64)]
     private static let pollCalls: Set<Int> = [Int(la_sys_poll), Int(la_sys_select),
