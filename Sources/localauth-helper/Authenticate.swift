@@ -25,7 +25,7 @@ enum Authenticate {
                          style: promptStyle(request, options), silent: request.silent,
                          announcesMatch: PolkitAgent.of(request) == nil, isOwner: { request.callerIsTheUser }, log: log)
         if !options.reason.isEmpty { ui.show(.reason(options.reason), error: false) }
-        let env = EvaluationEnvironment(
+        var env = EvaluationEnvironment(
             user: request.user, terminal: ReuseScope.of(request),
             sensor: sensor,
             store: FileStateStore(directory: options.stateDir),
@@ -34,20 +34,16 @@ enum Authenticate {
                                            fallbackOffered: options.fallbackTitle != "")]
                 + (presence.watch.map { [$0] } ?? []) + (SleepSignal.wakeSource().map { [$0] } ?? []),
             language: request.language)
+        // What the evaluation does beyond itself, as the machine's actions: a lockout that
+        // begins is audited, a success at the machine itself is a local unlock
+        // (RemoteLogins), a finger in polkit's stack goes into a rights dialog's ticket.
+        env.events = SecurityRecord(program: "localauth-helper", log: log)
+        env.eventContext = request.eventContext
+        env.localUnlock = presence.place?.atTheMachine == true
+        env.dialogMatch = DialogMatch.recorder(request, options: options, log: log)
         let policy: EvaluationPolicy = options.policy == .biometrics
             ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
-        let watch = LockoutWatch(store: env.store, user: request.user, rules: Rules(options))
         let outcome = PolicyEvaluation(environment: env).run(policy)
-        if case .success = outcome, presence.place?.atTheMachine == true {
-            RemoteLogins.recordUnlock(request.user, options: options, log: log)
-        }
-        if watch.began(outcome) {
-            let failures = (try? env.store.load(request.user))?.userState.consecutiveFailures ?? options.lockoutThreshold
-            SecurityRecord(program: "localauth-helper", log: log)
-                .lockoutBegan(request.user, failures: failures, threshold: options.lockoutThreshold,
-                              context: request.eventContext)
-        }
-        DialogMatch.note(outcome, request, options: options, log: log)  // a rights dialog's finger
         return settle(outcome, ui: ui)
     }
 

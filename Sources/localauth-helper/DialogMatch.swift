@@ -11,11 +11,12 @@ import LocalAuth
 enum DialogMatch {
     static let service = DialogProof.dialogService
 
-    /// Authenticate's outcome: only a new fingerprint match (DialogProof.ticketMethod).
-    static func note(_ outcome: EvaluationMachine.Outcome, _ request: HelperRequest, options: Options, log: LogSink) {
-        if let method = DialogProof.ticketMethod(outcome, service: request.service) {
-            record(method, request, options: options, log: log)
-        }
+    /// Authenticate's: what records the evaluation's new fingerprint match (its machine's
+    /// `dialogMatch` action), on polkit's stack only; nil on any other service.
+    static func recorder(_ request: HelperRequest, options: Options,
+                         log: LogSink) -> ((DialogTicket.Match.Method) -> Void)? {
+        guard DialogProof.ticketMethod(.success(.fingerprint), service: request.service) != nil else { return nil }
+        return { method in record(method, request, options: options, log: log) }
     }
 
     /// A password proven by `authsucc` (DialogProof.passwordMethod).

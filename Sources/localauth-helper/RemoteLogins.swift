@@ -36,22 +36,6 @@ enum RemoteLogins {
         }
     }
 
-    /// A finger at the machine itself. Loosening: lost, the rule holds a little longer.
-    static func recordUnlock(_ user: UserName, options: Options, log: LogSink) {
-        let now = SystemClock().now()
-        let boot = BootStamp.now(bootID: LinuxSystem().bootID())
-        do {
-            try FileStateStore(directory: options.stateDir).update(user, durability: .loosening) { stored in
-                guard case .state(var state) = stored else { return nil }
-                state.lastLocalUnlockAt = now
-                state.lastLocalUnlockBoot = boot
-                return state
-            }
-        } catch {
-            log.log(.notice, "the local unlock of \(user) could not be recorded: \(error)")
-        }
-    }
-
     /// What the account phase recorded: `said` goes into the result's cause.
     struct AccountPhase {
         let recorded: Bool

@@ -45,21 +45,17 @@ enum VerifyCommand {
         let language = messageLanguage()
         let ui = TerminalUI(language: language)
         let interrupt = interruptDescriptor()
-        let env = EvaluationEnvironment(
+        var env = EvaluationEnvironment(
             user: account.name, terminal: "", sensor: makeSensor(options, log: ToolLog.shared),
             store: FileStateStore(directory: options.stateDir), options: options, ui: ui,
             log: ToolLog.shared, wakeSources: interrupt >= 0 ? [InterruptSource(fd: interrupt)] : [],
             language: language)
+        // A lockout that begins here is audited (the evaluation's `lockoutBegan` action).
+        env.events = SecurityRecord(program: "localauthctl", log: ToolLog.shared)
+        env.eventContext = EventContext(service: "localauthctl verify", actorUID: getuidValue())
         let evaluation = PolicyEvaluation(environment: env)
         evaluation.localizedFallbackTitle = ""  // no password here: Ctrl-C cancels
-        let watch = LockoutWatch(store: env.store, user: account.name, rules: Rules(options))
         let outcome = evaluation.run(.deviceOwnerAuthenticationWithBiometrics)
-        if watch.began(outcome) {
-            let failures = (try? env.store.load(account.name))?.userState.consecutiveFailures ?? options.lockoutThreshold
-            SecurityRecord(program: "localauthctl", log: ToolLog.shared)
-                .lockoutBegan(account.name, failures: failures, threshold: options.lockoutThreshold,
-                              context: EventContext(service: "localauthctl verify", actorUID: getuidValue()))
-        }
         ui.finish()
         ToolLog.shared.log(.info, "verify user=\(account.name) uid=\(getuidValue()) \(outcome.logText)")
         switch outcome {

@@ -18,6 +18,16 @@ public struct EvaluationEnvironment {
     /// Descriptors that may end a wait for the finger (the module's cancel frame).
     public var wakeSources: [WakeSource]
     public var language: Language
+    /// Where the audit records of a lockout that begins go (`EvaluationMachine`'s
+    /// `lockoutBegan`), with the request's context; nil: nowhere.
+    public var events: SecurityEvents?
+    public var eventContext = EventContext()
+    /// A success here is a local unlock (the prompt is at the machine itself): recorded in
+    /// the user's state (`EvaluationMachine`'s `recordLocalUnlock`).
+    public var localUnlock = false
+    /// Given a new fingerprint match that a rights dialog may count (`EvaluationMachine`'s
+    /// `dialogMatch`); nil where none may (any service but polkit's).
+    public var dialogMatch: ((DialogTicket.Match.Method) -> Void)?
 
     public init(user: UserName, terminal: String = "", sensor: FingerprintSensor, store: StateStore,
                 clock: Clock = SystemClock(), system: SystemFacts = LinuxSystem(),

@@ -143,7 +143,8 @@ public final class PolicyEvaluation: @unchecked Sendable {
             policy: policy, rules: Rules(options), now: env.clock.now(), bootID: env.system.bootID(),
             terminal: env.terminal, passcodeSet: env.system.hasUsablePassword(env.user) != false,
             canAskPassword: env.passwordVerifier != nil && env.ui != nil,
-            fallbackTitle: localizedFallbackTitle)
+            fallbackTitle: localizedFallbackTitle, localUnlock: env.localUnlock,
+            dialogMatches: env.dialogMatch != nil)
         let outcome = runner.run(&machine)
         if case .success(let method) = outcome, method != .password {
             biometryType = .touchID

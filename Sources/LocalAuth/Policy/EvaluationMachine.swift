@@ -35,6 +35,16 @@ public struct EvaluationMachine {
         case releaseReader
         /// Gives back a try counted by `recordAttempt` that ended with no finger presented.
         case refundAttempt
+        /// The evaluation ends in a lockout the user was not in when it began (their state
+        /// was read and not locked out): for the audit records (SecurityEvents). `failures`:
+        /// the consecutive failed matches counted.
+        case lockoutBegan(failures: Int)
+        /// A success at the machine itself (`localUnlock`): recorded as the user's local
+        /// unlock, which ends what a remote login holds back (PresenceRule's rule 5).
+        case recordLocalUnlock
+        /// A new fingerprint match that a rights dialog may count (`dialogMatches`:
+        /// polkit's stack, DialogProof.ticketMethod).
+        case dialogMatch(DialogTicket.Match.Method)
         case finish(Outcome)
     }
 
@@ -97,12 +107,24 @@ public struct EvaluationMachine {
     public let fallbackTitle: String?
     /// False only when the settings switch itself is being changed.
     public let checkTrust: Bool
+    /// A success here is a local unlock: the prompt is at the machine itself
+    /// (`CallerPlace.atTheMachine`).
+    public let localUnlock: Bool
+    /// A new fingerprint match here goes into the user's open rights dialog tickets.
+    public let dialogMatches: Bool
     private var state: State = .idle
+    /// Whether the state read at the start was a lockout; nil when there was no state to
+    /// read (fresh, damaged, not read yet): then no lockout is said to begin.
+    private var lockedAtStart: Bool?
+    /// The consecutive failed matches as last counted (`attemptRecorded`, `attemptRefused`).
+    private var counted: Int?
 
     public init(policy: EvaluationPolicy, rules: Rules, now: Timestamp, bootID: String?, terminal: String,
                 passcodeSet: Bool = true, canAskPassword: Bool, fallbackTitle: String?,
-                checkTrust: Bool = true) {
+                checkTrust: Bool = true, localUnlock: Bool = false, dialogMatches: Bool = false) {
         self.checkTrust = checkTrust
+        self.localUnlock = localUnlock
+        self.dialogMatches = dialogMatches
         self.passcodeSet = passcodeSet
         self.policy = policy
         self.rules = rules
@@ -126,7 +148,7 @@ public struct EvaluationMachine {
         case (.idle, .start):
             guard passcodeSet else {
                 state = .finished
-                return [.finish(.failure(EvaluationError(.passcodeNotSet, cause: "the account has no usable password")))]
+                return finish(.failure(EvaluationError(.passcodeNotSet, cause: "the account has no usable password")))
             }
             state = .loading
             return [.loadState]
@@ -143,10 +165,12 @@ public struct EvaluationMachine {
             state = .counting(Prompt(state: s, domain: domain))
             return [.recordAttempt]
         case (.counting(var p), .attemptRecorded(let s)):
+            counted = s.consecutiveFailures
             p.state = s
             state = .starting(p)
             return [.startScan]
         case (.counting, .attemptRefused(let s)):
+            counted = s.consecutiveFailures
             return [.show(.lockedOut(threshold: rules.lockoutThreshold), error: true)]
                 + end(lockout(s), release: true, refund: false)
         case (.starting(let p), .scanStarted(let started)):
@@ -160,21 +184,21 @@ public struct EvaluationMachine {
             return verdictThenEnd(verdict, error, p)
         case (.recordingMatch, .matchRecorded):
             state = .finished
-            return [.show(.matched, error: false), .finish(.success(.fingerprint))]
+            return [.show(.matched, error: false)] + finish(.success(.fingerprint))
         case (.askingPassword(let previous), .passwordChecked(let ok)):
             guard ok else {
                 state = .finished
-                return [.finish(.failure(EvaluationError(.authenticationFailed, reason: previous.reason,
-                                                 cause: "wrong password")))]
+                return finish(.failure(EvaluationError(.authenticationFailed, reason: previous.reason,
+                                                       cause: "wrong password")))
             }
             state = .recordingPassword
             return [.recordPassword]
         case (.recordingPassword, .passwordRecorded):
             state = .finished
-            return [.finish(.success(.password))]
+            return finish(.success(.password))
         case (.askingPassword(let previous), .interrupted(let error)):
             state = .finished
-            return [.finish(.failure(error.code == .userFallback ? previous : error))]
+            return finish(.failure(error.code == .userFallback ? previous : error))
         default:
             // An event that cannot happen in this state: our own broken invariant. End the
             // evaluation as a failure rather than trapping (this runs under sudo's PAM stack).
@@ -186,6 +210,7 @@ public struct EvaluationMachine {
     // MARK: - Steps
 
     private mutating func stateLoaded(_ stored: StoredState) -> [Action] {
+        if case .state(let s) = stored { lockedAtStart = rules.isLockedOut(s) }
         switch rules.refusal(stored, now: now, bootID: bootID) {
         case .notOptedIn?:
             // Where this evaluation checks the password itself (an application's
@@ -197,14 +222,14 @@ public struct EvaluationMachine {
                 return [.askPassword]
             }
             state = .finished
-            return [.finish(.notOptedIn)]
+            return finish(.notOptedIn)
         case .error(let error)?:
             return [.show(refusalMessage(error), error: true)] + end(error, release: false, refund: false)
         case nil:
             let s = stored.userState
             if rules.canReuse(s, now: now, terminal: terminal) {
                 state = .finished
-                return [.finish(.success(.reused))]
+                return finish(.success(.reused))
             }
             state = .readingEnrollment(s)
             return [.readEnrollment]
@@ -281,6 +306,24 @@ public struct EvaluationMachine {
 
     // MARK: - Helpers
 
+    /// The outcome, after the effects it has beyond this evaluation: a lockout that began
+    /// here, a local unlock, a match a rights dialog counts.
+    private func finish(_ outcome: Outcome) -> [Action] {
+        var actions: [Action] = []
+        switch outcome {
+        case .failure(let e):
+            if case .failedAttempts = e.reason, lockedAtStart == false {
+                actions.append(.lockoutBegan(failures: counted ?? rules.lockoutThreshold))
+            }
+        case .success(let method):
+            if localUnlock { actions.append(.recordLocalUnlock) }
+            if dialogMatches, method == .fingerprint { actions.append(.dialogMatch(.fingerprint)) }
+        case .notOptedIn:
+            break
+        }
+        return actions + [.finish(outcome)]
+    }
+
     /// Ends with `error`, or — for `deviceOwnerAuthentication` where a password can be
     /// checked — goes on to the password.
     private mutating func end(_ error: EvaluationError, release: Bool, refund: Bool) -> [Action] {
@@ -292,7 +335,7 @@ public struct EvaluationMachine {
             actions.append(.askPassword)
         } else {
             state = .finished
-            actions.append(.finish(.failure(error)))
+            actions += finish(.failure(error))
         }
         return actions
     }

@@ -58,6 +58,16 @@ final class EvaluationRunner {
         case .refundAttempt:
             refundAttempt()
             return nil
+        case .lockoutBegan(let failures):
+            env.events?.lockoutBegan(env.user, failures: failures, threshold: rules.lockoutThreshold,
+                                     context: env.eventContext)
+            return nil
+        case .recordLocalUnlock:
+            recordLocalUnlock()
+            return nil
+        case .dialogMatch(let method):
+            env.dialogMatch?(method)
+            return nil
         case .finish:
             return nil
         }
@@ -193,6 +203,22 @@ final class EvaluationRunner {
             }
         } catch {
             env.log.log(.warning, "could not give back an unused try of \(env.user): \(error)")
+        }
+    }
+
+    /// A success at the machine itself. Loosening: lost, rule 5 holds a little longer.
+    private func recordLocalUnlock() {
+        let now = env.clock.now()
+        let boot = BootStamp.now(bootID: env.system.bootID())
+        do {
+            try env.store.update(env.user, durability: .loosening) { stored in
+                guard case .state(var state) = stored else { return nil }
+                state.lastLocalUnlockAt = now
+                state.lastLocalUnlockBoot = boot
+                return state
+            }
+        } catch {
+            env.log.log(.notice, "the local unlock of \(env.user) could not be recorded: \(error)")
         }
     }
 

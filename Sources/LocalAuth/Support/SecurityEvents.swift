@@ -28,30 +28,3 @@ public struct EventContext: Sendable {
         self.actorUID = actorUID
     }
 }
-
-/// Tells whether a lockout began or ended around a step, from the state before and after:
-/// the lockout rule itself stays in Rules.
-public struct LockoutWatch {
-    public let rules: Rules
-    public let failuresBefore: Int?
-    public let lockedBefore: Bool
-
-    /// Reads the state before the step (nothing is known when it cannot be read).
-    public init(store: StateStore, user: UserName, rules: Rules) {
-        self.rules = rules
-        if case .state(let s)? = try? store.load(user) {
-            failuresBefore = s.consecutiveFailures
-            lockedBefore = rules.isLockedOut(s)
-        } else {
-            failuresBefore = nil
-            lockedBefore = false
-        }
-    }
-
-    /// An evaluation that ended locked out began the lockout when it was not locked before.
-    public func began(_ outcome: EvaluationMachine.Outcome) -> Bool {
-        guard failuresBefore != nil, !lockedBefore, case .failure(let e) = outcome,
-              case .failedAttempts = e.reason else { return false }
-        return true
-    }
-}
