@@ -103,14 +103,13 @@ enum AuthSucc {
                                   fprintDir: options.fprintDir, log: log),
             store: store, options: options, log: log)
         let rules = Rules(options)
-        let before = try? store.load(request.user)
         do {
             let domain = readEnrolledSet ? currentDomain(env) : nil
             if request.readerUnreachable {
                 log.log(.info, "fprintd failed earlier in this transaction: the enrolled set is not read again "
                         + "(the trusted one stays; the next password that reaches fprintd trusts the set it sees)")
             }
-            try PasswordRecord.record(env: env, rules: rules, domainState: domain, localUnlock: localUnlock)
+            let before = try PasswordRecord.record(env: env, rules: rules, domainState: domain, localUnlock: localUnlock)
             if let failures = PasswordProofRule.lockoutCleared(before: before, rules: rules) {
                 SecurityRecord(program: "localauth-helper", log: log)
                     .lockoutCleared(request.user, failures: failures, by: .password, context: request.eventContext)

@@ -148,4 +148,23 @@ import Testing
         #expect(PasswordProofRule.Refusal.accountPhaseNetworked("PAM_TTY is ssh").description
                 == "the account phase proves no password for a networked handle (PAM_TTY is ssh)")
     }
+
+    @Test func theRecordSaysWhatItReplacedUnderItsLock() throws {
+        let h = Harness()
+        let rules = Rules(h.options)
+        let first = try PasswordRecord.record(env: h.environment(), rules: rules, domainState: nil)
+        #expect(first == .fresh)
+        #expect(PasswordProofRule.recorded(before: first, rules: rules) == "password recorded (no lockout to clear)")
+        try h.store.update(h.user) { stored in
+            var s = stored.userState
+            s.consecutiveFailures = rules.lockoutThreshold + 1
+            return s
+        }
+        let locked = try PasswordRecord.record(env: h.environment(), rules: rules, domainState: nil, localUnlock: true)
+        #expect(PasswordProofRule.lockoutCleared(before: locked, rules: rules) == rules.lockoutThreshold + 1)
+        #expect(h.state.consecutiveFailures == 0)
+        #expect(h.state.lastLocalUnlockAt == h.clock.time)
+        let again = try PasswordRecord.record(env: h.environment(), rules: rules, domainState: nil)
+        #expect(PasswordProofRule.lockoutCleared(before: again, rules: rules) == nil)
+    }
 }

@@ -279,12 +279,17 @@ final class EvaluationRunner {
 /// Used after `deviceOwnerAuthentication`'s own password and by the module's `authsucc` line.
 public enum PasswordRecord {
     /// `localUnlock`: the password was typed here, not in a login from elsewhere, which ends
-    /// what a remote login before it holds back (PresenceRule's rule 5).
+    /// what a remote login before it holds back (PresenceRule's rule 5). Returns the state it
+    /// replaced, read under the same lock: what the record lifted (a lockout,
+    /// PasswordProofRule.lockoutCleared) is told from it, not from a read before.
+    @discardableResult
     public static func record(env: EvaluationEnvironment, rules: Rules, domainState: String?,
-                              localUnlock: Bool = false) throws(StoreError) {
+                              localUnlock: Bool = false) throws(StoreError) -> StoredState {
         let now = env.clock.now()
         let boot = env.system.bootID()
+        var replaced = StoredState.fresh
         try env.store.update(env.user, durability: .loosening) { stored in
+            replaced = stored
             if case .damaged(let cause) = stored {
                 env.log.log(.notice, "rewriting damaged state of \(env.user) after the password: \(cause)")
             }
@@ -295,6 +300,7 @@ public enum PasswordRecord {
             }
             return next
         }
+        return replaced
     }
 }
 
