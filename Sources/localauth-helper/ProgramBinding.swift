@@ -44,15 +44,17 @@ struct ProgramBinding {
             throw .notPinned("the calling process could not be pinned (it ended, or is not the caller)")
         }
         defer { pin.close() }
-        guard let path = executable(pid) else { throw .untrusted("its executable cannot be read from /proc") }
-        guard !path.hasSuffix(" (deleted)") else { throw .untrusted("its executable was deleted or replaced") }
+        let exe = executable(pid)
+        if let why = RightsRule.executableRefusal(exe) { throw .untrusted(why) }
+        let path = exe!
         // The file in root's view: the path itself, or a Flatpak app's deployed file.
         let flatpak = try FlatpakProgram.of(pid: pid, exe: path)
         let file = flatpak?.file ?? path
         try checkFile(file, pid: pid)
         try checkDirectories(above: file)
-        if !interpreters, Interpreters.isInterpreter(file) {
-            throw .untrusted("\(quoted(path)) is an interpreter or a loader: its rights would be every script's it runs (rights_interpreters = yes allows it)")
+        if let why = RightsRule.interpreterRefusal(path, isInterpreter: !interpreters && Interpreters.isInterpreter(file),
+                                                   allowed: interpreters) {
+            throw .untrusted(why)
         }
         let profile = try apparmorProfile(pid)
         guard let stat = ProcStat(pid: pid), pin.stillRunning else {
@@ -99,12 +101,12 @@ struct ProgramBinding {
         guard stat("/proc/\(pid)/exe", &running) == 0, lstat(path, &named) == 0 else {
             throw .untrusted("\(quoted(path)) cannot be examined")
         }
-        guard (named.st_mode & S_IFMT) == S_IFREG, named.st_dev == running.st_dev, named.st_ino == running.st_ino else {
-            throw .untrusted("\(quoted(path)) is not the file the program runs")
-        }
-        guard RootOwned.isRootsFile(named) else {
-            throw .untrusted("\(quoted(path)) must be owned by root and writable by nobody else")
-        }
+        if let why = RightsRule.fileRefusal(path, named: facts(named), running: facts(running)) { throw .untrusted(why) }
+    }
+
+    private static func facts(_ st: stat) -> RightsRule.FileFacts {
+        RightsRule.FileFacts(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), regular: (st.st_mode & S_IFMT) == S_IFREG,
+                             rootsFile: RootOwned.isRootsFile(st))
     }
 
     private static func checkDirectories(above path: String) throws(Refusal) {

@@ -105,4 +105,38 @@ import Testing
         }
         #expect(DialogProof.passwordMethod(service: "polkit-1") == .password)
     }
+
+    // MARK: the program a right is bound to
+
+    @Test func theExecutableAsTheKernelNamesIt() {
+        #expect(RightsRule.executableRefusal(nil) == "its executable cannot be read from /proc")
+        #expect(RightsRule.executableRefusal("/usr/bin/notes (deleted)") == "its executable was deleted or replaced")
+        #expect(RightsRule.executableRefusal("/usr/bin/notes") == nil)
+        #expect(RightsRule.executableRefusal("/opt/my (deleted) app/run") == nil)
+    }
+
+    @Test func theFileMustBeTheOneThatRunsAndRoots() {
+        let runs = RightsRule.FileFacts(device: 8, inode: 42, regular: true, rootsFile: true)
+        #expect(RightsRule.fileRefusal("/usr/bin/notes", named: runs, running: runs) == nil)
+        var other = runs
+        other.inode = 43
+        #expect(RightsRule.fileRefusal("/usr/bin/notes", named: other, running: runs) == "/usr/bin/notes is not the file the program runs")
+        other = runs
+        other.device = 9
+        #expect(RightsRule.fileRefusal("/usr/bin/notes", named: other, running: runs) == "/usr/bin/notes is not the file the program runs")
+        var link = runs
+        link.regular = false
+        #expect(RightsRule.fileRefusal("/usr/bin/notes", named: link, running: runs) == "/usr/bin/notes is not the file the program runs")
+        var users = runs
+        users.rootsFile = false
+        #expect(RightsRule.fileRefusal("/usr/bin/notes", named: users, running: runs)
+                == "/usr/bin/notes must be owned by root and writable by nobody else")
+    }
+
+    @Test func anInterpreterHoldsRightsOnlyWhereAllowed() {
+        #expect(RightsRule.interpreterRefusal("/usr/bin/python3.11", isInterpreter: true, allowed: false)?
+                    .hasPrefix("/usr/bin/python3.11 is an interpreter or a loader") == true)
+        #expect(RightsRule.interpreterRefusal("/usr/bin/python3.11", isInterpreter: true, allowed: true) == nil)
+        #expect(RightsRule.interpreterRefusal("/usr/bin/notes", isInterpreter: false, allowed: false) == nil)
+    }
 }

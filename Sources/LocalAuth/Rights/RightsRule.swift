@@ -107,3 +107,51 @@ public enum RightsRule {
         record.requirement != .biometryCurrentSet || matchedDomainState == record.domainState
     }
 }
+
+// MARK: - The program a right is bound to
+
+extension RightsRule {
+    /// A file as stat(2) gives it, as far as the binding asks.
+    public struct FileFacts: Equatable, Sendable {
+        public var device: UInt64
+        public var inode: UInt64
+        public var regular: Bool
+        /// Owned by root and writable by nobody else (RootOwned.isRootsFile).
+        public var rootsFile: Bool
+
+        public init(device: UInt64, inode: UInt64, regular: Bool, rootsFile: Bool) {
+            self.device = device
+            self.inode = inode
+            self.regular = regular
+            self.rootsFile = rootsFile
+        }
+    }
+
+    /// Why the caller's executable, as the kernel names it (/proc/PID/exe; nil when it cannot
+    /// be read), can hold no right; nil when it may go on to be checked.
+    public static func executableRefusal(_ exe: String?) -> String? {
+        guard let exe else { return "its executable cannot be read from /proc" }
+        return exe.hasSuffix(" (deleted)") ? "its executable was deleted or replaced" : nil
+    }
+
+    /// Why the file `path` names now cannot be the program a right is bound to: it must be
+    /// the very file the process runs (`running`; device and inode), a regular file owned by
+    /// root and writable by nobody else, or the user could swap what runs under that path.
+    /// nil when it can.
+    public static func fileRefusal(_ path: String, named: FileFacts, running: FileFacts) -> String? {
+        guard named.regular, named.device == running.device, named.inode == running.inode else {
+            return "\(LogWords.word(path)) is not the file the program runs"
+        }
+        guard named.rootsFile else { return "\(LogWords.word(path)) must be owned by root and writable by nobody else" }
+        return nil
+    }
+
+    /// An interpreter or a loader holds no right unless `rights_interpreters = yes`: its rights
+    /// would be every script's it runs. `exe`: the path as named; `isInterpreter`: what
+    /// Interpreters says of the file.
+    public static func interpreterRefusal(_ exe: String, isInterpreter: Bool, allowed: Bool) -> String? {
+        guard isInterpreter, !allowed else { return nil }
+        return "\(LogWords.word(exe)) is an interpreter or a loader: its rights would be every script's it runs "
+            + "(rights_interpreters = yes allows it)"
+    }
+}
