@@ -30,12 +30,13 @@ enum Presence {
         if let agent = subject.polkit, agent.bySocket {
             log.log(.info, "polkit's agent helper runs on a connection from its agent: judged for pid \(agent.pid), the peer of its stdin")
         }
-        let gathered = gather(request, subject, options, log: log)
+        let terminal = terminalFacts(request, subject)
+        let gathered = gather(request, subject, terminal, options, log: log)
         if let refusal = PresenceRule.refusal(gathered.facts) { return Verdict(refusal: refusal) }
         if gathered.facts.vouching == .logindAbsent {
             log.log(.info, "logind is not running: whether someone is at the reader is judged from the terminal and PAM_RHOST only")
         }
-        if let refusal = terminalRefusal(request, subject, options: options, log: log) {
+        if let refusal = terminalRefusal(terminal, subject, options: options, log: log) {
             return Verdict(refusal: refusal)
         }
         // Every fact above was read about the pinned process, not a later one with its pid.
@@ -84,11 +85,11 @@ enum Presence {
     /// sd-login's facts first, with logind's bus hints taken as harmless: a caller refused on
     /// those alone (SSH, a service, another user's session) never touches a bus. Then the
     /// hints (locked, idle, the lid), one round trip, and the rule again with them.
-    private static func gather(_ request: HelperRequest, _ subject: Subject, _ options: Options,
-                               log: LogSink) -> Gathered {
-        let place = callerPlace(request, subject)
+    private static func gather(_ request: HelperRequest, _ subject: Subject, _ terminal: TerminalRule.Facts,
+                               _ options: Options, log: LogSink) -> Gathered {
+        let place = TerminalRule.place(terminal)
         let uid = getpwnam(request.user.value).map { UInt32($0.pointee.pw_uid) }
-        var facts = PresenceFacts(vouching: vouching(request, subject, place), caller: place, user: uid,
+        var facts = PresenceFacts(vouching: vouching(subject, terminal, place), caller: place, user: uid,
                                   lidClosed: options.lidClosed, console: consoleNumber(subject.stat.terminal))
         if facts.vouching == .logindAbsent, place == .console { facts.foregroundConsole = foregroundConsole() }
         // The place as the rule checks it (a VT claimed, PresenceRule.place): what is watched
@@ -115,11 +116,6 @@ enum Presence {
         return Gathered(facts: facts, hints: hints)
     }
 
-    /// Where the prompt is: the subject's controlling terminal, else who started it (TerminalRule).
-    static func callerPlace(_ request: HelperRequest, _ subject: Subject) -> CallerPlace {
-        TerminalRule.place(terminalFacts(request, subject))
-    }
-
     /// The terminal's facts for TerminalRule: the subject's controlling terminal, and on
     /// root's path only the caller's own and what PAM_TTY names (a user's word about its
     /// terminal counts for nothing).
@@ -142,7 +138,7 @@ enum Presence {
             stdinTTY: request.stdinTTY, display: request.display)
     }
 
-    static func vouching(_ request: HelperRequest, _ subject: Subject, _ place: CallerPlace) -> Vouching {
+    static func vouching(_ subject: Subject, _ terminal: TerminalRule.Facts, _ place: CallerPlace) -> Vouching {
         guard LoginRecords.logindRuns else { return .logindAbsent }
         if subject.polkit != nil && subject.pid <= 1 {
             return .nobody("polkit's agent helper has no agent process (socket-activated)")
@@ -161,7 +157,6 @@ enum Presence {
         }
         // Root's greeter authenticates before pam_systemd gives it a session: the person is
         // whoever sits at seat0, in front of its active session.
-        let terminal = terminalFacts(request, subject)
         if place == .rootWithoutTerminal, TerminalRule.greeterShaped(terminal) {
             guard let active = LoginRecords.activeSession(of: "seat0") else { return .nobody("seat0 has no active session") }
             return .seatSession(LoginRecords.record(of: active))
@@ -176,16 +171,12 @@ enum Presence {
 
     /// The older checks, kept where logind runs too: a script, `sudo -S`, a polkit agent
     /// with neither terminal nor display, where `require_presence` asks for someone there.
-    static func terminalRefusal(_ request: HelperRequest, _ subject: Subject, options: Options, log: LogSink) -> EvaluationError? {
+    static func terminalRefusal(_ terminal: TerminalRule.Facts, _ subject: Subject, options: Options,
+                                log: LogSink) -> EvaluationError? {
         guard options.requirePresence else { return nil }
         if let agent = subject.polkit { return agent.refusal(log: log) }
-        guard let why = nobodyThere(request) else { return nil }
+        guard let why = TerminalRule.nobodyThere(terminal) else { return nil }
         return EvaluationError(.notInteractive, reason: .noTerminal, cause: why)
-    }
-
-    /// A script, `sudo -S`, a caller with neither terminal nor display (TerminalRule.nobodyThere).
-    static func nobodyThere(_ request: HelperRequest) -> String? {
-        TerminalRule.nobodyThere(terminalFacts(request, nil))
     }
 
     static func consoleNumber(_ device: UInt64) -> Int? { TerminalRule.consoleNumber(device) }
