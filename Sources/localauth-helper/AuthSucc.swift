@@ -49,8 +49,8 @@ enum AuthSucc {
         case .checkPassword:
             // The rule asks once; a second ask would be a rule gone wrong: nothing proven.
             return unchanged(joined(remote, PasswordProofRule.Refusal.notChecked.description))
-        case .proven(let localUnlock, let readEnrolledSet):
-            DialogMatch.notePassword(request, options: options, log: log)  // a rights dialog's password
+        case .proven(let localUnlock, let readEnrolledSet, let dialogMatch):
+            if dialogMatch { DialogMatch.record(.password, request, options: options, log: log) }  // a rights dialog's
             return record(request, store: store, localUnlock: localUnlock, readEnrolledSet: readEnrolledSet,
                           options: options, log: log)
         }

@@ -19,14 +19,9 @@ enum DialogMatch {
         return { method in record(method, request, options: options, log: log) }
     }
 
-    /// A password proven by `authsucc` (DialogProof.passwordMethod).
-    static func notePassword(_ request: HelperRequest, options: Options, log: LogSink) {
-        if let method = DialogProof.passwordMethod(service: request.service) {
-            record(method, request, options: options, log: log)
-        }
-    }
-
-    private static func record(_ method: DialogTicket.Match.Method, _ request: HelperRequest, options: Options, log: LogSink) {
+    /// Records the match in the user's open dialog tickets: Authenticate's finger (through
+    /// `recorder`), AuthSucc's proven password (PasswordProofRule's `dialogMatch`).
+    static func record(_ method: DialogTicket.Match.Method, _ request: HelperRequest, options: Options, log: LogSink) {
         guard let agent = PolkitAgent.of(request), let helper = request.callerPID,
               let agentStart = ProcStat(pid: agent.pid)?.startTime,
               let helperStart = ProcStat(pid: helper)?.startTime else { return }

@@ -12,7 +12,7 @@ import Testing
               check: check, readerUnreachable: unreachable, optInRequired: optInRequired, service: "sshd")
     }
 
-    static let proven = PasswordProofRule.Decision.proven(localUnlock: true, readEnrolledSet: true)
+    static let proven = PasswordProofRule.Decision.proven(localUnlock: true, readEnrolledSet: true, dialogMatch: false)
 
     // MARK: before any check
 
@@ -81,18 +81,18 @@ import Testing
 
     @Test func aLocalUnlockOnlyOnAHandleFromHere() {
         let here = PasswordProofRule.decide(Self.facts(.authtok, origin: .here, check: .matches))
-        #expect(here == .proven(localUnlock: true, readEnrolledSet: true))
+        #expect(here == .proven(localUnlock: true, readEnrolledSet: true, dialogMatch: false))
         let named = PasswordProofRule.decide(Self.facts(.authtok, origin: .namesThisMachine(rhost: "desk"), check: .matches))
-        #expect(named == .proven(localUnlock: true, readEnrolledSet: true))
+        #expect(named == .proven(localUnlock: true, readEnrolledSet: true, dialogMatch: false))
         let tunnel = PasswordProofRule.decide(Self.facts(.authtok, origin: .sshd(rhost: ""), check: .matches))
-        #expect(tunnel == .proven(localUnlock: false, readEnrolledSet: true))
+        #expect(tunnel == .proven(localUnlock: false, readEnrolledSet: true, dialogMatch: false))
     }
 
     @Test func theEnrolledSetIsReadAgainUnlessUnreachableOrSwitched() {
         #expect(PasswordProofRule.decide(Self.facts(check: .matches, unreachable: true))
-                == .proven(localUnlock: true, readEnrolledSet: false))
+                == .proven(localUnlock: true, readEnrolledSet: false, dialogMatch: false))
         #expect(PasswordProofRule.decide(Self.facts(check: .matches, optInRequired: true))
-                == .proven(localUnlock: true, readEnrolledSet: false))
+                == .proven(localUnlock: true, readEnrolledSet: false, dialogMatch: false))
     }
 
     // MARK: the remote login of an account phase
@@ -166,5 +166,20 @@ import Testing
         #expect(h.state.lastLocalUnlockAt == h.clock.time)
         let again = try PasswordRecord.record(env: h.environment(), rules: rules, domainState: nil)
         #expect(PasswordProofRule.lockoutCleared(before: again, rules: rules) == nil)
+    }
+
+    @Test func onlyPolkitsStackPasswordGoesIntoADialogTicket() {
+        var facts = Self.facts(.authtok, check: .matches)
+        facts.service = "polkit-1"
+        #expect(PasswordProofRule.decide(facts) == .proven(localUnlock: true, readEnrolledSet: true, dialogMatch: true))
+        facts.proof = .account
+        #expect(PasswordProofRule.decide(facts) == .proven(localUnlock: true, readEnrolledSet: true, dialogMatch: true))
+        for service in ["sudo", "login", "polkit", ""] {
+            facts.service = service
+            #expect(PasswordProofRule.decide(facts) == .proven(localUnlock: true, readEnrolledSet: true, dialogMatch: false))
+        }
+        facts.service = "polkit-1"
+        facts.check = .differs
+        #expect(PasswordProofRule.decide(facts) == .refuse(.accountPhaseAuthtokDiffers))
     }
 }

@@ -48,7 +48,8 @@ public enum PasswordProofRule {
         public var readerUnreachable: Bool
         /// Without a required switch, a proven password re-trusts the enrolled set seen now.
         public var optInRequired: Bool
-        /// PAM_SERVICE, the word a remote login recorded without PAM_RHOST is "from".
+        /// PAM_SERVICE: the word a remote login recorded without PAM_RHOST is "from"; polkit's
+        /// stack's password goes into a rights dialog's ticket.
         public var service: String
 
         public init(proof: Proof?, firstLine: Bool, origin: Origin, fromRoot: Bool, passwordGiven: Bool,
@@ -75,7 +76,9 @@ public enum PasswordProofRule {
         /// The password is proven: record it (the lockout cleared). `localUnlock`: the handle
         /// is no login from elsewhere (RemoteLogins). `readEnrolledSet`: the enrolled set is
         /// read and trusted again (no required switch, and fprintd not failed already).
-        case proven(localUnlock: Bool, readEnrolledSet: Bool)
+        /// `dialogMatch`: it goes into the user's open rights dialog tickets (polkit's stack,
+        /// DialogProof.passwordMethod).
+        case proven(localUnlock: Bool, readEnrolledSet: Bool, dialogMatch: Bool)
     }
 
     public enum Refusal: Equatable, Sendable, CustomStringConvertible {
@@ -124,7 +127,8 @@ public enum PasswordProofRule {
         guard facts.firstLine else { return .refuse(.notFirstLine) }
         if case .anotherMachine(let rhost) = facts.origin { return .refuse(.anotherMachine(rhost: rhost)) }
         let proven = Decision.proven(localUnlock: !facts.origin.fromElsewhere,
-                                     readEnrolledSet: !facts.readerUnreachable && !facts.optInRequired)
+                                     readEnrolledSet: !facts.readerUnreachable && !facts.optInRequired,
+                                     dialogMatch: DialogProof.passwordMethod(service: facts.service) != nil)
         switch facts.proof ?? .authtok {
         case .account:
             guard facts.fromRoot else { return .refuse(.accountPhaseFromUser) }
