@@ -97,11 +97,14 @@ enum AuthSucc {
 
     private static func record(_ request: HelperRequest, store: FileStateStore, localUnlock: Bool,
                                readEnrolledSet: Bool, options: Options, log: LogSink) -> Frame {
-        let env = EvaluationEnvironment(
+        var env = EvaluationEnvironment(
             user: request.user,
             sensor: FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
                                   fprintDir: options.fprintDir, log: log),
             store: store, options: options, log: log)
+        // A lockout the record lifts is audited by the record itself (PasswordRecord).
+        env.events = SecurityRecord(program: "localauth-helper", log: log)
+        env.eventContext = request.eventContext
         let rules = Rules(options)
         do {
             let domain = readEnrolledSet ? currentDomain(env) : nil
@@ -110,10 +113,6 @@ enum AuthSucc {
                         + "(the trusted one stays; the next password that reaches fprintd trusts the set it sees)")
             }
             let before = try PasswordRecord.record(env: env, rules: rules, domainState: domain, localUnlock: localUnlock)
-            if let failures = PasswordProofRule.lockoutCleared(before: before, rules: rules) {
-                SecurityRecord(program: "localauth-helper", log: log)
-                    .lockoutCleared(request.user, failures: failures, by: .password, context: request.eventContext)
-            }
             return HelperResult.frame(code: ResultCode.successValue, name: "success",
                                       cause: PasswordProofRule.recorded(before: before, rules: rules))
         } catch {

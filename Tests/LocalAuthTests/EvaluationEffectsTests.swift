@@ -177,4 +177,20 @@ import Testing
         _ = Self.run(h, events: [.match], matches: matches)
         #expect(matches.methods == [.fingerprint])
     }
+
+    @Test func thePasswordRecordAuditsTheLockoutItLifts() throws {
+        let h = Harness()
+        h.passwordEntered()
+        let audit = Events()
+        _ = Self.run(h, events: [.noMatch, .noMatch, .noMatch], audit: audit)
+        _ = Self.run(h, events: [.noMatch, .noMatch], audit: audit)
+        #expect(audit.began.count == 1)
+        var env = h.environment()
+        env.events = audit
+        try PasswordRecord.record(env: env, rules: Rules(h.options), domainState: nil)
+        #expect(audit.cleared == 1)
+        // Nothing to lift the second time; and no sink, no record.
+        try PasswordRecord.record(env: env, rules: Rules(h.options), domainState: nil)
+        #expect(audit.cleared == 1)
+    }
 }

@@ -280,8 +280,8 @@ final class EvaluationRunner {
 public enum PasswordRecord {
     /// `localUnlock`: the password was typed here, not in a login from elsewhere, which ends
     /// what a remote login before it holds back (PresenceRule's rule 5). Returns the state it
-    /// replaced, read under the same lock: what the record lifted (a lockout,
-    /// PasswordProofRule.lockoutCleared) is told from it, not from a read before.
+    /// replaced, read under the same lock: what the record lifted is told from it, not from a
+    /// read before; a lockout it lifted goes to `env.events` (PasswordProofRule.lockoutCleared).
     @discardableResult
     public static func record(env: EvaluationEnvironment, rules: Rules, domainState: String?,
                               localUnlock: Bool = false) throws(StoreError) -> StoredState {
@@ -299,6 +299,9 @@ public enum PasswordRecord {
                 next.lastLocalUnlockBoot = BootStamp.now(bootID: boot)
             }
             return next
+        }
+        if let events = env.events, let failures = PasswordProofRule.lockoutCleared(before: replaced, rules: rules) {
+            events.lockoutCleared(env.user, failures: failures, by: .password, context: env.eventContext)
         }
         return replaced
     }
