@@ -43,7 +43,7 @@ public struct ReaderClaim: Equatable, Sendable {
     public enum Kind: Equatable, Sendable {
         /// A greeter or a lock screen: root's own program (real and effective uid 0) with no
         /// controlling terminal, showing on a virtual console (PAM_TTY) or a display -- the
-        /// shape the helper's presence rule spares the lock and idle hints (Presence.greeterShaped).
+        /// shape the helper's presence rule spares the lock and idle hints (TerminalRule.greeterShaped).
         case lockScreen
         /// Everything else: sudo, su, login, polkit's agent helper, an application, a screen
         /// locker that runs as the user (its requests are the user's own program's, which
