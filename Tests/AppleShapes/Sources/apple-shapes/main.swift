@@ -1,7 +1,6 @@
 // apple-shapes: runs what the shapes need no fingerprint reader for, and prints one line a
-// check; exits 1 if any failed. No root side is reachable (LOCALAUTH_SERVICE and
-// LOCALAUTH_PREFIX point nowhere),
-// so every answer is one the library gives before or without it, whatever is installed.
+// check; exits 1 if any failed. No root side is reachable (LOCALAUTH_SERVICE points
+// nowhere), so every answer is one the library gives before or without it, whatever is installed.
 import LocalAuthentication
 import FoundationShapes
 import ActorShapes
@@ -14,7 +13,6 @@ func check(_ ok: Bool, _ what: String) {
 }
 
 setenv("LOCALAUTH_SERVICE", "/nonexistent-apple-shapes/socket", 1)
-setenv("LOCALAUTH_PREFIX", "/nonexistent-apple-shapes", 1)
 
 // A preflight that fails before the root side is asked: its NSError, cast and caught.
 let companion = PreflightRecord(context: LAContext(), policy: .deviceOwnerAuthenticationWithCompanion)
