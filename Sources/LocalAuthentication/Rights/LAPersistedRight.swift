@@ -74,6 +74,7 @@ open class LASecret: NSObject, @unchecked Sendable {
         return data
     }
 
+    @preconcurrency
     open func loadData(completion: @escaping @Sendable (Data?, Error?) -> Void) {
         RightsClient.complete({ try await self.loadData() }, completion)
     }

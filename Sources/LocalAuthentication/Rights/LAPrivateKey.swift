@@ -54,6 +54,7 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
         return signature
     }
 
+    @preconcurrency
     open func sign(_ data: Data, secKeyAlgorithm algorithm: SecKeyAlgorithm,
                    completion: @escaping @Sendable (Data?, Error?) -> Void) {
         RightsClient.complete({ try await self.sign(data, algorithm: algorithm) }, completion)
@@ -73,6 +74,7 @@ open class LAPublicKey: NSObject, @unchecked Sendable {
     /// The X9.63 uncompressed point (0x04 || x || y, 65 bytes), as Apple exports it.
     nonisolated(nonsending) open func export() async throws -> Data { bytes }
 
+    @preconcurrency
     open func export(completion: @escaping @Sendable (Data?, Error?) -> Void) {
         completion(bytes, nil)
     }

@@ -50,31 +50,37 @@ open class LARightStore: NSObject, @unchecked Sendable {
 
     // MARK: - Completion-handler forms
 
+    @preconcurrency
     open func right(forIdentifier identifier: String,
                     completion: @escaping @Sendable (LAPersistedRight?, Error?) -> Void) {
         RightsClient.complete({ try await self.right(forIdentifier: identifier) }, completion)
     }
 
+    @preconcurrency
     open func saveRight(_ right: LARight, identifier: String,
                         completion: @escaping @Sendable (LAPersistedRight?, Error?) -> Void) {
         let r = UncheckedRight(right)
         RightsClient.complete({ try await self.saveRight(r.right, identifier: identifier) }, completion)
     }
 
+    @preconcurrency
     open func saveRight(_ right: LARight, identifier: String, secret: Data,
                         completion: @escaping @Sendable (LAPersistedRight?, Error?) -> Void) {
         let r = UncheckedRight(right)
         RightsClient.complete({ try await self.saveRight(r.right, identifier: identifier, secret: secret) }, completion)
     }
 
+    @preconcurrency
     open func removeRight(_ right: LAPersistedRight, completion: @escaping @Sendable (Error?) -> Void) {
         RightsClient.complete({ try await self.removeRight(right) }) { _, e in completion(e) }
     }
 
+    @preconcurrency
     open func removeRight(forIdentifier identifier: String, completion: @escaping @Sendable (Error?) -> Void) {
         RightsClient.complete({ try await self.removeRight(forIdentifier: identifier) }) { _, e in completion(e) }
     }
 
+    @preconcurrency
     open func removeAllRights(completion: @escaping @Sendable (Error?) -> Void) {
         RightsClient.complete({ try await self.removeAllRights() }) { _, e in completion(e) }
     }
