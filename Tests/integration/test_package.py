@@ -486,6 +486,8 @@ def test_licence_copyright_and_examples(deb, tmp_path):
     for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth", "gdm-fingerprint"):
         example = tmp_path / "usr/share/doc/localauth/examples/pam.d" / name
         assert example.read_text() == (REPO / "pam.d" / name).read_text(), name
+    init = tmp_path / "usr/share/doc/localauth/examples/init.d/localauth"
+    assert init.read_text() == (REPO / "etc/init.d/localauth").read_text()
 
 
 def test_the_swift_binaries_are_bound_at_start(deb, tmp_path):
