@@ -335,7 +335,7 @@ def test_request_carries_the_call(bed):
     service = bed.stack("match", "debug", "[reason=Fingerprint for sudo]")
     r = bed.drive(service, items={"tty": "/dev/pts/9", "rhost": "localhost", "ruser": "la-bob"},
                   pam_env={"LANG": "de_DE.UTF-8"})
-    assert r.rv == "PAM_SUCCESS"
+    assert r.rv == "PAM_SUCCESS" and prompts(r) == [], r.logs
     (start,) = bed.events("start")
     req = start["request"]
     assert {k: req[k] for k in ("version", "mode", "user", "service", "tty", "rhost", "ruser",
