@@ -27,8 +27,8 @@ struct la_args {
     bool unprivileged;       /* the caller is not root (a screen locker): localauthd serves
                               * the peer's own uid only (docs/PROTOCOL.md) */
     const char *service_path; /* localauthd's socket (`service=`, root only) */
-    bool pass_authtok;       /* send authtok as an `A` (`N`: none) right after the request */
-    const char *authtok;     /* PAM_AUTHTOK for the lines after the password; a secret */
+    const char *authtok;     /* PAM_AUTHTOK for the lines after the password, sent as an
+                              * `A` (`N`: none) right after their request; a secret */
     const char *proof;       /* authsucc mode: "authtok" (auth line) or "account" (account
                               * phase); NULL in authenticate mode */
     bool reader_unreachable; /* authsucc mode: fprintd failed earlier in this handle, so the

@@ -210,7 +210,6 @@ static bool la_clear_after_password(pam_handle_t *pamh, int flags, const struct 
     a.reader_unreachable = failed == la_failed_reader;
     a.proof = proof;
     a.first_line = first_line;
-    a.pass_authtok = true;
     a.authtok = pam_get_item(pamh, PAM_AUTHTOK, &tok) == PAM_SUCCESS ? tok : NULL;
     struct la_outcome out;
     la_run_helper(pamh, flags, &a, "authsucc", user, &out);

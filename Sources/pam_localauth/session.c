@@ -478,7 +478,7 @@ static void la_exchange(struct la_session *s)
  * travel as one frame. */
 static bool la_send_authtok(struct la_session *s)
 {
-    if (!s->args->pass_authtok)
+    if (s->args->proof == NULL) /* the first line has no password to prove */
         return true;
     const char *tok = s->args->authtok;
     size_t len = tok ? strlen(tok) : 0;
