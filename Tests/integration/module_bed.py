@@ -2,15 +2,17 @@
 localauthd of the test's own that starts the fake helper (fake_helper.py) or the real one.
 Shared by test_pam_module.py and test_no_fork.py.
 
-* ``Service(socket, helper, config, *extra)``: ``localauthd --listen SOCKET --helper HELPER
-  --config CONFIG --absent-answer no``, as an administrator starts it where systemd does not
-  run (no systemd here; the units are the VM tier's). Started with its PID recorded and
-  stopped by it; the helpers it started that outlive it (a fake that hangs) are stopped by
-  their PIDs too.
+* ``Service(socket, helper, config, syslog, *extra)``: ``localauthd --listen SOCKET --helper
+  HELPER --config CONFIG --absent-answer no``, as an administrator starts it where systemd
+  does not run (no systemd here; the units are the VM tier's), in a mount namespace whose
+  /dev/log is ``syslog`` (servicebed.namespace_prefix), so that its lines and its helpers'
+  can be read. Started with its PID recorded and stopped by it; the helpers it started that
+  outlive it (a fake that hangs) are stopped by their PIDs too.
 * ``Bed(world)``: a PamWorld with the fake helper installed as root's, a record directory,
   a made-up user with a password, and a Service on a socket of the world's. ``line(mode)``
   is the module's line with ``service=SOCKET``; ``stack``, ``solo``, ``events``, ``drive``.
-  ``serve(helper)`` starts the service again with another helper (the real one).
+  ``serve(helper)`` starts the service again with another helper (the real one);
+  ``service_log()`` is what the service and its helpers logged (printed when a test fails).
 * ``SudoBed(bed)``: a throwaway user allowed to sudo through its own /etc/pam.d service;
   all removed after.
 """
@@ -27,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pamenv  # noqa: E402
 import system  # noqa: E402
 from pamenv import MODULE  # noqa: E402
+from servicebed import Syslog, namespace_prefix  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LOCALAUTHD = pamenv.REPO / "build" / "libexec" / "localauth" / "localauthd"
@@ -52,11 +55,13 @@ def children_of(pid) -> list:
 class Service:
     """One localauthd on ``socket``; see the module docstring."""
 
-    def __init__(self, socket_path, helper, config, *extra):
+    def __init__(self, socket_path, helper, config, syslog, *extra):
         self.socket = Path(socket_path)
         self.socket.parent.mkdir(mode=0o755, exist_ok=True)
-        argv = [str(LOCALAUTHD), "--listen", str(self.socket), "--helper", str(helper),
-                "--config", str(config), "--absent-answer", "no", *extra]
+        # unshare and sh exec it: the PID is localauthd's.
+        argv = namespace_prefix(syslog) + [
+            str(LOCALAUTHD), "--listen", str(self.socket), "--helper", str(helper),
+            "--config", str(config), "--absent-answer", "no", *extra]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, cwd="/",
                                      env={"PATH": system.SAFE_PATH})
@@ -111,19 +116,30 @@ class Bed:
         self.config = world.root / "none.conf"
         self.socket = world.root / "run" / "socket"
         world.add_user(USER, PASSWORD)
+        self.syslog = Syslog()
         self.service = None
         self.serve(self.helper)
 
     def serve(self, helper, *extra):
         """(Re)starts the bed's localauthd with ``helper``."""
-        self.close()
-        self.service = Service(self.socket, helper, self.config, *extra)
+        self.stop_service()
+        self.service = Service(self.socket, helper, self.config, self.syslog, *extra)
         return self.service
 
-    def close(self):
+    def stop_service(self):
         if self.service is not None:
             self.service.stop()
             self.service = None
+
+    def service_log(self) -> str:
+        return "\n".join(f"{ident}: {message}" for ident, message in self.syslog.lines)
+
+    def close(self, failed=False):
+        """Stops the service; its log printed first when the test failed."""
+        self.stop_service()
+        if failed:
+            print(f"--- localauthd and its helpers:\n{self.service_log()[-6000:]}")
+        self.syslog.close()
 
     @property
     def arg(self) -> str:
@@ -162,6 +178,12 @@ class Bed:
     def drive(self, service, **kw):
         kw.setdefault("answers", [PASSWORD])
         return self.world.drive(service, kw.pop("user", USER), **kw)
+
+
+def failed(request) -> bool:
+    """Whether the test of this fixture request failed (conftest's rep_call)."""
+    rep = getattr(request.node, "rep_call", None)
+    return rep is not None and rep.failed
 
 
 class SudoBed:

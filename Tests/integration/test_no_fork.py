@@ -23,7 +23,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pamenv  # noqa: E402
-from module_bed import LOCALAUTHD, PASSWORD, USER, Bed, SudoBed, children_of, sudo_tools_missing  # noqa: E402
+from module_bed import (LOCALAUTHD, PASSWORD, USER, Bed, SudoBed, children_of, failed,  # noqa: E402
+                        sudo_tools_missing)
 from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
 from servicebed import Syslog, namespace_prefix  # noqa: E402
 
@@ -44,14 +45,14 @@ def built():
 
 
 @pytest.fixture
-def bed():
+def bed(request):
     built()
     with PamWorld() as world:
         b = Bed(world)
         try:
             yield b
         finally:
-            b.close()
+            b.close(failed(request))
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pamenv  # noqa: E402
-from module_bed import LOCALAUTHD, PASSWORD, USER, Bed, SudoBed, sudo_tools_missing  # noqa: E402
+from module_bed import LOCALAUTHD, PASSWORD, USER, Bed, SudoBed, failed, sudo_tools_missing  # noqa: E402
 from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
 from real_helper import REAL_HELPER  # noqa: E402
 
@@ -46,13 +46,13 @@ def built_module():
 
 
 @pytest.fixture
-def bed():
+def bed(request):
     with PamWorld() as world:
         b = Bed(world)
         try:
             yield b
         finally:
-            b.close()
+            b.close(failed(request))
 
 
 def only_outcome(result):
@@ -283,6 +283,21 @@ def test_an_app_that_ignores_sigchld_keeps_it_ignored_throughout(bed, mode, resu
     assert r.children == []
     if result != "success":
         assert_password_fallback(r)
+
+
+@pytest.mark.parametrize("mode,result,said", [
+    ("exit_nonzero", "success", "exited with status 3"),
+    ("crash", "helperFailure", "was killed by signal 11"),
+])
+def test_how_a_helper_ended_is_the_services_to_log(bed, mode, result, said):
+    """The module sees only the connection: a whole result and then the connection's end is
+    the result, whatever the exit status after it; an end before a result is the password.
+    How the helper ended is localauthd's to see, reap and log."""
+    r = bed.drive(bed.stack(mode))
+    assert only_outcome(r)["result"] == result
+    assert r.children == []
+    assert bed.syslog.wait_for(lambda ident, m: ident == "localauthd" and said in m,
+                               timeout=10), bed.service_log()
 
 
 def test_helper_gone_before_answer_does_not_kill_app(bed):
