@@ -121,25 +121,35 @@ def test_pamtester_through_the_service_forks_nothing(bed, mode):
 
 # --- sudo: its only child is its command -----------------------------------------------
 
+def only_the_command_forked(found, host, after):
+    """sudo's own children only, all started after the call at index ``after`` (the
+    module's last): one of them runs `id`, none runs anything else (a monitor process,
+    where sudo runs the command in a pseudo-terminal, runs no program of its own)."""
+    forks = [i for i, c in enumerate(found) if c[1] in FORKS]
+    assert forks and min(forks) > after, (forks, after)
+    ran = programs(found)
+    assert ran.pop(host) == ["/usr/bin/setpriv", "/usr/bin/sudo"]
+    assert list(ran.values()) == [["/usr/bin/id"]], ran
+
+
 def test_sudo_through_the_service_forks_only_its_command(sudo_bed):
-    """Real setuid sudo, the finger not matching and the password after it: sudo forks once,
-    for `id`, after the module's request; the helper is localauthd's child."""
+    """Real setuid sudo, the finger not matching and the password after it: the module asks
+    localauthd and sudo forks only for its command, after the module's request ended; the
+    helper is localauthd's child."""
     bed = sudo_bed.bed
     sudo_bed.write_stack(bed.line("nomatch"))
     out = bed.world.root / "strace.out"
-    p = subprocess.run(strace(out, "connect") + sudo_bed.argv(), input=PASSWORD + "\n",
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(strace(out, "connect", "shutdown") + sudo_bed.argv(),
+                       input=PASSWORD + "\n", capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["Place", "your", "finger", "on", "the", "reader", "0"], p.stdout
     found = calls(out)
     host = found[0][0]                                  # setpriv, then sudo
-    forks = [(i, c) for i, c in enumerate(found) if c[1] in FORKS]
-    assert len(forks) == 1 and forks[0][1][0] == host, forks
-    child = int(forks[0][1][3])
-    assert programs(found) == {host: ["/usr/bin/setpriv", "/usr/bin/sudo"], child: ["/usr/bin/id"]}
     connected = [i for i, (pid, name, args, result) in enumerate(found)
                  if pid == host and name == "connect" and str(bed.socket) in args]
-    assert connected and connected[-1] < forks[0][0], "sudo forked before the module was done"
+    done = [i for i, (pid, name, *_) in enumerate(found) if pid == host and name == "shutdown"]
+    assert len(connected) == 1 and len(done) == 1 and connected[0] < done[0], found
+    only_the_command_forked(found, host, after=done[0])
     start, = bed.events("start")
     assert start["ppid"] == bed.service.pid
     assert start["request"]["caller_uid"] == str(sudo_bed.uid)
@@ -217,8 +227,9 @@ def test_no_service_sudo_gets_the_password_with_one_line(sudo_bed):
     out = bed.world.root / "strace.out"
     with Syslog() as syslog:
         mark = syslog.mark()
-        p = subprocess.run(namespace_prefix(syslog) + strace(out) + sudo_bed.argv(),
-                           input=PASSWORD + "\n", capture_output=True, text=True, timeout=60)
+        p = subprocess.run(namespace_prefix(syslog) + strace(out, "newfstatat", "lstat", "statx")
+                           + sudo_bed.argv(), input=PASSWORD + "\n", capture_output=True,
+                           text=True, timeout=60)
         said = [m for m in syslog.since(mark) if "pam_localauth" in m]
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["0"] and "password for" in p.stderr
@@ -226,9 +237,9 @@ def test_no_service_sudo_gets_the_password_with_one_line(sudo_bed):
     assert "pam=PAM_AUTHINFO_UNAVAIL" in said[0] and f"no socket at {missing}" in said[0], said
     found = calls(out)
     host = found[0][0]
-    forks = [c for c in found if c[1] in FORKS]
-    assert len(forks) == 1 and forks[0][0] == host, forks
-    assert programs(found)[int(forks[0][3])] == ["/usr/bin/id"]
+    looked = [i for i, c in enumerate(found) if str(missing) in c[2]]
+    assert len(looked) == 1 and found[looked[0]][3] == "-1", [found[i] for i in looked]
+    only_the_command_forked(found, host, after=looked[0])
     assert bed.events() == []
 
 
