@@ -77,10 +77,15 @@ func checkRequest(_ request: HelperRequest, _ frame: Frame) {
                                       ("language", request.languageList)]
     for (key, value) in fields { require((kv.value(key) ?? "") == value, "`\(key)` is not the frame's") }
     let flags: [(String, Bool)] = [("silent", request.silent), ("stdin_tty", request.stdinTTY),
-                                   ("display", request.display), ("first_line", request.firstLine)]
+                                   ("display", request.display)]
     for (key, value) in flags { require((kv.value(key) == "1") == value, "`\(key)` is not the frame's") }
-    require(request.proof?.rawValue == kv.value("proof") || (request.proof == nil && kv.value("proof") != "authtok"
-            && kv.value("proof") != "account"), "a proof that is not the frame's")
+    // authsucc's own keys count in that mode only (nothing else reads them).
+    let authsucc = request.mode == .authsucc
+    require(request.firstLine == (authsucc && kv.value("first_line") == "1"), "`first_line` is not the frame's")
+    require(request.readerUnreachable == (authsucc && kv.value("reader") == "unreachable"), "`reader` is not the frame's")
+    require(!authsucc ? request.proof == nil : request.proof?.rawValue == kv.value("proof")
+            || (request.proof == nil && kv.value("proof") != "authtok" && kv.value("proof") != "account"),
+            "a proof that is not the frame's")
     require(request.callerPID == kv.value("pid").flatMap { Int32($0) }, "a pid that is not the frame's")
     require(request.callerUID == kv.value("caller_uid").flatMap { uid_t($0) }, "a caller uid that is not the frame's")
     require(request.terminalOwner == nil, "a terminal owner taken from the frame")
