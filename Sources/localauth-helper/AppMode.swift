@@ -142,8 +142,8 @@ enum AppMode {
     }
 
     static func summary(_ frame: Frame) -> String {
-        guard let kv = try? KeyValues.parse(frame.payload) else { return "?" }
-        return "\(kv.value("name") ?? "?") (\(kv.value("cause") ?? ""))"
+        guard let answer = try? Answer.decode(frame.payload).get() else { return "?" }
+        return "\(answer.name.isEmpty ? "?" : answer.name) (\(answer.cause ?? ""))"
     }
 }
 
