@@ -25,7 +25,8 @@ struct LockScreenTurn {
     /// The claim of a request, from the peer and the request (nil: not come yet).
     static func claim(_ peer: Peer, _ request: RequestPeek?) -> ReaderClaim {
         let caller = request?.request.caller
-        var claim = ReaderClaim.of(peerUID: UInt32(peer.uid), userName: caller.flatMap { $0.user.isEmpty ? nil : $0.user },
+        let user = caller.flatMap { $0.user.isEmpty ? nil : $0.user }
+        var claim = ReaderClaim.of(peerUID: UInt32(peer.uid), userName: user,
                                    // The kernel's real uid (read at the accept), not the
                                    // request's word: a setuid program's is its user's.
                                    callerUID: String(peer.realUID), tty: caller?.tty,
