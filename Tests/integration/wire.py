@@ -4,11 +4,6 @@ would: a 4-byte big-endian length, a kind byte, the payload (key=value lines for
 and a result). The product's own table is LocalAuthProtocol's Request and Answer."""
 import struct
 
-# The keys every request carries, as the module sends them (request.c), in its order.
-CALLER_KEYS = ("user", "service", "tty", "rhost", "ruser", "silent", "stdin_tty", "display", "locale",
-               "language", "caller_uid", "pid")
-
-
 def frame(kind: str, payload: bytes = b"") -> bytes:
     """One frame: length (type byte and payload), type, payload."""
     return struct.pack(">I", len(payload) + 1) + kind.encode() + payload
