@@ -84,38 +84,20 @@ struct AppRequest {
     var policy: String
     var fallbackTitle: String?
     var canInteract: Bool
-    /// `mode=right` (RightsClient): its `op` and keys instead of `op` and `policy`.
-    var right: (op: String, keys: [(String, String)])? = nil
+    /// `mode=right` (RightsClient): its operation instead of `op` and `policy`.
+    var right: Request.Right? = nil
     /// `keep=1`: the connection may stay open for the next preflight (PreflightChannel).
     var keepConnection = false
 
     func frame() -> Frame {
-        var kv = KeyValues()
-        kv.add("version", "1")
-        if let right {
-            kv.add("mode", "right")
-            kv.add("op", right.op)
-            for (key, value) in right.keys { kv.add(key, value) }
-        } else {
-            kv.add("mode", "app")
-            kv.add("op", operation.rawValue)
-            kv.add("policy", policy)
-        }
-        kv.add("user", Self.userName)
-        kv.add("service", Self.programName)
-        kv.add("tty", "")
-        kv.add("rhost", "")
-        kv.add("ruser", "")
-        kv.add("silent", "0")
-        kv.add("stdin_tty", canInteract ? "1" : "0")
-        kv.add("display", Self.graphicalSession ? "1" : "0")
-        kv.add("locale", Self.locale)
-        kv.add("language", Self.languageList)
-        kv.add("caller_uid", String(getuid()))
-        kv.add("pid", String(getpid()))
-        if let title = fallbackTitle { kv.add("arg", "fallback_title=" + Self.oneLine(title)) }
-        if keepConnection { kv.add("keep", "1") }
-        return Frame(.request, kv.encoded())
+        let caller = Request.Caller(
+            user: Self.userName, service: Self.programName, silent: false, stdinTTY: canInteract,
+            display: Self.graphicalSession, locale: Self.locale, language: Self.languageList, callerUID: getuid(),
+            pid: getpid(), arguments: fallbackTitle.map { ["fallback_title=" + Self.oneLine($0)] } ?? [])
+        if let right { return Request.right(caller, right).frame }
+        let asked = Request.Policy(rawValue: policy) ?? .biometrics
+        let app: Request.App = operation == .preflight ? .preflight(asked, keep: keepConnection) : .evaluate(asked)
+        return Request.app(caller, app).frame
     }
 
     /// localauthd serves the peer's uid only, so the request names the real uid's user.

@@ -21,8 +21,10 @@ enum RemoteHostAnswer {
 
     /// How it was answered here; nil when a helper should take it.
     static func answer(_ connection: Int32, request: RequestPeek, peer: Peer) -> Answered? {
-        guard request.keys.value("mode") == "authenticate", request.keys.values("rhost").count == 1,
-              let rhost = request.keys.value("rhost"), RemoteHost.namesAnotherMachine(rhost) else { return nil }
+        guard case .authenticate(let caller) = request.request, RemoteHost.namesAnotherMachine(caller.rhost) else {
+            return nil
+        }
+        let rhost = caller.rhost
         let cause = "remote host \(LogWords.short(rhost)) (answered by localauthd)"
         request.refuse(connection, .notInteractive, reason: .remoteSession, cause: cause)
         return peer.uid == 0 ? .rootPeer(cause: cause) : .otherPeer(cause: cause)

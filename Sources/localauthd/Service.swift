@@ -246,7 +246,7 @@ struct Service {
     /// false (a kept connection's user at its limit of helpers): closed instead.
     private mutating func serve(_ held: Waiting, _ request: RequestPeek, mayStartHelper: Bool = true) {
         idleSince = MonotonicClock.millis()
-        let keep = request.keys.value("keep") == "1" && kept.mayKeep(uid: held.peer.uid)
+        let keep = request.request.keepsConnection && kept.mayKeep(uid: held.peer.uid)
         if let answer = preflight.answer(held.connection, request: request, peer: held.peer, options: options, keep: keep) {
             // Debug only: an application may ask many times a second.
             log.log(.debug, "uid \(held.peer.uid) pid \(held.peer.pid): preflight answered, no helper: \(answer)")
@@ -289,7 +289,7 @@ struct Service {
         case .gone:
             KeptConnections.close(entry)
         case .request(let request):
-            guard request.keys.value("mode") == "app", request.keys.values("op") == ["preflight"] else {
+            guard case .app(_, .preflight) = request.request else {
                 log.log(.warning, "uid \(entry.peer.uid) pid \(entry.peer.pid): a request other than a preflight "
                         + "on a connection kept for preflights: closed")
                 KeptConnections.close(entry)

@@ -45,9 +45,9 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
         default:
             throw LAError.make(.invalidContext, debug: "the key signs with ecdsaSignatureMessageX962SHA256 only")
         }
-        let values = try await RightsClient.call("sign", identifier: identifier,
-                                                 keys: [("digest", RightsClient.hex(digest)),
-                                                        ("capability", capability.current ?? "")])
+        let values = try await RightsClient.call(.sign(identifier: try RightsClient.wire(identifier),
+                                                       digest: RightsClient.hex(digest),
+                                                       capability: capability.current ?? ""))
         guard let signature = RightsClient.bytes(values["signature"]), !signature.isEmpty else {
             throw LAError.make(.biometryNotAvailable, debug: "the root side sent no readable signature")
         }
