@@ -349,40 +349,6 @@ def test_without_logind_the_terminal_decides_and_the_log_says_so(real, person):
         syslog.close()
 
 
-# --- the caller pinned ------------------------------------------------------------------
-
-@needs_helper
-def test_a_request_naming_a_process_that_is_not_the_caller_is_not_asked(real, person):
-    """The facts are read about the process that started the helper, held by a pidfd: a pid
-    that is not the helper's parent (a caller that ended and left its pid to another, or a
-    hand-written request) gets no scan."""
-    import struct
-    import subprocess
-    from test_faults import REAL_HELPER
-    other = subprocess.Popen(["sleep", "30"])
-    try:
-        lines = dict(version="1", mode="authenticate", user=person.name, service="la-pin", tty="",
-                     rhost="", ruser="", silent="0", locale="", caller_uid="0", pid=str(other.pid),
-                     display="1", stdin_tty="0")
-        args = real.args()
-        payload = "\n".join([f"{k}={v}" for k, v in lines.items()] + [f"arg={a}" for a in args]).encode()
-        request = struct.pack(">I", len(payload) + 1) + b"Q" + payload
-        mark = real.bed.mark()
-        out = subprocess.run([str(REAL_HELPER)], input=request, capture_output=True, timeout=30).stdout
-    finally:
-        other.kill()
-        other.wait()
-    frames, at = [], 0
-    while at + 4 <= len(out):
-        (length,) = struct.unpack(">I", out[at:at + 4])
-        frames.append((chr(out[at + 4]), out[at + 5:at + 4 + length].decode()))
-        at += 4 + length
-    result = dict(line.split("=", 1) for line in next(p for t, p in frames if t == "R").split("\n"))
-    assert result["name"] == "notInteractive", result
-    assert "could not be pinned" in result["cause"], result
-    assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
-
-
 @needs_helper
 def test_a_session_the_users_record_still_names_but_logind_dropped_is_not_a_remote_one(real, logind):
     """logind rewrites a user's record only at the user's next change: after an SSH login
