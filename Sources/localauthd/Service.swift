@@ -315,8 +315,9 @@ struct Service {
         }
     }
 
-    /// The request's helper: the spare started ahead when there is one, else one started
-    /// now; then the next spare. A lock screen's request may be held back first until its
+    /// The request's helper: the spare started ahead when there is one, else a spare started
+    /// now and handed the request at once (one way to start a helper: SpareHelper); then the
+    /// next spare. A lock screen's request may be held back first until its
     /// user's other scans have ended (LockScreenTurn). Over its share's rate of helper
     /// starts (HelperStartRate), the request is refused instead: `systemCancel`, which the
     /// module maps to the password (PAM_AUTHINFO_UNAVAIL) and the library to an error the
@@ -338,7 +339,10 @@ struct Service {
         let ahead = spare.flatMap { $0.take(held, arguments: arguments) }
         spare = nil
         let outcome = ahead.map { Result<Worker, Worker.Problem>.success($0) }
-            ?? Worker.start(for: peer, connection: held.connection, acceptedAt: held.acceptedAt, arguments: arguments)
+            ?? SpareHelper.start(arguments: arguments).flatMap { fresh in
+                fresh.take(held, arguments: arguments).map { .success($0) }
+                    ?? .failure(Worker.Problem(text: "the helper started for it ended before it took the request"))
+            }
         switch outcome {
         case .success(let worker):
             running.append(turn.started(worker, claim, running: running, log: log))
@@ -351,7 +355,7 @@ struct Service {
     }
 
     /// The next request's helper, started now (SpareHelper). A failure is logged; that
-    /// request then starts its own.
+    /// request then starts its own the same way.
     private mutating func startSpare() {
         guard arguments.spare, spare == nil else { return }
         switch SpareHelper.start(arguments: arguments) {

@@ -349,31 +349,6 @@ def test_without_logind_the_terminal_decides_and_the_log_says_so(real, person):
         syslog.close()
 
 
-# --- the caller pinned ------------------------------------------------------------------
-
-@needs_helper
-def test_a_request_naming_a_process_that_is_not_the_caller_is_not_asked(real, person):
-    """The facts are read about the process that started the helper, held by a pidfd: a pid
-    that is not the helper's parent (a caller that ended and left its pid to another, or a
-    hand-written request) gets no scan."""
-    import subprocess
-    from test_faults import REAL_HELPER
-    from wire import request_frame, results
-    other = subprocess.Popen(["sleep", "30"])
-    try:
-        request = request_frame(real.args(), mode="authenticate", user=person.name, service="la-pin",
-                                silent="0", pid=str(other.pid), display="1")
-        mark = real.bed.mark()
-        out = subprocess.run([str(REAL_HELPER)], input=request, capture_output=True, timeout=30).stdout
-    finally:
-        other.kill()
-        other.wait()
-    result = results(out)[0]
-    assert result["name"] == "notInteractive", result
-    assert "could not be pinned" in result["cause"], result
-    assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
-
-
 @needs_helper
 def test_a_session_the_users_record_still_names_but_logind_dropped_is_not_a_remote_one(real, logind):
     """logind rewrites a user's record only at the user's next change: after an SSH login
