@@ -98,13 +98,15 @@ def test_the_finger_through_the_service_as_through_a_helper_of_the_modules_own(e
     assert not service.helpers(), "a helper outlived its request"
 
 
-def test_without_a_service_the_module_starts_its_own_helper(e2e):
-    """The test bed's default and a machine without systemd: no socket at the path."""
+def test_without_a_service_every_caller_gets_the_password_at_once(e2e):
+    """A machine where nothing listens (no systemd, no `localauthd --listen`): the module
+    starts nothing (one door), answers at once with one line, and the password follows."""
     e2e.args.append("service=/run/localauth-no-such-service/socket")
     e2e.service = e2e.stack()
-    e2e.first_password()
-    r = e2e.run([ENROLLED])
-    assert (r.status, r.results) == (0, ["verify-match"]), r
+    r = e2e.run(password=PASSWORD)
+    assert (r.status, r.screen, r.scans_started) == (0, [PROMPT, OK], []), r
+    (line,) = [o for o in r.logs if "localauthd is not running" in o["cause"]]
+    assert line["pam"] == "PAM_AUTHINFO_UNAVAIL", r.logs
 
 
 # --- a service that cannot be used: the password at once, never the finger -----------
