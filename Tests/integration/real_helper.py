@@ -69,9 +69,9 @@ class LocalService:
     ``state``: the state directory of that configuration. ``more``: localauthd's further
     options (``--spare no`` for a helper that cannot wait as a spare, as the fake cannot).
     ``syslog``: where its lines and its helpers' go (default: one of its own, closed with
-    it)."""
+    it). ``binary``: the localauthd to run (default: build/'s)."""
 
-    def __init__(self, helper_path=REAL_HELPER, *more, bed=None, state=None, syslog=None):
+    def __init__(self, helper_path=REAL_HELPER, *more, bed=None, state=None, syslog=None, binary=LOCALAUTHD):
         self.helper = Path(helper_path)
         self.own_syslog = syslog is None
         self.syslog = syslog or servicebed.Syslog()
@@ -94,7 +94,7 @@ class LocalService:
             if bed is None and "--absent-answer" not in more:
                 more = (*more, "--absent-answer", "no")
             self.service = servicebed.Service(_Installed(self.helper, self.config), self.syslog, *more,
-                                              socket_path=self.socket)
+                                              socket_path=self.socket, binary=binary)
         except BaseException:
             self.close()
             raise
