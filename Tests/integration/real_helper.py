@@ -26,7 +26,8 @@ root-only argument ``service=SOCKET``:
   ``password_prompt_at(r)``;
 * ``bed_args(world, bed, state, *extra, service=...)``: the module arguments that point a
   service's helper at a bed, a state directory and no configuration file, without
-  password-age rules;
+  password-age rules (the service, by default, one of the real helper for that world and
+  bed: ``service_for(world, bed)``);
 * ``helper_pids_below(pid)``: the real helpers started below a process; ``parent_of(pid)``.
 """
 import atexit
@@ -205,10 +206,22 @@ def password_prompt_at(r):
     raise AssertionError(f"no password prompt: {r.messages}")
 
 
-def bed_args(world, bed, state, *extra, service):
-    """The helper of ``service`` (a ``LocalService``) with ``bed``'s bus and prints and the
-    state directory ``state``; a configuration file that does not exist; no password-age
-    rules (a user the product has never seen reaches the reader); ``extra`` arguments last."""
+def service_for(world, bed):
+    """A ``LocalService`` of the real helper for ``bed``, one per world and bed, stopped
+    when the world closes."""
+    made = world.__dict__.setdefault("_localauthd_for_beds", {})
+    if id(bed) not in made:
+        made[id(bed)] = LocalService(REAL_HELPER, bed=bed)
+        close_with(world, made[id(bed)])
+    return made[id(bed)]
+
+
+def bed_args(world, bed, state, *extra, service=None):
+    """The helper of ``service`` (a ``LocalService``; default: ``service_for(world, bed)``)
+    with ``bed``'s bus and prints and the state directory ``state``; a configuration file
+    that does not exist; no password-age rules (a user the product has never seen reaches
+    the reader); ``extra`` arguments last."""
+    service = service or service_for(world, bed)
     return [service.arg, f"state_dir={state}", f"config={world.root}/absent.conf",
             f"dbus_address={bed.address}", f"fprint_dir={bed.state_dir}",
             "password_after_reboot=no", "password_after_idle=0", "password_stale=0", *extra]
