@@ -70,9 +70,11 @@ class LocalService:
     ``state``: the state directory of that configuration. ``more``: localauthd's further
     options (``--spare no`` for a helper that cannot wait as a spare, as the fake cannot).
     ``syslog``: where its lines and its helpers' go (default: one of its own, closed with
-    it). ``binary``: the localauthd to run (default: build/'s)."""
+    it). ``binary``: the localauthd to run (default: build/'s). ``prefix``: an argv prefix
+    to run it under (default: ``servicebed.namespace_prefix(syslog)``)."""
 
-    def __init__(self, helper_path=REAL_HELPER, *more, bed=None, state=None, syslog=None, binary=LOCALAUTHD):
+    def __init__(self, helper_path=REAL_HELPER, *more, bed=None, state=None, syslog=None, binary=LOCALAUTHD,
+                 prefix=None):
         self.helper = Path(helper_path)
         self.own_syslog = syslog is None
         self.syslog = syslog or servicebed.Syslog()
@@ -95,7 +97,7 @@ class LocalService:
             if bed is None and "--absent-answer" not in more:
                 more = (*more, "--absent-answer", "no")
             self.service = servicebed.Service(_Installed(self.helper, self.config), self.syslog, *more,
-                                              socket_path=self.socket, binary=binary)
+                                              socket_path=self.socket, binary=binary, prefix=prefix)
         except BaseException:
             self.close()
             raise
@@ -244,6 +246,7 @@ class Real:
         self.own_syslog = syslog is None
         self.syslog = syslog or servicebed.Syslog()
         self.service = None
+        self.namespace = None
         close_with(world, self)
         self.service = LocalService(REAL_HELPER, bed=bed, state=self.state, syslog=self.syslog)
 
@@ -253,6 +256,22 @@ class Real:
         mounts). Stacks made before name the old socket: make them again."""
         old = self.service
         self.service = LocalService(REAL_HELPER, bed=self.bed, state=self.state, syslog=self.syslog)
+        self.namespace = None
+        old.close()
+
+    def in_namespace(self, prefix, syslog=None):
+        """The service again (once for each ``prefix`` and ``syslog``), run under ``prefix``
+        (a mount namespace the test made, e.g. its own /run/systemd) and then in one whose
+        /dev/log is ``syslog`` (default: ``self.syslog``): its helpers read what the test
+        put there, as the caller it serves would. Stacks made before name the old socket."""
+        syslog = syslog or self.syslog
+        key = (tuple(prefix), id(syslog))
+        if self.namespace == key:
+            return
+        old = self.service
+        self.service = LocalService(REAL_HELPER, bed=self.bed, state=self.state, syslog=syslog,
+                                    prefix=[*prefix, *servicebed.namespace_prefix(syslog)])
+        self.namespace = key
         old.close()
 
     def close(self):
