@@ -11,8 +11,9 @@ configuration (bed's bus, a state directory of the test's) -- is bind-mounted ov
 lastlog and faillog, which login and its session modules write, and gives /dev/log to the
 test. The machine's files are never touched; the mounts end with login.
 
-login runs as root, so the module starts the helper itself (no service runs); the user is a
-throwaway one (useradd without a home directory; login then uses HOME=/).
+login runs as root; the module reaches the helper through the installation's localauthd,
+which the test starts on the installation's socket as where no systemd runs (`localauthd
+--listen`), in a namespace with the same files; the user is a throwaway one (useradd without a home directory; login then uses HOME=/).
 """
 import os
 import re
