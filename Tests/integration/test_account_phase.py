@@ -25,6 +25,7 @@ from ctl_support import write_state  # noqa: E402
 from pamenv import PamWorld, outcomes  # noqa: E402
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 from wire import frame, request, results  # noqa: E402
+from real_helper import LocalService, close_with  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
@@ -35,13 +36,16 @@ NETWORKED_IDS = ["ipv4-loopback", "ipv6-loopback", "sshd-tty"]
 
 class Account:
     """A locked-out throwaway user, a pam_wrapper world with stacks for them, and the state
-    directory the installed helper uses."""
+    directory the installed helper uses, behind a localauthd of the test's own
+    (``localauthd``, stopped when the world closes)."""
 
     def __init__(self, inst, bed, world, user):
         self.inst, self.bed, self.world, self.user = inst, bed, world, user
         self.state = world.root / "state"
         self.state.mkdir(mode=0o700)
-        self.args = " ".join([f"dbus_address={bed.address}", f"state_dir={self.state}",
+        self.localauthd = LocalService(inst.helper, bed=bed, state=self.state)
+        close_with(world, self.localauthd)
+        self.args = " ".join([self.localauthd.arg, f"dbus_address={bed.address}", f"state_dir={self.state}",
                               f"config={inst.config}", f"fprint_dir={bed.state_dir}",
                               "scan_timeout=10"])
         write_state(self.state, user.name, failures=5)

@@ -28,7 +28,6 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from servicebed import Syslog, namespace_prefix  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
 from real_helper import (ENROLLED, NOBODY, PASSWORD, PRESENT, Real, check, needs_helper,  # noqa: E402
                          prompts)
@@ -130,13 +129,17 @@ def attempt(real, logind, where="session", **kw):
     from the session's scope, the user manager's app scope, or no cgroup of logind's."""
     cgroup = {"session": logind.scope, "manager": logind.app, None: None}[where]
     kw.setdefault("real_uid", logind.person.uid)
+    real.in_namespace(logind.prefix())     # its helpers read this /run/systemd
     return real.attempt("logind answer", real.stack(*kw.pop("args", ())), user=logind.person.name,
                         prefix=logind.prefix(), cgroup=str(cgroup) if cgroup else None, **kw)
 
 
 @pytest.fixture
-def clients(real):
-    """New clients of the bed's bus from here on (the helper's connection, if it makes one)."""
+def clients(real, logind):
+    """New clients of the bed's bus from here on (the helper's connection, if it makes one),
+    the service already started where its helpers read logind's records (its own
+    connections made before)."""
+    real.in_namespace(logind.prefix())
     watcher = NewClients(real.bed.address)
     yield watcher
     watcher.close()
@@ -254,6 +257,7 @@ def test_locking_the_session_while_the_reader_waits_ends_the_wait(real, logind):
     """The owner walks away and locks: a touch at the lock screen must not reach this sudo."""
     logind.session(**LOCAL)
     mark = real.bed.mark()
+    real.in_namespace(logind.prefix())
     future = real.in_background("lock while waiting", real.stack(), user=logind.person.name,
                                 prefix=logind.prefix(), cgroup=str(logind.scope), real_uid=logind.person.uid)
     assert real.bed.wait_finger_needed(15), "the reader never waited"
@@ -336,17 +340,13 @@ def test_a_background_session_of_the_same_user_is_not_a_remote_one(real, logind)
 def test_without_logind_the_terminal_decides_and_the_log_says_so(real, person):
     """This machine's own answer: no logind. A caller that names a display is asked."""
     assert not Path("/run/systemd/system").exists(), "logind runs here: nothing to show"
-    syslog = Syslog()
-    try:
-        injection = real.bed.scan_when_ready(ENROLLED)
-        r = real.attempt("no logind", real.stack(), user=person.name, env=PRESENT,
-                         prefix=namespace_prefix(syslog))
-        assert injection.wait(15) == ["verify-match"]
-        assert outcomes(r.logs)[0]["result"] == "success"
-        assert syslog.wait_for(lambda ident, m: ident == "localauth-helper"
-                               and "logind is not running" in m)
-    finally:
-        syslog.close()
+    mark = real.syslog.mark()          # the service's and its helpers' lines
+    injection = real.bed.scan_when_ready(ENROLLED)
+    r = real.attempt("no logind", real.stack(), user=person.name, env=PRESENT)
+    assert injection.wait(15) == ["verify-match"]
+    assert outcomes(r.logs)[0]["result"] == "success"
+    assert real.syslog.wait_for(lambda ident, m: ident == "localauth-helper"
+                                and "logind is not running" in m, since=mark)
 
 
 @needs_helper

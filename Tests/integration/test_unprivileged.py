@@ -383,12 +383,12 @@ def test_forged_request_for_another_user_is_refused(locker, bob):
     assert not (locker.state / f"{bob.name}.state").exists()
 
 
-PRIVILEGED = ("state_dir", "dbus_address", "helper", "lid_path", "fprint_dir", "config")
+PRIVILEGED = ("state_dir", "dbus_address", "service", "lid_path", "fprint_dir", "config")
 
 
 def evil_args(tmp: Path) -> list:
     return [f"state_dir={tmp}/evil-state", f"dbus_address=unix:path={tmp}/evil-bus",
-            f"helper={tmp}/evil-helper", f"lid_path={tmp}/evil-lid",
+            f"service={tmp}/evil-socket", f"lid_path={tmp}/evil-lid",
             f"fprint_dir={tmp}/evil-prints", f"config={tmp}/evil.conf",
             "lockout_threshold=100"]
 
@@ -405,10 +405,10 @@ def test_service_arguments_cannot_move_paths(locker, open_tmp):
     assert locker.state_file.is_file()                 # the configured state directory
     helper_log = out.messages("localauth-helper")
     for key in PRIVILEGED + ("lockout_threshold",):
-        if key == "helper":
+        if key == "service":
             continue   # the module's own argument: it says so itself (below)
         assert any(f"option `{key}` {IGNORED}" in m for m in helper_log), (key, helper_log)
-    assert any("helper= ignored: the caller is not root" in m for i, m in out.logs)
+    assert any("service= ignored: the caller is not root" in m for i, m in out.logs)
 
 
 def test_forged_frames_cannot_move_paths(locker, open_tmp):
