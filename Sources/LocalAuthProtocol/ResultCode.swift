@@ -64,4 +64,17 @@ public enum ResultCode: Int, CaseIterable, Sendable {
     /// `code` of a result frame for "fingerprint login is off for this user", which only
     /// the PAM module receives (it answers PAM_AUTHINFO_UNAVAIL).
     public static let notOptedInValue = 1
+
+    /// Apple's codes the root side never gives (they need what this system does not have);
+    /// the module's table leaves them out.
+    public static let neverFromRootSide: Set<ResultCode> = [.companionNotAvailable, .biometryNotPaired,
+                                                            .invalidDimensions]
+
+    /// Every code a result frame may carry, with its name, in the module's order: success,
+    /// not opted in, then Apple's that the root side gives. The module's table
+    /// (`Sources/pam_localauth/result_map.c`) must be exactly this one (ResultTableTests).
+    public static var wireTable: [(code: Int, name: String)] {
+        [(successValue, "success"), (notOptedInValue, "notOptedIn")]
+            + allCases.filter { !neverFromRootSide.contains($0) }.map { ($0.rawValue, $0.name) }
+    }
 }

@@ -4,9 +4,9 @@ import LocalAuthProtocol
 import Glibc
 #endif
 
-/// One `canEvaluatePolicy` or `evaluatePolicy` on the root side: starts it, relays its
-/// lines and password prompt to the user interface and the user's buttons back, and reads
-/// its result. `cancel()` (invalidate, a cancelled task) may come from any thread: the
+/// One `canEvaluatePolicy` or `evaluatePolicy` on the root side: connects to localauthd,
+/// relays its lines and password prompt to the user interface and the user's buttons back,
+/// and reads its result. `cancel()` (invalidate, a cancelled task) may come from any thread: the
 /// root side is told (end of file), stops the reader and answers `appCancel`.
 ///
 /// `@unchecked Sendable`: `lock` guards `connection` and `cancelled`, the rest is constant;
@@ -14,17 +14,14 @@ import Glibc
 /// its contract allows (`dismiss` from any thread, the rest from that queue).
 final class Evaluation: @unchecked Sendable {
     let request: AppRequest
-    /// The root side to start (RootSide.program when the evaluation was made).
-    let program: String
     private let prompt: LAPrompt?
     private let ui: LAUserInterface?
     private let lock = NSLock()
     private var connection: RootConnection?
     private var cancelled = false
 
-    init(request: AppRequest, prompt: LAPrompt?, ui: LAUserInterface?, program: String = RootSide.program) {
+    init(request: AppRequest, prompt: LAPrompt?, ui: LAUserInterface?) {
         self.request = request
-        self.program = program
         self.prompt = prompt
         self.ui = ui
     }
@@ -76,10 +73,9 @@ final class Evaluation: @unchecked Sendable {
         let c: RootConnection
         switch ServiceSocket.connect() {
         case .connected(let fd): c = RootConnection(service: fd)
-        case .absent where geteuid() == 0: c = try RootConnection(program: RootSide.trustedProgram(program))
         case .absent:
             throw .make(.biometryNotAvailable,
-                        debug: "localauthd is not running (no socket at \(ServiceSocket.path)): a program that is not root reaches the reader only through it")
+                        debug: "localauthd is not running (no socket at \(ServiceSocket.path)): the reader is reached only through it")
         case .failed(let why): throw .make(.biometryNotAvailable, debug: why)
         }
         connection = c
@@ -91,7 +87,7 @@ final class Evaluation: @unchecked Sendable {
             let frame: Frame
             do { frame = try connection.receive() } catch {
                 return AppResult(error: .make(.biometryNotAvailable,
-                                              debug: "the root side (\(program)) ended without a result: \(error)"))
+                                              debug: "localauthd (\(ServiceSocket.path)) ended without a result: \(error)"))
             }
             switch frame.kind {
             case .started:

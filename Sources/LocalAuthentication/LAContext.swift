@@ -110,6 +110,7 @@ open class LAContext: NSObject {
 
     /// Evaluates `policy`: returns at once; `reply` comes on a private queue with `true`, or
     /// `false` and an `LAError`.
+    @preconcurrency
     open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String,
                              reply: @escaping @Sendable (Bool, Error?) -> Void) {
         start(policy, localizedReason: localizedReason, reply: reply)

@@ -25,7 +25,7 @@ enum PreflightChannel {
     private static let slot = Mutex<Kept?>(nil)
 
     /// The service's answer, or its refusal; nil where no service is installed (no socket:
-    /// the evaluation's own path says so, or for root starts the helper).
+    /// the evaluation's own path says so).
     static func ask(_ request: AppRequest) -> AppResult? {
         let path = ServiceSocket.path
         var question = request

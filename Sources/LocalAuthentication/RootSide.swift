@@ -6,112 +6,26 @@ import Glibc
 #endif
 
 /// The system's root side: the lockout state, the enrolled-set check and the password
-/// check live in root-only files and in `localauth-helper`, which an ordinary process
-/// reaches only through localauthd's socket (docs/SERVICE.md); root starts the helper
-/// itself where no service is installed (docs/PROTOCOL.md, "Applications").
-/// The application never reads or writes that state itself, so it cannot reset a lockout.
-enum RootSide {
-    /// Where the product is installed: `/usr`, or `LOCALAUTH_PREFIX` for a self-contained
-    /// install (`scripts/install --prefix`) and for tests. The variable only chooses which
-    /// root side this process talks to; it gives the process no power over that side.
-    /// A setuid or setgid program ignores it: its environment is its caller's, who must
-    /// not choose the program it starts (as root, for a setuid-root one) nor the verdict.
-    static var prefix: String {
-        if getuid() == geteuid(), getgid() == getegid(),
-           let p = Environment.value("LOCALAUTH_PREFIX"), p.hasPrefix("/") { return p }
-        return "/usr"
-    }
-
-    /// The helper root starts where no service answers. An ordinary process has no program
-    /// to start: no setuid file is installed, and none is needed under NoNewPrivileges or
-    /// in a Flatpak sandbox either.
-    static var program: String {
-        let dir = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
-        return "\(dir)/libexec/localauth/localauth-helper"
-    }
-
-    /// `program` resolved, once it is root's (LaunchTrust): in directories only root can change.
-    static func trustedProgram(_ named: String = program) throws(LAError) -> String {
-        try LaunchTrust.checked(named)
-    }
-
-    /// Where the root side is, for the preflight cache's key: the service's socket, and
-    /// for root the helper it would start.
-    static var place: String {
-        geteuid() == 0 ? "\(ServiceSocket.path) \(program)" : ServiceSocket.path
-    }
-}
-
-/// One run of the root side: a connection to localauthd (ServiceSocket), or where no
-/// service is installed a child process whose fds 0 and 1 are one end of a socket
-/// pair (a socket rather than pipes so that a write to a helper that went away returns
-/// EPIPE instead of raising SIGPIPE in the application), fd 2 on /dev/null, the
-/// environment `PATH` only, as the module starts it.
+/// check live in root-only files and in `localauth-helper`, which this library reaches only
+/// through localauthd's socket (ServiceSocket; docs/SERVICE.md), for root as for anyone: it
+/// never starts a process. The application never reads or writes that state itself, so it
+/// cannot reset a lockout.
+///
+/// One run of the root side: a connection to localauthd (ServiceSocket), a socket so that
+/// a write to a service that went away returns EPIPE instead of raising SIGPIPE in the
+/// application (`MSG_NOSIGNAL`).
 ///
 /// `@unchecked Sendable`: `send` may come from any thread (the user's buttons) and takes
 /// `writeLock`; `receive` and `finish` come only from the evaluation's own thread, which
-/// alone touches `decoder`; `hangUp` is one shutdown(2); `fd` and `pid` are constant.
+/// alone touches `decoder`; `hangUp` is one shutdown(2); `fd` is constant.
 final class RootConnection: @unchecked Sendable {
     private let fd: Int32
-    private let pid: pid_t
     private let writeLock = NSLock()
     private var decoder = FrameDecoder()
 
-    init(program: String) throws(LAError) {
-        var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
-            throw LAError.make(.biometryNotAvailable, debug: "socketpair: \(String(cString: strerror(errno)))")
-        }
-        // The child's end above 2, so that dup2 onto 0 and 1 always clears its close-on-exec.
-        let child = fcntl(pair[1], F_DUPFD_CLOEXEC, 3)
-        close(pair[1])
-        guard child >= 0 else {
-            close(pair[0])
-            throw LAError.make(.biometryNotAvailable, debug: "fcntl: \(String(cString: strerror(errno)))")
-        }
-        defer { close(child) }
-        var spawned: pid_t = 0
-        let status = Self.spawn(program, fd: child, pid: &spawned)
-        guard status == 0 else {
-            close(pair[0])
-            throw LAError.make(.biometryNotAvailable,
-                               debug: "could not start \(program): \(String(cString: strerror(status)))")
-        }
-        fd = pair[0]
-        pid = spawned
-    }
-
-    /// A connection to localauthd: no child of ours (its helper is the service's).
+    /// A connection to localauthd, `fd` from ServiceSocket.connect.
     init(service fd: Int32) {
         self.fd = fd
-        pid = 0
-    }
-
-    private static func spawn(_ program: String, fd: Int32, pid: inout pid_t) -> Int32 {
-        var actions = posix_spawn_file_actions_t()
-        var attributes = posix_spawnattr_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawnattr_init(&attributes)
-        defer {
-            posix_spawn_file_actions_destroy(&actions)
-            posix_spawnattr_destroy(&attributes)
-        }
-        posix_spawn_file_actions_adddup2(&actions, fd, 0)
-        posix_spawn_file_actions_adddup2(&actions, fd, 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        // Signals at default and unblocked: the application's own settings are not the
-        // root side's.
-        var none = sigset_t()
-        var all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(program), nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nil]
-        defer { for p in argv + envp { free(p) } }
-        return posix_spawn(&pid, program, &actions, &attributes, argv, envp)
     }
 
     /// Writes one frame; false when the root side is gone.
@@ -155,23 +69,9 @@ final class RootConnection: @unchecked Sendable {
         shutdown(fd, Int32(SHUT_WR))
     }
 
-    /// Closes the socket and reaps the child. It exits as soon as it sees the end of file;
-    /// one that does not within 2 s is reaped in the background (it runs as root, so the
-    /// application could not kill it anyway).
+    /// Closes the socket: the service's helper sees the end of file and ends.
     func finish() {
         Glibc.close(fd)
-        let child = pid
-        guard child > 0 else { return }
-        for _ in 0..<200 {
-            var status: Int32 = 0
-            let r = waitpid(child, &status, WNOHANG)
-            if r == child || (r < 0 && errno != EINTR) { return }
-            usleep(10_000)
-        }
-        DispatchQueue.global().async {
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-        }
     }
 }
 
@@ -184,38 +84,20 @@ struct AppRequest {
     var policy: String
     var fallbackTitle: String?
     var canInteract: Bool
-    /// `mode=right` (RightsClient): its `op` and keys instead of `op` and `policy`.
-    var right: (op: String, keys: [(String, String)])? = nil
+    /// `mode=right` (RightsClient): its operation instead of `op` and `policy`.
+    var right: Request.Right? = nil
     /// `keep=1`: the connection may stay open for the next preflight (PreflightChannel).
     var keepConnection = false
 
     func frame() -> Frame {
-        var kv = KeyValues()
-        kv.add("version", "1")
-        if let right {
-            kv.add("mode", "right")
-            kv.add("op", right.op)
-            for (key, value) in right.keys { kv.add(key, value) }
-        } else {
-            kv.add("mode", "app")
-            kv.add("op", operation.rawValue)
-            kv.add("policy", policy)
-        }
-        kv.add("user", Self.userName)
-        kv.add("service", Self.programName)
-        kv.add("tty", "")
-        kv.add("rhost", "")
-        kv.add("ruser", "")
-        kv.add("silent", "0")
-        kv.add("stdin_tty", canInteract ? "1" : "0")
-        kv.add("display", Self.graphicalSession ? "1" : "0")
-        kv.add("locale", Self.locale)
-        kv.add("language", Self.languageList)
-        kv.add("caller_uid", String(getuid()))
-        kv.add("pid", String(getpid()))
-        if let title = fallbackTitle { kv.add("arg", "fallback_title=" + Self.oneLine(title)) }
-        if keepConnection { kv.add("keep", "1") }
-        return Frame(.request, kv.encoded())
+        let caller = Request.Caller(
+            user: Self.userName, service: Self.programName, silent: false, stdinTTY: canInteract,
+            display: Self.graphicalSession, locale: Self.locale, language: Self.languageList, callerUID: getuid(),
+            pid: getpid(), arguments: fallbackTitle.map { ["fallback_title=" + Self.oneLine($0)] } ?? [])
+        if let right { return Request.right(caller, right).frame }
+        let asked = Request.Policy(rawValue: policy) ?? .biometrics
+        let app: Request.App = operation == .preflight ? .preflight(asked, keep: keepConnection) : .evaluate(asked)
+        return Request.app(caller, app).frame
     }
 
     /// localauthd serves the peer's uid only, so the request names the real uid's user.

@@ -3,10 +3,10 @@ import Foundation
 import Glibc
 #endif
 
-/// localauthd's socket (DESIGN.md §1): where it exists, the root side is reached there and
-/// no process is started (no setuid program: this works under NoNewPrivileges and inside
-/// Flatpak, given `--filesystem=/run/localauth:ro`). Where no service is installed, the
-/// library starts the root side itself as before (RootConnection).
+/// localauthd's socket, the library's one way to the root side, for root as for anyone: no
+/// process is started (no setuid program: this works under NoNewPrivileges and inside
+/// Flatpak, given `--filesystem=/run/localauth:ro`). Where no service answers, every call
+/// fails with `biometryNotAvailable` saying so.
 enum ServiceSocket {
     enum Outcome {
         case connected(Int32)
@@ -14,8 +14,9 @@ enum ServiceSocket {
         case failed(String)
     }
 
-    /// `LOCALAUTH_SERVICE` (chosen by the same rule as `LOCALAUTH_PREFIX`: it picks which
-    /// root side answers, and what answers must still be root's), else the installed one.
+    /// `LOCALAUTH_SERVICE`, else the installed one. The variable only picks which root side
+    /// answers (what answers must still be root's: `connect`); a setuid or setgid program
+    /// ignores it, since its environment is its caller's, who must not choose the verdict.
     static var path: String {
         if getuid() == geteuid(), getgid() == getegid(),
            let p = Environment.value("LOCALAUTH_SERVICE"), p.hasPrefix("/") { return p }

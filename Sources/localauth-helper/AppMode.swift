@@ -20,15 +20,7 @@ import LocalAuthProtocol
 /// The result frame adds `domain_state` (the enrolled set's hash, after a match or a
 /// successful preflight) and `biometry` (`touchID` when a reader answers, after a preflight).
 enum AppMode {
-    enum Operation: String { case preflight, evaluate }
-
-    enum Policy: String {
-        case biometrics, owner
-
-        var evaluationPolicy: EvaluationPolicy {
-            self == .biometrics ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
-        }
-    }
+    typealias Policy = Request.Policy
 
     /// How long the helper waits for the application to answer a password prompt: a root
     /// process must not wait for ever on a program the user controls.
@@ -38,22 +30,21 @@ enum AppMode {
     /// is the paced one.
     static func run(_ request: HelperRequest, unprivileged: Bool, options: Options, channel: FrameChannel,
                     log: LogSink) -> Frame {
-        guard let op = request.keys.value("op").flatMap(Operation.init(rawValue:)),
-              let policy = request.keys.value("policy").flatMap(Policy.init(rawValue:)) else {
+        guard case .app(_, let app) = request.wire else {
             return HelperResult.frame(code: EvaluationError.Code.biometryNotAvailable.rawValue, name: "biometryNotAvailable",
                                       cause: "mode=app needs op=preflight|evaluate and policy=biometrics|owner")
         }
         let who = "user \(LogWords.word(request.user.value)) application \(LogWords.word(request.service))"
             + " (pid \(request.callerPID.map(String.init) ?? "?"))"
         let frame: Frame
-        switch op {
-        case .preflight:
+        switch app {
+        case .preflight(let policy, _):
             frame = preflight(request, policy: policy, unprivileged: unprivileged, options: options, log: log)
-        case .evaluate:
+        case .evaluate(let policy):
             frame = evaluate(request, policy: policy, unprivileged: unprivileged, options: options,
                              channel: channel, log: log)
         }
-        log.log(.info, "\(who) \(op.rawValue) \(policy.rawValue): \(summary(frame))")
+        log.log(.info, "\(who) \(app.op) \(app.policy.rawValue): \(summary(frame))")
         return frame
     }
 
@@ -151,8 +142,8 @@ enum AppMode {
     }
 
     static func summary(_ frame: Frame) -> String {
-        guard let kv = try? KeyValues.parse(frame.payload) else { return "?" }
-        return "\(kv.value("name") ?? "?") (\(kv.value("cause") ?? ""))"
+        guard let answer = try? Answer.decode(frame.payload).get() else { return "?" }
+        return "\(answer.name.isEmpty ? "?" : answer.name) (\(answer.cause ?? ""))"
     }
 }
 
@@ -272,5 +263,12 @@ extension Launch {
     var isUnprivileged: Bool {
         if case .unprivileged = self { return true }
         return false
+    }
+}
+
+extension Request.Policy {
+    /// The engine's policy for the request's word.
+    var evaluationPolicy: EvaluationPolicy {
+        self == .biometrics ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
     }
 }

@@ -22,12 +22,6 @@ enum HelperResult {
     /// `extra`: keys after those the module reads (an application's domain state).
     static func frame(code: Int, name: String, cause: String, reason: String = "",
                       extra: [(String, String)] = []) -> Frame {
-        var kv = KeyValues()
-        kv.add("code", String(code))
-        kv.add("name", name)
-        if !reason.isEmpty { kv.add("reason", reason) }
-        kv.add("cause", String(cause.prefix(512)))
-        for (key, value) in extra { kv.add(key, value) }
-        return Frame(.result, kv.encoded())
+        Answer(code: code, name: name, reason: reason, cause: cause, extra: KeyValues(extra)).frame
     }
 }

@@ -4,44 +4,52 @@ import Glibc
 import LocalAuth
 import LocalAuthProtocol
 
-/// The module's request frame (docs/PROTOCOL.md), checked before anything else happens.
+/// The request (LocalAuthProtocol's `Request`, docs/PROTOCOL.md), checked before anything
+/// else happens, with what the helper adds to it: the user name checked, and on the paths
+/// of localauthd the caller's pid, uid and presence facts as the kernel and /proc give them
+/// (Launch.admit), not as the request claims them.
 struct HelperRequest {
-    /// `status`: the user's own summary, for localauthctl without root (StatusSummary).
-    /// `app`: an application's LAContext (AppMode.swift), never sent by the module.
-    /// `right`: an application's LARightStore and LARight (RightsMode.swift), never sent by the module.
-    enum Mode: String { case authenticate, authsucc, status, app, right }
+    typealias Mode = Request.Mode
     /// `proof` in authsucc mode (AuthSucc).
-    enum Proof: String { case authtok, account }
+    typealias Proof = Request.Proof
 
-    var mode: Mode
+    /// The request as it came, typed.
+    let wire: Request
+    var mode: Mode { wire.mode }
     var user: UserName
-    var service: String
-    var tty: String
-    var rhost: String
-    var ruser: String
-    var silent: Bool
+    var service: String { wire.caller.service }
+    var tty: String { wire.caller.tty }
+    var rhost: String { wire.caller.rhost }
+    var ruser: String { wire.caller.ruser }
+    var silent: Bool { wire.caller.silent }
     /// The application's stdin is a terminal; a graphical display is named.
     var stdinTTY: Bool
     var display: Bool
-    var locale: String
+    var locale: String { wire.caller.locale }
     /// LANGUAGE of the caller (gettext's `:` list), for the messages only.
-    var languageList: String
+    var languageList: String { wire.caller.language }
     var callerPID: Int32?
     /// The real uid of the program that called PAM (the module's getuid()).
     var callerUID: uid_t?
     /// On the unprivileged path, the only owner a terminal may have for the helper to end a
     /// prompt on it (a program run with `su user -c` from root's terminal shares root's).
     var terminalOwner: uid_t?
-    var firstLine: Bool
+    /// authsucc mode's keys; all off in any other mode.
+    var authsucc: Request.AuthSucc {
+        if case .authsucc(_, let a) = wire { return a }
+        return Request.AuthSucc()
+    }
+    var firstLine: Bool { authsucc.firstLine }
     /// authsucc mode: what proves the password (AuthSucc); nil when not named.
-    var proof: Proof?
+    var proof: Proof? { authsucc.proof }
     /// authsucc mode: fprintd failed earlier in this transaction (`reader=unreachable`), so
     /// it is not asked again. Only ever skips a contact; from a peer that is not root a user who
     /// sends it only loses the re-trust of their enrolled set.
-    var readerUnreachable: Bool { keys.value("reader") == "unreachable" }
-    var arguments: [String]
-    /// Every key as sent, for what only one mode reads (`op`, `policy` in `mode=app`).
-    var keys = KeyValues()
+    var readerUnreachable: Bool { authsucc.readerUnreachable }
+    var arguments: [String] { wire.caller.arguments }
+    /// Every key as sent, for what still reads a mode's keys by name (RightsMode: `op`,
+    /// `identifier`, …; the typed ones are `wire`'s `.right`).
+    let keys: KeyValues
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -52,26 +60,16 @@ struct HelperRequest {
         guard frame.kind == .request else { throw Invalid("first frame is not a request") }
         let kv: KeyValues
         do { kv = try KeyValues.parse(frame.payload) } catch { throw Invalid("request is not key=value text: \(error)") }
-        for key in ["version", "mode", "user", "service", "tty", "rhost", "ruser", "silent", "locale", "language",
-                    "pid", "first_line", "stdin_tty", "display", "proof", "caller_uid", "op", "policy", "reader",
-                    "identifier", "requirement", "secret", "digest", "localized_reason", "capability", "capabilities"]
-        where kv.count(key) > 1 {
-            throw Invalid("request repeats `\(key)`")
+        let wire: Request
+        switch Request.decode(kv) {
+        case .success(let decoded): wire = decoded
+        case .failure(let problem): throw Invalid(problem.description)
         }
-        guard kv.value("version") == "1" else { throw Invalid("unsupported request version") }
-        guard let mode = kv.value("mode").flatMap(Mode.init(rawValue:)) else { throw Invalid("unknown mode") }
         let user: UserName
-        do { user = try UserName(kv.value("user") ?? "") } catch { throw Invalid("refused user name: \(error)") }
-        return HelperRequest(
-            mode: mode, user: user, service: kv.value("service") ?? "", tty: kv.value("tty") ?? "",
-            rhost: kv.value("rhost") ?? "", ruser: kv.value("ruser") ?? "", silent: kv.value("silent") == "1",
-            stdinTTY: kv.value("stdin_tty") == "1", display: kv.value("display") == "1",
-            locale: kv.value("locale") ?? "", languageList: kv.value("language") ?? "",
-            callerPID: kv.value("pid").flatMap { Int32($0) },
-            callerUID: kv.value("caller_uid").flatMap { uid_t($0) },
-            terminalOwner: nil, firstLine: kv.value("first_line") == "1",
-            proof: kv.value("proof").flatMap(Proof.init(rawValue:)), arguments: kv.values("arg"),
-            keys: kv)
+        do { user = try UserName(wire.caller.user) } catch { throw Invalid("refused user name: \(error)") }
+        return HelperRequest(wire: wire, user: user, stdinTTY: wire.caller.stdinTTY, display: wire.caller.display,
+                             callerPID: wire.caller.pid, callerUID: wire.caller.callerUID.map { uid_t($0) },
+                             terminalOwner: nil, keys: kv)
     }
 
     /// PAM_RHOST names another machine (RemoteHost).

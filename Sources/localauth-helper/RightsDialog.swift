@@ -22,7 +22,7 @@ extension RightsMode.Context {
     /// The library says it cannot prompt (`stdin_tty=0`: no /dev/tty), or the kernel says
     /// the program has no controlling terminal.
     var promptsInDialog: Bool {
-        request.keys.value("stdin_tty") != "1" || ProcStat(pid: caller.callerPID)?.terminal == 0
+        !request.wire.caller.stdinTTY || ProcStat(pid: caller.callerPID)?.terminal == 0
     }
 
     func authorizeInDialog(_ record: RightRecord) throws -> Frame {
@@ -101,12 +101,13 @@ extension RightsMode.Context {
     /// path and pid from the kernel (DialogText); polkit honours `polkit.message` from a root
     /// caller, and the agent shows it in place of the action's message.
     private func details() -> [(String, String)] {
-        let reason = request.keys.value("localized_reason").flatMap(Hex.decode) ?? []
+        var reason: [UInt8] = []
+        if case .right(_, .authorize(_, let hex?)) = request.wire { reason = Hex.decode(hex) ?? [] }
         let message = DialogText.message(reason: reason, program: binding.path, pid: caller.callerPID)
         return [("polkit.message", message), ("program", binding.path)]
     }
 
     static func succeeded(_ frame: Frame) -> Bool {
-        (try? KeyValues.parse(frame.payload))?.value("code") == String(ResultCode.successValue)
+        (try? Answer.decode(frame.payload).get())?.isSuccess == true
     }
 }

@@ -27,8 +27,6 @@ enum ServicePeer {
         return fd >= 0 ? fd : nil
     }
 
-    static var isServicePeer: Bool { adopted.load(ordering: .relaxed) != 0 }
-
     private static func pidOfDescriptor() -> Int32? {
         ProcField.value("Pid", in: "/proc/self/fdinfo/\(descriptor)").flatMap { Int32($0) }
     }

@@ -4,24 +4,32 @@ import Glibc
 import CLinux
 import LocalAuth
 
-/// A helper localauthd started ahead of a request (`--service-spare`; SpareHelper in
-/// localauthd), so that its start-up (loading its libraries, the Swift runtime) is over
-/// before a caller waits for it. Before anything else it waits here for one message on
-/// fd 0, localauthd's end of a socket pair: the request's connection and its peer's pidfd
-/// (SCM_RIGHTS), with the text `UID\nPID\nNANOS\nCONFIG`. The connection then goes on fd 0
-/// and 1 and the pidfd on fd 3, and the helper runs as one started with
-/// `--service-peer-uid UID --service-peer-pid PID --service-accepted-at NANOS --config
-/// CONFIG`: every check Launch makes of those applies unchanged.
+/// The one way a helper starts: localauthd runs it as `localauth-helper --service-spare`
+/// ahead of a request (SpareHelper in localauthd), so that its start-up (loading its
+/// libraries, the Swift runtime) is over before a caller waits for it. Before anything else
+/// it waits here for one message on fd 0, localauthd's end of a socket pair: the request's
+/// connection and its peer's pidfd (SCM_RIGHTS), with the text `UID\nPID\nNANOS\nCONFIG`
+/// (the peer's uid from SO_PEERCRED, its pid, CLOCK_BOOTTIME at the accept, the
+/// configuration's path). The connection then goes on fd 0 and 1 and the pidfd on fd 3.
 ///
 /// Nothing of a request is known before the message: the configuration, the state and the
-/// caller are all read after it, as in a helper started for the request.
+/// caller are all read after it. No other way in: a helper run with any other arguments, or
+/// not by root, is refused (Launch).
 enum SpareWait {
     static let flag = "--service-spare"
 
-    /// The arguments to run with: `given`, unless it is a spare's (then after the wait).
-    /// Only root's spare waits; anyone else's is left to Launch, which refuses the flag.
-    static func arguments(_ given: [String]) -> [String] {
-        guard given.count == 2, given[1] == flag, getuid() == 0, geteuid() == 0 else { return given }
+    /// What localauthd handed over, as text (Launch checks each field).
+    struct Handoff {
+        let uid: String
+        let pid: String
+        let acceptedAt: String
+        let config: String
+    }
+
+    /// The handoff, once it came; nil when `given` is not a spare's command line run by root.
+    /// Exits when localauthd closed its end first (nothing was asked) or the message is bad.
+    static func handoff(_ given: [String]) -> Handoff? {
+        guard given.count == 2, given[1] == flag, getuid() == 0, geteuid() == 0 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
         var fds: [Int32] = [-1, -1, -1, -1]
         var count: Int32 = 0
@@ -50,7 +58,7 @@ enum SpareWait {
             exit(1)
         }
         for fd in [connection, pidfd] where fd > ServicePeer.descriptor { close(fd) }
-        return [given[0], "--service-peer-uid", String(fields[0]), "--service-peer-pid", String(fields[1]),
-                "--service-accepted-at", String(fields[2]), "--config", String(fields[3])]
+        return Handoff(uid: String(fields[0]), pid: String(fields[1]), acceptedAt: String(fields[2]),
+                       config: String(fields[3]))
     }
 }

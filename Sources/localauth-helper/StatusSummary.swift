@@ -14,9 +14,7 @@ import LocalAuthProtocol
 /// `enrolled_set` (trusted, changed, not-trusted-yet, none, unknown).
 enum StatusSummary {
     static func frame(_ request: HelperRequest, options: Options, log: LogSink) -> Frame {
-        var kv = KeyValues()
-        kv.add("code", String(ResultCode.successValue))
-        kv.add("name", "status")
+        var answer = Answer(code: ResultCode.successValue, name: "status")
         let store = FileStateStore(directory: options.stateDir)
         let stored: StoredState
         var st = stat()
@@ -24,18 +22,19 @@ enum StatusSummary {
             // Reading never creates the directory (the store would, on first use).
             stored = lstat(options.stateDir, &st) != 0 && errno == ENOENT ? .fresh : try store.load(request.user)
         } catch {
-            kv.add("state", "unreadable")
-            kv.add("cause", String(error.description.prefix(300)))
-            return Frame(.result, kv.encoded())
+            answer.cause = String(error.description.prefix(300))
+            answer.extra.add("state", "unreadable")
+            return answer.frame
         }
         let s = stored.userState
         switch stored {
-        case .fresh: kv.add("state", "fresh")
-        case .state: kv.add("state", "ok")
+        case .fresh: answer.extra.add("state", "fresh")
+        case .state: answer.extra.add("state", "ok")
         case .damaged(let cause):
-            kv.add("state", "damaged")
-            kv.add("cause", String(cause.prefix(300)))
+            answer.extra.add("state", "damaged")
+            answer.cause = String(cause.prefix(300))
         }
+        var kv = KeyValues()
         kv.add("failures", String(s.consecutiveFailures))
         kv.add("last_password", s.lastPasswordAt.map(String.init) ?? "")
         kv.add("last_fingerprint", s.lastFingerprintAt.map(String.init) ?? "")
@@ -49,7 +48,8 @@ enum StatusSummary {
         kv.add("boot", s.bootID == nil ? "none" : (s.bootID == boot ? "current" : "other"))
         kv.add("opted_in", s.optedIn ? "1" : "0")
         kv.add("enrolled_set", enrolledSet(request, s, options, store, log))
-        return Frame(.result, kv.encoded())
+        for (key, value) in kv.pairs { answer.extra.add(key, value) }
+        return answer.frame
     }
 
     /// Whether the enrolled fingers are the trusted ones: computing it needs the

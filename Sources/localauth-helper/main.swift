@@ -1,24 +1,17 @@
-// localauth-helper: started by pam_localauth.so with a fixed environment and two pipes
-// (fd 0: frames from the module, fd 1: frames to it). Runs one evaluation and exits.
-// It never reads the environment; options come from the root-owned config file and the
-// module arguments carried in the request.
+// localauth-helper: started only by localauthd, ahead of a request, with a fixed
+// environment; it waits for its request's connection (fd 0 and 1 once handed over, the
+// peer's pidfd on fd 3), runs one evaluation and exits. It never reads the environment;
+// options come from the root-owned config file and the module arguments carried in the
+// request (all of them from a root peer, how the prompt looks from any other).
 #if canImport(Glibc)
 import Glibc
 #endif
 import LocalAuth
 import LocalAuthProtocol
 
-// Root's module, localauthd for a peer that is not root (Unprivileged.swift), or
-// localauthd for either (ServicePeer); a helper localauthd started ahead first waits for
-// its request's connection (SpareWait).
-let launch = Launch(arguments: SpareWait.arguments(CommandLine.arguments))
-
-// Before anything else: out of the caller's cgroup, which may be the user's to freeze or
-// throttle (CgroupEscape). Logged once the options say how much to log. Under localauthd
-// the helper is in the service's cgroup, root's, and stays there (systemd stops it with
-// the service).
-let cgroupMove = ServicePeer.isServicePeer ? CgroupEscape.Outcome.underTheService
-    : CgroupEscape.leaveCallersCgroup()
+// Waits for localauthd's handoff (SpareWait), then knows whom it serves (Launch). The
+// helper is localauthd's child, in its cgroup and sandbox, never a caller's.
+let launch = Launch(arguments: CommandLine.arguments)
 
 // Ctrl-C and Ctrl-Z at the terminal reach the whole foreground process group; the module
 // turns Ctrl-C into a cancel frame, so the helper itself must not die or stop on them.
@@ -74,7 +67,6 @@ let options = Options.load(configPath: launch.configPath, arguments: request.arg
                            allowingArgument: launch.allowsArgument, log: bootLog)
 let log: LogSink = options.debug ? SyslogSink(ident: "localauth-helper", minimum: .debug) : bootLog
 PolkitAgent.helperSocket = options.polkitAgentSocket
-CgroupEscape.report(cgroupMove, log: log)
 HardDeadline.set(seconds: HardDeadline.seconds(for: options))
 
 switch request.mode {

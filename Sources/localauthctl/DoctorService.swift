@@ -17,7 +17,7 @@ struct DoctorService {
         let socket = self.socket
         var st = stat()
         guard lstat(socket, &st) == 0 else { return absent() }
-        // What the module requires before it connects (service.c): a socket of root's.
+        // What the module requires before it connects (session.c): a socket of root's.
         guard (st.st_mode & S_IFMT) == S_IFSOCK, st.st_uid == 0 else {
             let uid = st.st_uid
             return [Finding(.problem, "service.not-socket", { l in

@@ -1,6 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
+import LocalAuth
+import LocalAuthProtocol
 
 /// A connection to localauthd's socket: doctor's probe, and a user's own status.
 enum ServiceConnection {
@@ -40,6 +43,41 @@ enum ServiceConnection {
             return .failure(ConnectError(why))
         }
         return .success(fd)
+    }
+
+    /// Connects to localauthd (the peer must be root), writes the request, and reads one
+    /// answer (at most 10 s).
+    static func ask(_ request: Request) -> Result<Answer, CLIError> {
+        let path = Self.path
+        let fd: Int32
+        switch Self.open(path) {
+        case .success(let opened): fd = opened
+        case .failure(let why): return .failure(.unavailable("localauthd at \(path): \(why)"))
+        }
+        defer { close(fd) }
+        var cred = la_peer_cred()
+        guard la_socket_peer_cred(fd, &cred) == 0, cred.uid == 0 else {
+            return .failure(.unavailable("localauthd at \(path): its end is not root's"))
+        }
+        let channel = FrameChannel(input: fd, output: fd)
+        guard channel.send(request.frame) else { return .failure(.unavailable("localauthd went away")) }
+        let deadline = MonotonicClock.millis() + 10_000
+        // The helper says it started (`S`) before its result.
+        for _ in 0..<4 {
+            let left = deadline - MonotonicClock.millis()
+            guard left > 0, channel.waitReadable(milliseconds: Int32(left)) else {
+                return .failure(.unavailable("localauthd did not answer"))
+            }
+            let frame: Frame
+            do { frame = try channel.receive() } catch { return .failure(.unavailable("localauthd: \(error)")) }
+            if frame.kind == .started { continue }
+            guard frame.kind == .result else { return .failure(.unavailable("unexpected frame from localauthd")) }
+            switch Answer.decode(frame.payload) {
+            case .success(let answer): return .success(answer)
+            case .failure(let problem): return .failure(.unavailable("localauthd: \(problem)"))
+            }
+        }
+        return .failure(.unavailable("localauthd sent no result"))
     }
 
     struct ConnectError: Error, CustomStringConvertible {

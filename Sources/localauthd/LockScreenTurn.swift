@@ -24,12 +24,13 @@ struct LockScreenTurn {
 
     /// The claim of a request, from the peer and the request (nil: not come yet).
     static func claim(_ peer: Peer, _ request: RequestPeek?) -> ReaderClaim {
-        let keys = request?.keys
-        var claim = ReaderClaim.of(peerUID: UInt32(peer.uid), userName: keys?.value("user"),
+        let caller = request?.request.caller
+        let user = caller.flatMap { $0.user.isEmpty ? nil : $0.user }
+        var claim = ReaderClaim.of(peerUID: UInt32(peer.uid), userName: user,
                                    // The kernel's real uid (read at the accept), not the
                                    // request's word: a setuid program's is its user's.
-                                   callerUID: String(peer.realUID), tty: keys?.value("tty"),
-                                   display: keys?.value("display") == "1",
+                                   callerUID: String(peer.realUID), tty: caller?.tty,
+                                   display: caller?.display == true,
                                    callerHasTerminal: peer.uid == 0 ? ProcStat(pid: peer.pid).map { $0.terminal != 0 } : nil)
         // Only a lock screen's account is looked up (root's own program, seldom): an
         // application's request names its user by uid, and the two must meet.

@@ -36,7 +36,7 @@ final class ReaderAbsent {
     /// Answers `connection` itself when its request is a sign-in and fprintd is absent;
     /// the cause for the log line when it did, nil when a helper should take it.
     func answer(_ connection: Int32, request: RequestPeek) -> String? {
-        guard request.keys.value("mode") == "authenticate", fprintdAbsent() else { return nil }
+        guard case .authenticate = request.request, fprintdAbsent() else { return nil }
         let cause = "fprintd is not on the bus and cannot be started there (answered by localauthd)"
         request.refuse(connection, .biometryNotAvailable, reason: .readerUnreachable, cause: cause)
         return cause

@@ -21,9 +21,11 @@ enum RemoteHostAnswer {
 
     /// How it was answered here; nil when a helper should take it.
     static func answer(_ connection: Int32, request: RequestPeek, peer: Peer) -> Answered? {
-        guard request.keys.value("mode") == "authenticate", request.keys.values("rhost").count == 1,
-              let rhost = request.keys.value("rhost"),
-              RemoteRule.handle(rhost: rhost, tty: request.keys.value("tty") ?? "").isAnotherMachine else { return nil }
+        guard case .authenticate(let caller) = request.request,
+              RemoteRule.handle(rhost: caller.rhost, tty: caller.tty).isAnotherMachine else {
+            return nil
+        }
+        let rhost = caller.rhost
         let cause = "remote host \(LogWords.short(rhost)) (answered by localauthd)"
         request.refuse(connection, .notInteractive, reason: .remoteSession, cause: cause)
         return peer.uid == 0 ? .rootPeer(cause: cause) : .otherPeer(cause: cause)

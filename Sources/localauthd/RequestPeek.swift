@@ -8,23 +8,25 @@ import LocalAuthProtocol
 /// service answers a few requests itself (ServicePreflight, RemoteHostAnswer, ReaderAbsent) and hands every
 /// other one, unread, to a helper.
 struct RequestPeek {
-    let keys: KeyValues
+    /// The request (LocalAuthProtocol's), decoded as the helper decodes it.
+    let request: Request
     /// The frame's length on the wire, to take it off once the service answers.
     let bytes: Int
 
     /// What a held connection holds now.
     enum Input {
-        /// A whole request frame of version 1 with one `mode`.
+        /// A whole request frame that decodes as a request (`Request.decode`).
         case request(RequestPeek)
         /// Nothing yet, or the start of a frame that may still come whole.
         case notYet
         /// The peer closed (or the connection failed) before a whole frame.
         case empty
-        /// Something that is not, and cannot become, a request frame.
+        /// Something that is not, and cannot become, a request frame (a request a helper
+        /// would only answer "bad request" included).
         case malformed(String)
     }
 
-    /// nil until a whole request frame of version 1 with one `mode` has arrived.
+    /// nil until a whole request frame has arrived.
     static func of(_ fd: Int32) -> RequestPeek? {
         if case .request(let request) = inspect(fd) { return request }
         return nil
@@ -54,10 +56,10 @@ struct RequestPeek {
         guard buffer[4] == Frame.Kind.request.rawValue else { return .malformed("a frame other than a request first") }
         guard n >= 4 + length else { return .notYet }
         guard let kv = try? KeyValues.parse(Array(buffer[5..<(4 + length)])) else { return .malformed("unreadable keys") }
-        guard kv.value("version") == "1", kv.values("mode").count == 1 else {
-            return .malformed("no version 1 or not one mode")
+        switch Request.decode(kv) {
+        case .success(let request): return .request(RequestPeek(request: request, bytes: 4 + length))
+        case .failure(let problem): return .malformed(problem.description)
         }
-        return .request(RequestPeek(keys: kv, bytes: 4 + length))
     }
 
     /// Takes the frame off the socket (one closed with unread bytes resets the peer's
@@ -65,20 +67,23 @@ struct RequestPeek {
     /// the result, as a helper does. The few bytes fit the socket's buffer at once; a peer
     /// that cannot take them sees the connection close.
     func answer(_ fd: Int32, result: KeyValues) {
+        answer(fd, payload: result.encoded())
+    }
+
+    func answer(_ fd: Int32, _ result: Answer) {
+        answer(fd, payload: result.encode())
+    }
+
+    private func answer(_ fd: Int32, payload: [UInt8]) {
         var taken = [UInt8](repeating: 0, count: bytes)
         _ = taken.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-        let out = Frame(.started).encoded() + Frame(.result, result.encoded()).encoded()
+        let out = Frame(.started).encoded() + Frame(.result, payload).encoded()
         _ = out.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
     }
 
     /// Answers with a refusal the service is sure a helper would give too: the result's
     /// code, name, reason and cause, as the helper writes them.
     func refuse(_ fd: Int32, _ code: EvaluationError.Code, reason: EvaluationError.Reason, cause: String) {
-        var kv = KeyValues()
-        kv.add("code", String(code.rawValue))
-        kv.add("name", code.name)
-        if !reason.key.isEmpty { kv.add("reason", reason.key) }
-        kv.add("cause", cause)
-        answer(fd, result: kv)
+        answer(fd, Answer(code: code.rawValue, name: code.name, reason: reason.key, cause: cause))
     }
 }

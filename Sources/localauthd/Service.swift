@@ -246,7 +246,7 @@ struct Service {
     /// false (a kept connection's user at its limit of helpers): closed instead.
     private mutating func serve(_ held: Waiting, _ request: RequestPeek, mayStartHelper: Bool = true) {
         idleSince = MonotonicClock.millis()
-        let keep = request.keys.value("keep") == "1" && kept.mayKeep(uid: held.peer.uid)
+        let keep = request.request.keepsConnection && kept.mayKeep(uid: held.peer.uid)
         if let answer = preflight.answer(held.connection, request: request, peer: held.peer, options: options, keep: keep) {
             // Debug only: an application may ask many times a second.
             log.log(.debug, "uid \(held.peer.uid) pid \(held.peer.pid): preflight answered, no helper: \(answer)")
@@ -289,7 +289,7 @@ struct Service {
         case .gone:
             KeptConnections.close(entry)
         case .request(let request):
-            guard request.keys.value("mode") == "app", request.keys.values("op") == ["preflight"] else {
+            guard case .app(_, .preflight) = request.request else {
                 log.log(.warning, "uid \(entry.peer.uid) pid \(entry.peer.pid): a request other than a preflight "
                         + "on a connection kept for preflights: closed")
                 KeptConnections.close(entry)
@@ -315,8 +315,9 @@ struct Service {
         }
     }
 
-    /// The request's helper: the spare started ahead when there is one, else one started
-    /// now; then the next spare. A lock screen's request may be held back first until its
+    /// The request's helper: the spare started ahead when there is one, else a spare started
+    /// now and handed the request at once (one way to start a helper: SpareHelper); then the
+    /// next spare. A lock screen's request may be held back first until its
     /// user's other scans have ended (LockScreenTurn). Over its share's rate of helper
     /// starts (HelperStartRate), the request is refused instead: `systemCancel`, which the
     /// module maps to the password (PAM_AUTHINFO_UNAVAIL) and the library to an error the
@@ -338,7 +339,10 @@ struct Service {
         let ahead = spare.flatMap { $0.take(held, arguments: arguments) }
         spare = nil
         let outcome = ahead.map { Result<Worker, Worker.Problem>.success($0) }
-            ?? Worker.start(for: peer, connection: held.connection, acceptedAt: held.acceptedAt, arguments: arguments)
+            ?? SpareHelper.start(arguments: arguments).flatMap { fresh in
+                fresh.take(held, arguments: arguments).map { .success($0) }
+                    ?? .failure(Worker.Problem(text: "the helper started for it ended before it took the request"))
+            }
         switch outcome {
         case .success(let worker):
             running.append(turn.started(worker, claim, running: running, log: log))
@@ -351,7 +355,7 @@ struct Service {
     }
 
     /// The next request's helper, started now (SpareHelper). A failure is logged; that
-    /// request then starts its own.
+    /// request then starts its own the same way.
     private mutating func startSpare() {
         guard arguments.spare, spare == nil else { return }
         switch SpareHelper.start(arguments: arguments) {

@@ -29,8 +29,8 @@ struct ServiceArguments {
     /// `--absent-answer no`: every sign-in goes to a helper, fprintd absent too (ReaderAbsent),
     /// so that the helper's own answer for that case stays tested.
     var answerAbsent = true
-    /// `--spare no`: no helper started ahead of the next request (SpareHelper), so that a
-    /// helper started for its request stays tested.
+    /// `--spare no`: no helper started ahead of the next request; each request's helper is
+    /// started when the request has come, and handed it the same way (SpareHelper).
     var spare = true
 
     /// The helper installed beside this program (PREFIX/libexec/localauth/): the one the

@@ -27,13 +27,10 @@ struct ServicePreflight {
     /// The line for the log when the service answered; nil when a helper should. `keep`:
     /// the answer says `kept=1`, the connection stays open for the next (KeptConnections).
     func answer(_ connection: Int32, request: RequestPeek, peer: Peer, options: Options, keep: Bool) -> String? {
-        let keys = request.keys
-        guard peer.uid != 0, keys.value("mode") == "app", keys.values("op") == ["preflight"],
-              keys.values("policy").count == 1,
-              let policy = keys.value("policy").flatMap(Self.policy(named:)),
-              keys.values("user").count == 1, let name = names.name(of: peer.uid),
-              keys.value("user") == name, let user = try? UserName(name),
+        guard peer.uid != 0, case .app(let caller, .preflight(let asked, _)) = request.request,
+              let name = names.name(of: peer.uid), caller.user == name, let user = try? UserName(name),
               let boot = system.bootID() else { return nil }
+        let policy = Self.policy(asked)
         var o = options
         o.reuseDuration = 0
         let store = FileStateStore(directory: o.stateDir, memo: memo)
@@ -49,11 +46,10 @@ struct ServicePreflight {
         return "\(result.keys.value("name") ?? "?") (\(result.keys.value("cause") ?? ""))"
     }
 
-    private static func policy(named word: String) -> EvaluationPolicy? {
-        switch word {
-        case "biometrics": return .deviceOwnerAuthenticationWithBiometrics
-        case "owner": return .deviceOwnerAuthentication
-        default: return nil
+    private static func policy(_ asked: Request.Policy) -> EvaluationPolicy {
+        switch asked {
+        case .biometrics: return .deviceOwnerAuthenticationWithBiometrics
+        case .owner: return .deviceOwnerAuthentication
         }
     }
 

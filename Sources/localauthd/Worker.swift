@@ -4,11 +4,12 @@ import Glibc
 import CLinux
 import LocalAuth
 
-/// One request's helper: `localauth-helper --service-peer-uid U --service-peer-pid P
-/// --service-accepted-at NANOS --config PATH` (NANOS: CLOCK_BOOTTIME at the accept), its fd 0 and 1 the connection, fd 2 /dev/null (it logs to syslog), fd 3
-/// the peer's pidfd; its own session, default signals, a mask holding only SIGUSR1 and SIGUSR2, and the fixed
-/// environment the module gives it. The helper trusts these arguments because only root
-/// can start it with real uid 0 (Unprivileged.swift).
+/// One request's helper: a spare (`localauth-helper --service-spare`, SpareHelper) that
+/// took the request's connection and the peer's pidfd. Started by `spawn`: fd 0 its end of
+/// the socket pair, fd 1 and 2 /dev/null (it logs to syslog), fd 3 /dev/null until the
+/// handoff; its own session, default signals, a mask holding only SIGUSR1 and SIGUSR2, and
+/// the fixed environment. The helper trusts the handoff because only root can start it
+/// with real uid 0 (Launch in the helper).
 struct Worker {
     let pid: pid_t
     /// Readable once the helper has exited.
@@ -22,14 +23,6 @@ struct Worker {
     struct Problem: Error { let text: String }
 
     static let environment = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
-
-    static func start(for peer: Peer, connection: Int32, acceptedAt: UInt64,
-                      arguments: ServiceArguments) -> Result<Worker, Problem> {
-        let argv = [arguments.helperPath, "--service-peer-uid", String(peer.uid), "--service-peer-pid",
-                    String(peer.pid), "--service-accepted-at", String(acceptedAt), "--config", arguments.configPath]
-        return spawn(argv, input: connection, pidfd: peer.pidfd, helperPath: arguments.helperPath)
-            .map { Worker(pid: $0.pid, pidfd: $0.pidfd, uid: peer.uid, share: peer.share) }
-    }
 
     /// `argv` with fd 0 and 1 on `input`, fd 2 on /dev/null, fd 3 on `pidfd` (or /dev/null),
     /// and the helper's session, signals and environment above; its pid and a pidfd of it.

@@ -1,16 +1,11 @@
 /* Module arguments; see args.h. */
 #include "args.h"
-#include "service.h"
 
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include <security/pam_ext.h>
-
-#ifndef LA_HELPER_PATH
-#define LA_HELPER_PATH "/usr/libexec/localauth/localauth-helper"
-#endif
 
 /* The value after `key=`, or NULL when arg is not that key. */
 static const char *la_arg_value(const char *arg, const char *key)
@@ -65,49 +60,17 @@ static bool la_parse_yes(const char *v)
         || strcmp(v, "on") == 0;
 }
 
-/* An absolute path without `..` components: the same rule as the option table's paths. */
-static bool la_path_plain(const char *p)
-{
-    if (p[0] != '/')
-        return false;
-    for (const char *c = p; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            return false;
-    for (const char *c = p; (c = strstr(c, "/..")) != NULL; c += 3)
-        if (c[3] == '/' || c[3] == '\0')
-            return false;
-    return true;
-}
-
-/* `helper=` picks what runs as root inside sudo and login, so only root may move it. */
-static void la_args_helper(pam_handle_t *pamh, const char *value, struct la_args *out)
-{
-    if (geteuid() != 0) {
-        pam_syslog(pamh, LOG_NOTICE, "helper= ignored: the caller is not root");
-        return;
-    }
-    if (!la_path_plain(value)) {
-        pam_syslog(pamh, LOG_ERR, "helper= must be an absolute path; keeping %s",
-                   out->helper_path);
-        return;
-    }
-    out->helper_path = value;
-}
-
-/* `service=PATH|none`: which service answers inside sudo and login, so only root moves it. */
+/* `service=PATH`: which service answers inside sudo and login, so only root moves it
+ * (a test's own localauthd). */
 static void la_args_service(pam_handle_t *pamh, const char *value, struct la_args *out)
 {
     if (geteuid() != 0) {
         pam_syslog(pamh, LOG_NOTICE, "service= ignored: the caller is not root");
         return;
     }
-    if (strcmp(value, "none") == 0) {
-        out->service_path = NULL;
-        return;
-    }
-    if (!la_path_plain(value)) {
-        pam_syslog(pamh, LOG_ERR, "service= must be an absolute path or none; keeping %s",
-                   out->service_path ? out->service_path : "none");
+    if (value[0] != '/') {
+        pam_syslog(pamh, LOG_ERR, "service= must be an absolute path; keeping %s",
+                   out->service_path);
         return;
     }
     out->service_path = value;
@@ -115,12 +78,8 @@ static void la_args_service(pam_handle_t *pamh, const char *value, struct la_arg
 
 void la_args_parse(pam_handle_t *pamh, int argc, const char **argv, struct la_args *out)
 {
-    /* A caller that is not root (a screen locker) cannot run the helper with the rights it
-     * needs: localauthd serves it, for the caller's own user only. */
-    bool unprivileged = geteuid() != 0;
     *out = (struct la_args){
-        .helper_path = unprivileged ? NULL : LA_HELPER_PATH,
-        .unprivileged = unprivileged,
+        .unprivileged = geteuid() != 0,
         .service_path = LA_SERVICE_PATH,
         .helper_timeout_ms = LA_HELPER_TIMEOUT_DEFAULT_MS,
         .argc = argc,
@@ -134,8 +93,11 @@ void la_args_parse(pam_handle_t *pamh, int argc, const char **argv, struct la_ar
             out->debug = true;
         else if ((v = la_arg_value(argv[i], "debug")) != NULL)
             out->debug = la_parse_yes(v);
-        else if ((v = la_arg_value(argv[i], "helper")) != NULL)
-            la_args_helper(pamh, v, out);
+        else if (la_arg_value(argv[i], "helper") != NULL)
+            /* The module started a helper of its own before localauthd was the one door:
+             * an old stack keeps working, without the fingerprint going anywhere else. */
+            pam_syslog(pamh, LOG_NOTICE, "helper= is obsolete and ignored: only localauthd "
+                       "starts the helper");
         else if ((v = la_arg_value(argv[i], "service")) != NULL)
             la_args_service(pamh, v, out);
         else if ((v = la_arg_value(argv[i], "helper_timeout")) != NULL)

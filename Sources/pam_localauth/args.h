@@ -10,6 +10,11 @@
 
 #include <security/pam_modules.h>
 
+/* Where localauthd listens; scripts/build --service-path moves it for a test installation. */
+#ifndef LA_SERVICE_PATH
+#define LA_SERVICE_PATH "/run/localauth/socket"
+#endif
+
 enum {
     LA_HELPER_TIMEOUT_DEFAULT_MS = 120 * 1000,
     LA_HELPER_TIMEOUT_MIN_MS = 1 * 1000,
@@ -17,16 +22,13 @@ enum {
 };
 
 struct la_args {
-    bool authsucc;           /* the line after the password module (DESIGN.md §3) */
+    bool authsucc;           /* the line after the password module (docs/ARCHITECTURE.md) */
     bool debug;              /* more log lines */
-    const char *helper_path; /* what root starts where no service answers: the compiled-in
-                              * helper, or `helper=`; NULL when the caller is not root */
-    bool unprivileged;       /* the caller is not root (a screen locker): localauthd only,
-                              * which serves the peer's own uid (PROTOCOL.md) */
-    const char *service_path; /* localauthd's socket (`service=`, root only; `service=none`:
-                               * NULL, always start the helper) */
-    bool pass_authtok;       /* send authtok as an `A` (`N`: none) right after the request */
-    const char *authtok;     /* PAM_AUTHTOK for the lines after the password; a secret */
+    bool unprivileged;       /* the caller is not root (a screen locker): localauthd serves
+                              * the peer's own uid only (docs/PROTOCOL.md) */
+    const char *service_path; /* localauthd's socket (`service=`, root only) */
+    const char *authtok;     /* PAM_AUTHTOK for the lines after the password, sent as an
+                              * `A` (`N`: none) right after their request; a secret */
     const char *proof;       /* authsucc mode: "authtok" (auth line) or "account" (account
                               * phase); NULL in authenticate mode */
     bool reader_unreachable; /* authsucc mode: fprintd failed earlier in this handle, so the

@@ -1,5 +1,5 @@
 /*
- * Length-prefixed frames on the pipe between the module and the helper (docs/PROTOCOL.md):
+ * Length-prefixed frames on the connection between the module and the helper (docs/PROTOCOL.md):
  * u32 big-endian length (type byte + payload, 1..LA_FRAME_MAX), type byte, payload.
  *
  * Pure functions on caller-owned buffers: no I/O, no allocation, no PAM. The decoder is the

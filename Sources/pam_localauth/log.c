@@ -12,7 +12,8 @@
 
 #include <security/pam_ext.h>
 
-void la_log_clean(const char *in, char *out, size_t cap)
+/* Copies in to out (cap > 0) with control characters and `"` replaced by `?`. */
+static void la_log_clean(const char *in, char *out, size_t cap)
 {
     size_t i = 0;
     for (; in[i] != '\0' && i + 1 < cap; i++) {
@@ -22,22 +23,13 @@ void la_log_clean(const char *in, char *out, size_t cap)
     out[i] = '\0';
 }
 
-/* Success is routine; a denial is worth a notice; a broken helper is an error. */
-static int la_log_priority(int pam_code, const char *result_name)
-{
-    if (pam_code == PAM_SUCCESS)
-        return LOG_INFO;
-    if (strcmp(result_name, LA_RESULT_HELPER_FAILURE) == 0)
-        return LOG_ERR;
-    return LOG_NOTICE;
-}
-
-/* The one summary line: who, where from, what happened, which rule, the PAM code, why. */
-static void la_log_line(pam_handle_t *pamh, int priority, const char *user,
-                        const char *result_name, const char *reason, int pam_code,
-                        const char *cause)
+void la_log_outcome(pam_handle_t *pamh, int priority, const char *user, const char *result_name,
+                    const char *reason, int pam_code, const char *cause)
 {
     char u[128], s[128], t[128], rh[256], ru[128], c[512], why[48] = "";
+    if (priority == LA_LOG_BY_CODE)
+        priority = pam_code == PAM_SUCCESS ? LOG_INFO
+            : strcmp(result_name, LA_RESULT_HELPER_FAILURE) == 0 ? LOG_ERR : LOG_NOTICE;
     la_log_clean(user ? user : "", u, sizeof u);
     la_log_clean(la_item_string(pamh, PAM_SERVICE), s, sizeof s);
     la_log_clean(la_item_string(pamh, PAM_TTY), t, sizeof t);
@@ -49,26 +41,6 @@ static void la_log_line(pam_handle_t *pamh, int priority, const char *user,
     pam_syslog(pamh, priority,
                "user=\"%s\" service=\"%s\" tty=\"%s\" rhost=\"%s\" ruser=\"%s\" result=%s%s pam=%s "
                "cause=\"%s\"", u, s, t, rh, ru, result_name, why, la_pam_code_name(pam_code), c);
-}
-
-void la_log_outcome_at(pam_handle_t *pamh, int priority, const char *user,
-                       const char *result_name, int pam_code, const char *cause)
-{
-    la_log_line(pamh, priority, user, result_name, "", pam_code, cause);
-}
-
-void la_log_outcome_reason(pam_handle_t *pamh, const char *user, const char *result_name,
-                           const char *reason, int pam_code, const char *cause)
-{
-    la_log_line(pamh, la_log_priority(pam_code, result_name), user, result_name, reason, pam_code,
-                cause);
-}
-
-void la_log_outcome(pam_handle_t *pamh, const char *user, const char *result_name,
-                    int pam_code, const char *cause)
-{
-    la_log_outcome_at(pamh, la_log_priority(pam_code, result_name), user, result_name,
-                      pam_code, cause);
 }
 
 void la_log_debug(pam_handle_t *pamh, const struct la_args *args, const char *fmt, ...)

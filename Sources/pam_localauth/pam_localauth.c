@@ -1,7 +1,9 @@
 /*
  * pam_localauth: the PAM entry points. Each one only decides which path to take; the
- * helper does the policy (Sources/localauth-helper), session.c runs it, result_map.c turns
- * its result into a PAM code. DESIGN.md §3 and docs/PROTOCOL.md are the contract.
+ * helper localauthd starts does the policy (Sources/localauth-helper), session.c asks it
+ * through the service's socket, result_map.c turns its result into a PAM code. The module
+ * never starts a process (docs/ARCHITECTURE.md, "The one door"); docs/PROTOCOL.md is the
+ * contract.
  */
 #include "args.h"
 #include "frame.h"
@@ -33,10 +35,12 @@ static const char la_marker[] = "pam_localauth_first_line";
 static const char la_tried[] = "pam_localauth_tried";
 
 /* What failed on the reader's side in this handle's first line, for the lines after the
- * password: "helper" (the helper said nothing, died or garbled its answer) or "reader"
- * (fprintd unreachable, frozen, gone from the bus). Those lines then do the password's
- * bookkeeping without waiting for the same failure a second time (la_clear_after_password). */
+ * password: "absent" (no localauthd here), "helper" (the helper said nothing, died or
+ * garbled its answer) or "reader" (fprintd unreachable, frozen, gone from the bus). Those
+ * lines then do the password's bookkeeping without waiting for the same failure a second
+ * time (la_clear_after_password). */
 static const char la_reader_failed[] = "pam_localauth_reader_failed";
+static const char la_failed_absent[] = "absent";
 static const char la_failed_helper[] = "helper";
 static const char la_failed_reader[] = "reader";
 
@@ -54,15 +58,6 @@ static void la_marker_set(pam_handle_t *pamh, const char *user)
         free(copy);
 }
 
-/* The first line's user, or NULL when the first line did not run in this handle. */
-static const char *la_marker_get(pam_handle_t *pamh)
-{
-    const void *data = NULL;
-    if (pam_get_data(pamh, la_marker, &data) != PAM_SUCCESS)
-        return NULL;
-    return data;
-}
-
 /* Never pam_get_user: it would prompt for a name, and this module must not be the one
  * that asks "login:". No user set means nothing to do. */
 static const char *la_user(pam_handle_t *pamh)
@@ -71,7 +66,7 @@ static const char *la_user(pam_handle_t *pamh)
     return user[0] != '\0' ? user : NULL;
 }
 
-/* Runs the helper in `mode`; a request that cannot be encoded is a failure, not a run. */
+/* Asks the service in `mode`; a request that cannot be encoded is a failure, not a run. */
 static void la_run_helper(pam_handle_t *pamh, int flags, const struct la_args *args,
                           const char *mode, const char *user, struct la_outcome *out)
 {
@@ -83,37 +78,26 @@ static void la_run_helper(pam_handle_t *pamh, int flags, const struct la_args *a
     /* A payload is at most LA_FRAME_MAX - 1 bytes: the length field also counts the type. */
     if (la_request_encode(&req, payload, sizeof payload - 1, &len, out->failure,
                           sizeof out->failure))
-        la_session_run(pamh, args, payload, len, req.silent, out);
+        la_session_run(pamh, args, payload, len, out);
 }
 
-/* The result's name for the log line. */
-static const char *la_outcome_name(const struct la_outcome *out)
-{
-    if (!out->have_result)
-        return LA_RESULT_HELPER_FAILURE;
-    const char *name = la_result_name(out->result.code);
-    return name ? name : "unknownCode";
-}
-
-/* The cause for the log line; a result code the table does not know is named there. */
-static const char *la_outcome_cause(const struct la_outcome *out, char *buf, size_t cap)
-{
-    if (!out->have_result)
-        return out->failure;
-    if (la_result_name(out->result.code) == NULL) {
-        snprintf(buf, cap, "unknown result code %ld from the helper; %s", out->result.code,
-                 out->result.cause);
-        return buf;
-    }
-    return out->result.cause;
-}
-
-static void la_log_run(pam_handle_t *pamh, const char *user, const struct la_outcome *out,
-                       int pam_code)
+/* The outcome's summary line. The result's name, or the module's own for a run without
+ * one; a result code the table does not know is named in the cause. */
+static void la_log_run(pam_handle_t *pamh, int priority, const char *user,
+                       const struct la_outcome *out, int pam_code)
 {
     char buf[384];
-    la_log_outcome_reason(pamh, user, la_outcome_name(out), out->have_result ? out->result.reason : "",
-                          pam_code, la_outcome_cause(out, buf, sizeof buf));
+    const char *name = out->have_result ? la_result_name(out->result.code)
+                                        : LA_RESULT_HELPER_FAILURE;
+    const char *cause = out->have_result ? out->result.cause : out->failure;
+    if (name == NULL) {
+        snprintf(buf, sizeof buf, "unknown result code %ld from the helper; %s",
+                 out->result.code, out->result.cause);
+        name = "unknownCode";
+        cause = buf;
+    }
+    la_log_outcome(pamh, priority, user, name, out->have_result ? out->result.reason : NULL,
+                   pam_code, cause);
 }
 
 /* Records on the handle what failed on the reader's side (la_reader_failed). The static
@@ -121,7 +105,9 @@ static void la_log_run(pam_handle_t *pamh, const char *user, const struct la_out
 static void la_note_reader_failure(pam_handle_t *pamh, const struct la_outcome *out)
 {
     const char *what = NULL;
-    if (!out->have_result)
+    if (out->no_service)
+        what = la_failed_absent;
+    else if (!out->have_result)
         what = la_failed_helper;
     else if (strcmp(out->result.reason, "reader-unreachable") == 0)
         what = la_failed_reader;
@@ -141,12 +127,12 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
 {
     const char *user = la_user(pamh);
     if (user == NULL) {
-        la_log_outcome(pamh, "", LA_RESULT_NO_USER, PAM_AUTHINFO_UNAVAIL,
+        la_log_outcome(pamh, LA_LOG_BY_CODE, "", LA_RESULT_NO_USER, NULL, PAM_AUTHINFO_UNAVAIL,
                        "no user name set (PAM_USER); the module never asks for one");
         return PAM_AUTHINFO_UNAVAIL;
     }
     if (strcmp(la_item_string(pamh, PAM_SERVICE), la_ctl_service) == 0) {
-        la_log_outcome(pamh, user, "skipped", PAM_AUTHINFO_UNAVAIL,
+        la_log_outcome(pamh, LA_LOG_BY_CODE, user, "skipped", NULL, PAM_AUTHINFO_UNAVAIL,
                        "localauthctl checks the password only (it scanned the finger itself)");
         return PAM_AUTHINFO_UNAVAIL;
     }
@@ -155,14 +141,14 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
     la_marker_set(pamh, user);
     const void *tried = NULL;
     if (pam_get_data(pamh, la_tried, &tried) == PAM_SUCCESS && tried != NULL) {
-        la_log_outcome(pamh, user, "skipped", PAM_AUTHINFO_UNAVAIL,
+        la_log_outcome(pamh, LA_LOG_BY_CODE, user, "skipped", NULL, PAM_AUTHINFO_UNAVAIL,
                        "the fingerprint was already tried in this transaction");
         return PAM_AUTHINFO_UNAVAIL;
     }
     struct la_outcome out;
     la_run_helper(pamh, flags, args, "authenticate", user, &out);
     int pam_code = la_outcome_pam(&out);
-    la_log_run(pamh, user, &out, pam_code);
+    la_log_run(pamh, LA_LOG_BY_CODE, user, &out, pam_code);
     if (pam_code == PAM_SUCCESS)
         pam_set_data(pamh, la_marker, NULL, NULL);  /* a fingerprint is not a password */
     else
@@ -177,8 +163,8 @@ static int la_authenticate(pam_handle_t *pamh, int flags, const struct la_args *
  * service whose auth stack does not use the module, one line of noise each. */
 static bool la_first_line_ran(pam_handle_t *pamh, const char *user, const char *line)
 {
-    const char *first_user = la_marker_get(pamh);
-    if (first_user == NULL) {
+    const void *first_user = NULL; /* the first line's user, when it ran in this handle */
+    if (pam_get_data(pamh, la_marker, &first_user) != PAM_SUCCESS || first_user == NULL) {
         if (strcmp(line, "account") != 0)
             pam_syslog(pamh, LOG_INFO, "%s: the first line did not run in this handle, or a "
                        "finger matched there: nothing changed", line);
@@ -206,12 +192,14 @@ static bool la_clear_after_password(pam_handle_t *pamh, int flags, const struct 
                                     const char *user, const char *proof, bool first_line,
                                     int pam_code)
 {
-    char buf[384];
     struct la_args a = *args;
     const void *tok = NULL;
     const void *failed = NULL;
     if (pam_get_data(pamh, la_reader_failed, &failed) != PAM_SUCCESS)
         failed = NULL;
+    /* The first line's one line said that no localauthd runs here: nothing to say again. */
+    if (failed == la_failed_absent)
+        return false;
     if (failed == la_failed_helper) {
         /* A second helper would most likely be as silent, and the person who just typed the
          * password would wait for it again: the lockout stays until a helper answers. */
@@ -222,14 +210,12 @@ static bool la_clear_after_password(pam_handle_t *pamh, int flags, const struct 
     a.reader_unreachable = failed == la_failed_reader;
     a.proof = proof;
     a.first_line = first_line;
-    a.pass_authtok = true;
     a.authtok = pam_get_item(pamh, PAM_AUTHTOK, &tok) == PAM_SUCCESS ? tok : NULL;
     struct la_outcome out;
     la_run_helper(pamh, flags, &a, "authsucc", user, &out);
     bool changed = out.have_result && out.result.code == LA_CODE_SUCCESS;
     /* Without a first line nothing was to be cleared: no notice that nothing was. */
-    la_log_outcome_at(pamh, changed || !first_line ? LOG_INFO : LOG_NOTICE, user, la_outcome_name(&out),
-                      pam_code, la_outcome_cause(&out, buf, sizeof buf));
+    la_log_run(pamh, changed || !first_line ? LOG_INFO : LOG_NOTICE, user, &out, pam_code);
     if (changed)
         pam_set_data(pamh, la_marker, NULL, NULL); /* used up: a new first line is needed */
     return changed;
@@ -257,8 +243,8 @@ LA_EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const
 
 /* Whether the handle says where the login comes from: a PAM_RHOST, or sshd's PAM_TTY
  * `ssh`. Only whether there is anything to tell the helper when the first line did not run
- * (every local sudo after a finger would otherwise start one); what such a handle means (a
- * login from elsewhere to record, no password proven) is the helper's to judge. */
+ * (every local sudo after a finger would otherwise ask the service); what such a handle
+ * means (a login from elsewhere to record, no password proven) is the helper's to judge. */
 static bool la_handle_names_an_origin(pam_handle_t *pamh)
 {
     return la_item_string(pamh, PAM_RHOST)[0] != '\0'
@@ -286,7 +272,7 @@ LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const ch
     struct la_args args;
     la_args_parse(pamh, argc, argv, &args);
     /* A caller that is not root could call this phase after any outcome (the helper
-     * refuses `account` from a peer that is not root): nothing to start there. */
+     * refuses `account` from a peer that is not root): nothing to ask there. */
     if (args.unprivileged)
         return la_account_answer;
     const char *user = la_user(pamh);
@@ -301,9 +287,6 @@ LA_EXPORT int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const ch
 /* Nothing to set: the module holds no credentials. */
 LA_EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
-    (void)pamh;
-    (void)flags;
-    (void)argc;
-    (void)argv;
+    (void)pamh, (void)flags, (void)argc, (void)argv;
     return PAM_SUCCESS;
 }

@@ -14,9 +14,10 @@ struct la_result_row {
     int pam_conv_failed;  /* the answer when our conversation with the application failed */
 };
 
-/* DESIGN.md §3. userCancel and appCancel deny this module's line but let the stack go on;
- * when the application's conversation itself broke, PAM_CONV_ERR says so. Everything that
- * only means "no fingerprint now" is PAM_AUTHINFO_UNAVAIL so the password module runs.
+/* docs/ARCHITECTURE.md, "Where each rule lives". userCancel and appCancel deny this module's
+ * line but let the stack go on; when the application's conversation itself broke,
+ * PAM_CONV_ERR says so. Everything that only means "no fingerprint now" is
+ * PAM_AUTHINFO_UNAVAIL so the password module runs.
  * No row is PAM_IGNORE: at a `required` line followed by a module that succeeds
  * (pam_permit, pam_env, ...), PAM_IGNORE would let the user in with nothing. This table is
  * the auth phase's; the account phase judges no account and always answers PAM_IGNORE
@@ -71,10 +72,6 @@ static const struct { int code; const char *name; } la_pam_names[] = {
     LA_PAM_NAME(PAM_AUTHINFO_UNAVAIL),
     LA_PAM_NAME(PAM_IGNORE),
     LA_PAM_NAME(PAM_CONV_ERR),
-    LA_PAM_NAME(PAM_USER_UNKNOWN),
-    LA_PAM_NAME(PAM_MAXTRIES),
-    LA_PAM_NAME(PAM_BUF_ERR),
-    LA_PAM_NAME(PAM_SYSTEM_ERR),
 };
 
 const char *la_pam_code_name(int pam_code)
@@ -85,38 +82,14 @@ const char *la_pam_code_name(int pam_code)
     return "PAM_?";
 }
 
-static bool la_result_code(const uint8_t *payload, size_t len, long *code, const char **why)
+/* Looks key up: false (with *why) for a payload that is not a valid result; *v NULL when
+ * the key is absent. */
+static bool la_result_field(const uint8_t *payload, size_t len, const char *key,
+                            const uint8_t **v, size_t *vlen, const char **why)
 {
-    const uint8_t *v;
-    size_t vlen;
-    switch (la_kv_find(payload, len, "code", &v, &vlen)) {
-    case LA_KV_FOUND:
-        if (la_kv_parse_int(v, vlen, code))
-            return true;
-        *why = "result code is not a number";
-        return false;
-    case LA_KV_ABSENT: *why = "result without a code"; return false;
-    case LA_KV_DUPLICATE: *why = "result with a repeated key"; return false;
-    case LA_KV_MALFORMED: break;
-    }
-    *why = "malformed result payload";
-    return false;
-}
-
-/* The cause is only for the log; a missing one is fine, a repeated one is not. */
-static bool la_result_cause(const uint8_t *payload, size_t len, char *cause, size_t cap,
-                            const char **why)
-{
-    const uint8_t *v;
-    size_t vlen;
-    cause[0] = '\0';
-    switch (la_kv_find(payload, len, "cause", &v, &vlen)) {
-    case LA_KV_FOUND:
-        if (vlen >= cap)
-            vlen = cap - 1;
-        memcpy(cause, v, vlen);
-        cause[vlen] = '\0';
-        return true;
+    *v = NULL;
+    switch (la_kv_find(payload, len, key, v, vlen)) {
+    case LA_KV_FOUND: return true;
     case LA_KV_ABSENT: return true;
     case LA_KV_DUPLICATE: *why = "result with a repeated key"; return false;
     case LA_KV_MALFORMED: break;
@@ -125,35 +98,35 @@ static bool la_result_cause(const uint8_t *payload, size_t len, char *cause, siz
     return false;
 }
 
-/* The reason is only for the log line: a plain word or nothing. */
-static bool la_result_reason(const uint8_t *payload, size_t len, char *reason, size_t cap,
-                             const char **why)
-{
-    const uint8_t *v;
-    size_t vlen;
-    reason[0] = '\0';
-    switch (la_kv_find(payload, len, "reason", &v, &vlen)) {
-    case LA_KV_FOUND:
-        if (vlen >= cap)
-            return true;
-        for (size_t i = 0; i < vlen; i++)
-            if (!((v[i] >= 'a' && v[i] <= 'z') || v[i] == '-'))
-                return true;
-        memcpy(reason, v, vlen);
-        reason[vlen] = '\0';
-        return true;
-    case LA_KV_ABSENT: return true;
-    case LA_KV_DUPLICATE: *why = "result with a repeated key"; return false;
-    case LA_KV_MALFORMED: break;
-    }
-    *why = "malformed result payload";
-    return false;
-}
-
+/* The cause is only for the log: a missing one is fine, a long one is cut. The reason is
+ * only for the log line too: a plain word, or nothing. */
 bool la_result_parse(const uint8_t *payload, size_t len, struct la_result *out,
                      const char **why)
 {
-    return la_result_code(payload, len, &out->code, why)
-        && la_result_reason(payload, len, out->reason, sizeof out->reason, why)
-        && la_result_cause(payload, len, out->cause, sizeof out->cause, why);
+    const uint8_t *v;
+    size_t n;
+    out->reason[0] = out->cause[0] = '\0';
+    if (!la_result_field(payload, len, "code", &v, &n, why))
+        return false;
+    if (v == NULL || !la_kv_parse_int(v, n, &out->code)) {
+        *why = v == NULL ? "result without a code" : "result code is not a number";
+        return false;
+    }
+    if (!la_result_field(payload, len, "reason", &v, &n, why))
+        return false;
+    size_t plain = 0;
+    while (v != NULL && plain < n && ((v[plain] >= 'a' && v[plain] <= 'z') || v[plain] == '-'))
+        plain++;
+    if (v != NULL && plain == n && n < sizeof out->reason) {
+        memcpy(out->reason, v, n);
+        out->reason[n] = '\0';
+    }
+    if (!la_result_field(payload, len, "cause", &v, &n, why))
+        return false;
+    if (v != NULL) {
+        n = n < sizeof out->cause ? n : sizeof out->cause - 1;
+        memcpy(out->cause, v, n);
+        out->cause[n] = '\0';
+    }
+    return true;
 }

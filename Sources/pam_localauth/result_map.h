@@ -1,7 +1,7 @@
 /*
- * The one table from the helper's result to a PAM return code (DESIGN.md §3), and the
- * parser of the helper's `R` frame. Nothing else in the module decides a PAM code from a
- * helper result.
+ * The one table from the helper's result to a PAM return code (docs/ARCHITECTURE.md,
+ * "Where each rule lives"), and the parser of the helper's `R` frame. Nothing else in the
+ * module decides a PAM code from a helper result.
  */
 #ifndef LA_RESULT_MAP_H
 #define LA_RESULT_MAP_H

@@ -9,7 +9,6 @@ import Testing
     init() {
         // No root side here: an evaluation that got that far would fail as not available.
         setenv("LOCALAUTH_SERVICE", "/nonexistent-localauth-prefix/socket", 1)
-        setenv("LOCALAUTH_PREFIX", "/nonexistent-localauth-prefix", 1)
     }
 
     /// Apple's reply comes later, on another queue: the call returns first.
@@ -35,6 +34,21 @@ import Testing
         #expect(!LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         #expect(error?.domain == LAErrorDomain && error?.code == LAError.biometryNotAvailable.rawValue)
         #expect(!LAContext().canEvaluatePolicy(.deviceOwnerAuthentication, error: nil))
+    }
+
+    /// localauthd is the only way to the root side, for root too (these tests run as root):
+    /// with no socket the evaluation says so, and starts no helper of its own.
+    @Test func withoutTheServiceAnEvaluationSaysSoAndStartsNothing() async {
+        do {
+            _ = try await LAContext().evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "x")
+            Issue.record("no error")
+        } catch {
+            let ns = error as NSError
+            #expect(ns.code == LAError.biometryNotAvailable.rawValue)
+            let debug = ns.userInfo["NSDebugDescription"] as? String ?? ""
+            #expect(debug.hasPrefix("localauthd is not running (no socket at /nonexistent-localauth-prefix/socket)"),
+                    "\(debug)")
+        }
     }
 
     @Test func anInvalidatedContextRefusesEverything() async {

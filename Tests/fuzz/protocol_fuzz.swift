@@ -1,5 +1,5 @@
 // libFuzzer harness for the frames and key/value payloads both Swift sides read
-// (Sources/LocalAuthProtocol: Frame, FrameDecoder, FrameChannel, KeyValues). scripts/fuzz
+// (Sources/LocalAuthProtocol: Frame, FrameDecoder, FrameChannel, KeyValues, Request, Answer). scripts/fuzz
 // compiles it with those sources (`swiftc -sanitize=fuzzer,address`). A broken property
 // traps (`fatalError`), which libFuzzer reports as a crash and keeps the input.
 #if canImport(Glibc)
@@ -20,6 +20,8 @@ public func fuzzProtocol(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     checkChannel(bytes, expected: whole)
     checkKeyValues(bytes)
     for frame in whole.frames { checkKeyValues(frame.payload) }
+    checkTyped(bytes)
+    for frame in whole.frames { checkTyped(frame.payload) }
     checkEncoder(bytes)
     return 0
 }
@@ -174,4 +176,19 @@ func checkEncoder(_ bytes: [UInt8]) {
     require(payload.count <= utf8.count && memcmp(payload, utf8, payload.count) == 0,
             "the cut payload is not a prefix")
     require(String(validating: payload, as: UTF8.self) != nil, "the cut payload is not UTF-8")
+}
+
+/// A payload that decodes as a Request or an Answer encodes to one that decodes the same
+/// (an Answer's cause cut at its limit first): nothing a decoder took is lost or changed on
+/// the way back, and the encoder writes nothing its own decoder refuses.
+func checkTyped(_ payload: [UInt8]) {
+    if case .success(let request) = Request.decode(payload) {
+        require(Request.decode(request.encode()) == .success(request), "a request that does not round-trip")
+        require(request.keyValues.count("mode") == 1 && request.keyValues.value("version") == "1",
+                "an encoded request without its version and one mode")
+    }
+    if case .success(var answer) = Answer.decode(payload) {
+        answer.cause = answer.cause.map { String($0.prefix(Answer.causeLimit)) }
+        require(Answer.decode(answer.encode()) == .success(answer), "an answer that does not round-trip")
+    }
 }

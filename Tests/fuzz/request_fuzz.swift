@@ -30,7 +30,7 @@ public func fuzzRequest(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     checkRequest(request, first)
     // What the helper takes, localauthd holds as a request too (and hands on, or answers).
     require(peek != nil, "a request the helper takes but localauthd does not see")
-    require(peek?.keys == request.keys, "localauthd and the helper read different keys")
+    require(peek?.request == request.wire, "localauthd and the helper read different requests")
     return 0
 }
 
@@ -39,23 +39,27 @@ func require(_ condition: Bool, _ what: @autoclosure () -> String) {
 }
 
 /// A peeked request is one whole frame of type `Q` within the bytes that were read and within
-/// the frame limit, version 1, one `mode`; none is seen before its last byte has arrived.
+/// the frame limit, that decodes as a request (version 1, one known `mode`); none is seen
+/// before its last byte has arrived.
 func checkPeek(_ peek: RequestPeek, buffer: [UInt8], count n: Int) {
     require(peek.bytes >= 5 && peek.bytes <= n, "a request longer than what was read")
     require(peek.bytes - 4 <= Frame.maxLength, "a request longer than \(Frame.maxLength)")
     let length = buffer[0..<4].reduce(0) { $0 << 8 | Int($1) }
     require(peek.bytes == 4 + length && buffer[4] == Frame.Kind.request.rawValue, "not the frame's own length and type")
-    require((try? KeyValues.parse(Array(buffer[5..<peek.bytes]))) == peek.keys, "keys that are not the payload's")
-    require(peek.keys.value("version") == "1", "a request of another version")
-    require(peek.keys.count("mode") == 1, "a request without exactly one mode")
+    let kv = try? KeyValues.parse(Array(buffer[5..<peek.bytes]))
+    require(kv.map { try? Request.decode($0).get() } == peek.request, "a request that is not the payload's")
+    require(kv?.value("version") == "1", "a request of another version")
+    require(kv?.count("mode") == 1, "a request without exactly one mode")
     require(RequestPeek.parse(buffer, count: peek.bytes - 1) == nil, "a request seen before its last byte")
-    require(RequestPeek.parse(buffer, count: peek.bytes)?.keys == peek.keys, "the peek depends on the bytes after it")
+    require(RequestPeek.parse(buffer, count: peek.bytes)?.request == peek.request, "the peek depends on the bytes after it")
+    // What is decoded encodes again as a request that decodes the same.
+    require((try? Request.decode(peek.request.encode()).get()) == peek.request, "a request that does not round-trip")
 }
 
 /// Keys whose value the helper takes as one field: each at most once, so no second `mode`,
 /// `user` or `proof` can hide behind the first (docs/PROTOCOL.md: every key is sent once).
 let singleKeys = ["version", "mode", "user", "service", "tty", "rhost", "ruser", "silent", "stdin_tty", "display",
-                  "locale", "language", "pid", "caller_uid", "first_line", "proof", "reader", "op", "policy"]
+                  "locale", "language", "pid", "caller_uid", "first_line", "proof", "reader", "op", "policy", "keep"]
 
 /// A request the helper takes is the frame's keys, each field exactly what its one key says.
 func checkRequest(_ request: HelperRequest, _ frame: Frame) {
@@ -73,10 +77,15 @@ func checkRequest(_ request: HelperRequest, _ frame: Frame) {
                                       ("language", request.languageList)]
     for (key, value) in fields { require((kv.value(key) ?? "") == value, "`\(key)` is not the frame's") }
     let flags: [(String, Bool)] = [("silent", request.silent), ("stdin_tty", request.stdinTTY),
-                                   ("display", request.display), ("first_line", request.firstLine)]
+                                   ("display", request.display)]
     for (key, value) in flags { require((kv.value(key) == "1") == value, "`\(key)` is not the frame's") }
-    require(request.proof?.rawValue == kv.value("proof") || (request.proof == nil && kv.value("proof") != "authtok"
-            && kv.value("proof") != "account"), "a proof that is not the frame's")
+    // authsucc's own keys count in that mode only (nothing else reads them).
+    let authsucc = request.mode == .authsucc
+    require(request.firstLine == (authsucc && kv.value("first_line") == "1"), "`first_line` is not the frame's")
+    require(request.readerUnreachable == (authsucc && kv.value("reader") == "unreachable"), "`reader` is not the frame's")
+    require(!authsucc ? request.proof == nil : request.proof?.rawValue == kv.value("proof")
+            || (request.proof == nil && kv.value("proof") != "authtok" && kv.value("proof") != "account"),
+            "a proof that is not the frame's")
     require(request.callerPID == kv.value("pid").flatMap { Int32($0) }, "a pid that is not the frame's")
     require(request.callerUID == kv.value("caller_uid").flatMap { uid_t($0) }, "a caller uid that is not the frame's")
     require(request.terminalOwner == nil, "a terminal owner taken from the frame")

@@ -1,16 +1,25 @@
 #!/usr/bin/python3
-"""A stand-in for localauth-helper in the module's tests.
+"""A stand-in for localauth-helper in the module's tests, started by a localauthd of the
+test's own (`localauthd --listen SOCKET --helper FAKE`) as it starts the real one: either
+for a request, with the module's connection on fd 0 and 1, the peer's pidfd on fd 3 and
+`--service-peer-uid U --service-peer-pid P --service-accepted-at NANOS --config PATH`; or
+ahead of the next request (`--service-spare`), waiting on fd 0 for one message carrying the
+connection and the pidfd (SpareWait in the helper).
 
-It speaks the frame protocol of docs/PROTOCOL.md on fd 0/1 and behaves as the module
-argument `fake_mode=MODE` says (the module forwards every argument as an `arg=` request
-line). With `fake_dir=DIR` it appends one JSON line per event to DIR/events.jsonl: what it
-was started with (request, environment, descriptors, ids, session) and every frame it got.
+It speaks the frame protocol of docs/PROTOCOL.md on the connection and behaves as the
+module argument `fake_mode=MODE` says (the module forwards every argument as an `arg=`
+request line). With `fake_dir=DIR` it appends one JSON line per event to DIR/events.jsonl:
+what it was started with (request, argv, environment, descriptors, ids, session) and every
+frame it got. A mode that hangs waits for the module to close the connection, so nothing
+outlives its request.
 
-The module starts it with stderr on /dev/null, so nothing here prints.
+localauthd starts it with stderr on /dev/null, so nothing here prints.
 """
 import json
 import os
+import select
 import signal
+import socket
 import struct
 import sys
 import time
@@ -19,7 +28,7 @@ FRAME_MAX = 4096
 
 
 class Peer:
-    """The two pipes to the module."""
+    """The connection to the module (fd 0 and 1)."""
 
     def __init__(self):
         self.rfd = 0
@@ -83,8 +92,29 @@ class Recorder:
             f.write(json.dumps(data) + "\n")
 
 
+def spare_wait(argv):
+    """A spare's start: the request's connection and the peer's pidfd from localauthd, on
+    fd 0 and 1 and fd 3 as a helper started for the request has them; the argv that one
+    would have. None when localauthd let the spare go before any request."""
+    control = socket.socket(fileno=os.dup(0))
+    msg, fds, _flags, _addr = socket.recv_fds(control, 4096, 4)
+    control.close()
+    if not msg:
+        return None
+    connection, pidfd = fds
+    os.dup2(connection, 0)
+    os.dup2(connection, 1)
+    os.dup2(pidfd, 3)
+    os.close(connection)
+    os.close(pidfd)
+    uid, pid, nanos, config = msg.decode().split("\n")
+    return [argv[0], "--service-peer-uid", uid, "--service-peer-pid", pid,
+            "--service-accepted-at", nanos, "--config", config]
+
+
 def process_facts():
     fds = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+
     def target(fd):
         try:
             return os.readlink(f"/proc/self/fd/{fd}")
@@ -92,8 +122,9 @@ def process_facts():
             return None
     return dict(
         env=dict(os.environ),
+        fd_3=target(3),
         fds=fds,
-        fd_targets={fd: target(fd) for fd in (0, 1, 2)},
+        fd_targets={fd: target(fd) for fd in (0, 1, 2, 3)},
         ids=list(os.getresuid()) + list(os.getresgid()),
         groups=os.getgroups(),
         sid=os.getsid(0),
@@ -186,14 +217,25 @@ def mode_reader_unreachable(peer, rec, req):
                     "cause=fake: fprintd did not answer GetDevices in time")
 
 
+def wait_closed(peer, seconds=3600):
+    """Until the module has closed the connection (a hang-up; its shutdown of its sending
+    side alone is not one), reading nothing more."""
+    poller = select.poll()
+    poller.register(peer.rfd, 0)   # POLLHUP and POLLERR are always reported
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if poller.poll(1000 * (deadline - time.monotonic())):
+            return
+
+
 def mode_hang(peer, rec, req):
-    time.sleep(3600)
+    wait_closed(peer)
 
 
 def mode_hang_after_start(peer, rec, req):
     """Says it started, as the real helper does at once, then hangs."""
     peer.frame("S")
-    time.sleep(3600)
+    wait_closed(peer)
 
 
 def mode_crash(peer, rec, req):
@@ -206,6 +248,8 @@ def mode_exit_without_result(peer, rec, req):
 
 
 def mode_exit_nonzero(peer, rec, req):
+    """A result, then a bad exit: the module sees only the result and the connection's end
+    (localauthd reaps the helper and logs how it ended)."""
     peer.result(0, "success", "fake match, then a bad exit")
     return 3
 
@@ -225,7 +269,7 @@ def mode_frame_after_result(peer, rec, req):
 
 def mode_linger_after_result(peer, rec, req):
     peer.result(0, "success", "fake match")
-    time.sleep(3600)
+    wait_closed(peer)
 
 
 def mode_prompt(peer, rec, req):
@@ -281,7 +325,7 @@ def mode_cancel(peer, rec, req):
 def mode_ignore_cancel(peer, rec, req):
     peer.frame("I", "Touch the reader, or press Ctrl-C for the password")
     wait_for_cancel(peer, rec, 30)
-    time.sleep(3600)
+    wait_closed(peer)
 
 
 def option(req, key, default):
@@ -293,13 +337,24 @@ def option(req, key, default):
 
 
 def main():
+    argv = sys.argv
+    if argv[1:] == ["--service-spare"]:
+        argv = spare_wait(argv)
+        if argv is None:
+            return 0
     peer = Peer()
     first = peer.read_frame()
     if first is None or first[0] != "Q":
         return 4
     req = parse_request(first[1])
     rec = Recorder(option(req, "fake_dir", None))
-    rec("start", request=req, **process_facts())
+    rec("start", request=req, argv=argv[1:], **process_facts())
+    if req.get("mode") == "authsucc":
+        # The lines after the password send PAM_AUTHTOK (`A`) or `N` right after the
+        # request; the real helper reads it before it answers.
+        tok = peer.read_frame()
+        if tok is not None:
+            rec("authtok", type=tok[0], payload=tok[1].decode())
     mode = option(req, "fake_mode", "match")
     handler = globals().get("mode_" + mode.replace("-", "_"))
     if handler is None:

@@ -2,7 +2,8 @@
 A file imports one of them (the fixture's name is ``inst`` either way):
 
 * ``shared_inst``: ``system.shared_installation()``, one installation for the whole process
-  (root callers: the module runs the helper itself);
+  (root callers: a test starts a localauthd of its own with the installation's helper,
+  real_helper.LocalService, and names it in the module's arguments, ``service=SOCKET``);
 * ``service_inst``: a ``servicebed.ServiceInstallation`` of the file's own (a module that
   names the installation's own localauthd socket, which a test starts when it needs it,
   and a root configuration that its tests write), removed at the file's end.

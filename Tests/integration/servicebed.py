@@ -109,8 +109,10 @@ class ServiceInstallation(system.Installation):
 class Service:
     """One localauthd on a socket; stopped by its PID on every exit path (``stop``)."""
 
-    def __init__(self, inst, syslog, *extra, prefix=None, parent="/run", socket_path=None, config=None):
+    def __init__(self, inst, syslog, *extra, prefix=None, parent="/run", socket_path=None, config=None,
+                 binary=None):
         """``prefix``: the namespace to run in (default: one whose /dev/log is ``syslog``);
+        ``binary``: another build's localauthd (default: build/'s);
         ``parent``: where the socket's directory is made (visible to the callers);
         ``socket_path``: listen there instead (its directory exists and stays);
         ``config``: the service's configuration (default: the installation's)."""
@@ -122,7 +124,7 @@ class Service:
             self.dir, self.socket = None, Path(socket_path)
         self.syslog = syslog
         self.pinning = extra[extra.index("--peer-pidfd") + 1] if "--peer-pidfd" in extra else "kernel"
-        binary = system.REPO / "build" / SERVICE_REL
+        binary = binary or system.REPO / "build" / SERVICE_REL
         mark = syslog.mark()
         argv = (prefix or namespace_prefix(syslog)) + [str(binary), "--listen", str(self.socket),
                                                        "--helper", str(inst.helper),

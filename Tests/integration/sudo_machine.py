@@ -10,8 +10,11 @@ context manager (an ExitStack: everything it made is undone on exit, whatever ha
   or one of its own;
 * ``user``: a system.ThrowawayUser with the right index finger enrolled as print f1;
 * ``state``: a root-only state directory;
-* ``lines``: ``stack(module, args)``, the module's arguments naming this bed, state
-  directory, configuration, ``scan_timeout`` and ``extra``;
+* ``localauthd``: a real_helper.LocalService, localauthd with the installation's helper
+  behind it, started as where no systemd runs (``localauthd --listen``), stopped on exit;
+* ``lines``: ``stack(module, args)``, the module's arguments naming that service
+  (``service=SOCKET``), this bed, state directory, configuration, ``scan_timeout`` and
+  ``extra``;
 * ``service``: those lines as /etc/pam.d/PREFIX<random> (``service_prefix``), and
   ``sudoers``: a drop-in that gives the user sudo through that service;
 * ``made``: the names and paths of what it created (for the leftover checks).
@@ -34,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from messages import ENROLLED, FINGER, FIRST_USE  # noqa: E402
+from real_helper import LocalService  # noqa: E402
 from scan_events import ScanEvents  # noqa: E402
 from terminal_finger import is_hint, present  # noqa: E402
 from testbed import Bed  # noqa: E402
@@ -79,7 +83,8 @@ class SudoSetup(contextlib.ExitStack):
         self.state = Path(self.enter_context(
             tempfile.TemporaryDirectory(prefix="localauth-state-")))
         self.state.chmod(0o700)
-        args = " ".join([f"dbus_address={self.bed.address}", f"state_dir={self.state}",
+        self.localauthd = self.enter_context(LocalService(self.inst.helper, bed=self.bed, state=self.state))
+        args = " ".join([self.localauthd.arg, f"dbus_address={self.bed.address}", f"state_dir={self.state}",
                          f"fprint_dir={self.bed.state_dir}", f"config={self.inst.config}",
                          f"scan_timeout={self.scan_timeout}", *self.extra])
         self.lines = self.stack(self.inst.module, args)

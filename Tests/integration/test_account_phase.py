@@ -12,7 +12,6 @@ file afterwards: a lockout that was not to be cleared keeps ``failures=5`` and g
 ``last_password``.
 """
 import os
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,8 @@ import system  # noqa: E402
 from ctl_support import write_state  # noqa: E402
 from pamenv import PamWorld, outcomes  # noqa: E402
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
+from wire import frame, request, results  # noqa: E402
+from real_helper import LocalService, close_with  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
@@ -35,13 +36,16 @@ NETWORKED_IDS = ["ipv4-loopback", "ipv6-loopback", "sshd-tty"]
 
 class Account:
     """A locked-out throwaway user, a pam_wrapper world with stacks for them, and the state
-    directory the installed helper uses."""
+    directory the installed helper uses, behind a localauthd of the test's own
+    (``localauthd``, stopped when the world closes)."""
 
     def __init__(self, inst, bed, world, user):
         self.inst, self.bed, self.world, self.user = inst, bed, world, user
         self.state = world.root / "state"
         self.state.mkdir(mode=0o700)
-        self.args = " ".join([f"dbus_address={bed.address}", f"state_dir={self.state}",
+        self.localauthd = LocalService(inst.helper, bed=bed, state=self.state)
+        close_with(world, self.localauthd)
+        self.args = " ".join([self.localauthd.arg, f"dbus_address={bed.address}", f"state_dir={self.state}",
                               f"config={inst.config}", f"fprint_dir={bed.state_dir}",
                               "scan_timeout=10"])
         write_state(self.state, user.name, failures=5)
@@ -205,30 +209,18 @@ def test_an_account_without_a_local_hash_is_still_cleared_by_the_account_phase(i
 
 # --- the helper checks the same by itself (defence in depth) -------------------------------
 
-def frame(kind, payload=b""):
-    return struct.pack(">I", len(payload) + 1) + kind.encode() + payload
-
-
 def helper_authsucc(account, password, **items):
     """The installed helper run as root's module runs it, with an account-phase request
     written here: what it answers when the module's own check were missing."""
-    kv = dict(version="1", mode="authsucc", user=account.user.name, service="sshd", tty="",
-              rhost="", ruser="", silent="1", locale="", language="", pid=str(os.getpid()),
-              caller_uid="0", first_line="1", proof="account")
-    kv.update(items)
-    lines = [f"{k}={v}" for k, v in kv.items()]
-    lines += [f"arg={a}" for a in account.args.split()]
-    data = frame("Q", "\n".join(lines).encode()) + frame("A", password.encode())
+    keys = dict(mode="authsucc", user=account.user.name, service="sshd", pid=str(os.getpid()),
+                first_line="1", proof="account")
+    keys.update(items)
+    data = frame("Q", request(account.args.split(), **keys)) + frame("A", password.encode())
     proc = subprocess.run([str(account.inst.helper)], input=data, capture_output=True,
                           env={"PATH": system.SAFE_PATH}, timeout=30)
-    out, frames = proc.stdout, []
-    while len(out) >= 4:
-        (length,) = struct.unpack(">I", out[:4])
-        frames.append((chr(out[4]), out[5:4 + length].decode()))
-        out = out[4 + length:]
-    results = [p for t, p in frames if t == "R"]
-    assert len(results) == 1, frames
-    return dict(line.split("=", 1) for line in results[0].split("\n"))
+    found = results(proc.stdout)
+    assert len(found) == 1, proc.stdout
+    return found[0]
 
 
 @pytest.mark.parametrize("items", NETWORKED, ids=NETWORKED_IDS)

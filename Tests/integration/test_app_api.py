@@ -701,8 +701,7 @@ def test_a_service_socket_that_is_not_roots_is_not_used(world, case):
     assert run.result["desc"] == "Biometry is not available on this device."
     (debug,) = re.findall(r"^DEBUG (.*?)\r?$", run.output, re.M)
     assert debug == {
-        "absent": f"localauthd is not running (no socket at {path}): a program that is not root "
-                  "reaches the reader only through it",
+        "absent": f"localauthd is not running (no socket at {path}): the reader is reached only through it",
         "users-socket": f"{path} is not a socket of root's",
         "users-peer": f"the service at {path} refused: its end is not root's",
         "not-a-socket": f"{path} is not a socket of root's",
@@ -723,6 +722,27 @@ def test_the_worlds_service_is_the_one_asked(world):
     run = world.run("can", "biometrics")
     assert run.result["success"] == "1", run.output
     assert wait_preflights(world, mark, 1) == 1
+
+
+@pytest.mark.parametrize("op", ["can", "eval"])
+def test_a_root_program_with_no_service_starts_no_helper(world, inst, op):
+    """localauthd is the library's one way to the root side, for root too: a program run
+    as root where no service answers gets biometryNotAvailable at once, and the helper
+    installed beside it (root's, in root's directories: what the library once started
+    itself) is not started."""
+    absent = world.dir / "no-service" / "socket"
+    env = system.default_env(LOCALAUTH_SERVICE=str(absent), LOCALAUTH_PREFIX=str(inst.prefix))
+    mark = world.syslog.mark()
+    res = system.run_on_pty([str(world.app), op, "biometrics"], env=env,
+                            prefix=namespace_prefix(world.syslog), timeout=60).finish(timeout=60)
+    from appbed import RESULT, parse_result
+    (result,) = [parse_result(m) for m in RESULT.findall(res.output.replace("\r", ""))]
+    assert (result["success"], result["code"]) == ("0", "-6"), res.output
+    (debug,) = re.findall(r"^DEBUG (.*?)\r?$", res.output, re.M)
+    assert debug == f"localauthd is not running (no socket at {absent}): the reader is reached only through it"
+    lines = world.syslog.lines[mark:]
+    assert not any(i == "localauth-helper" and m != START_CHECK for i, m in lines), lines
+    assert world.service.helpers() == []
 
 
 def test_companion_policies_fail_without_the_root_side(world):

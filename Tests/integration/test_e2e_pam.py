@@ -3,8 +3,10 @@ real fprintd with the virtual reader, driven by pamtester on a pseudo-terminal.
 
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_e2e_pam.py
 
-The product is installed once into a temporary prefix (system.shared_installation), so the
-module runs the helper at the path compiled into it. Service files live in a pam_wrapper
+The product is installed once into a temporary prefix (system.shared_installation); each
+test starts a localauthd of its own with the installation's helper behind it, as where no
+systemd runs (`localauthd --listen SOCKET --helper PATH`, real_helper.LocalService), and
+the module reaches it through the root-only argument `service=SOCKET`. Service files live in a pam_wrapper
 world (pamenv.PamWorld): the module's log line (pam_syslog) shows on the terminal there,
 nothing on the machine changes, and pam_matrix checks the password of a made-up user. The
 stack is the one pam.d/localauth ships, with the password module `requisite` so that the
@@ -33,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
 from pamenv import PamWorld, outcomes  # noqa: E402
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
+from real_helper import LocalService, close_with  # noqa: E402
 from scan_events import ScanEvents  # noqa: E402
 from terminal_finger import ASK_FINGER, SKIP_PROMPT, is_hint, present  # noqa: E402
 
@@ -71,18 +74,27 @@ class Run(ScanEvents):
 
 
 class E2E:
-    """One bed, one pam_wrapper world, one state directory, one made-up user."""
+    """One bed, one pam_wrapper world, one state directory, one made-up user, and one
+    localauthd with the installation's helper behind it (``localauthd``; stopped when
+    the world closes). ``service``: the PAM service of the usual stack."""
 
     def __init__(self, bed, world, inst):
         self.bed, self.world, self.inst = bed, world, inst
         self.state = world.root / "state"
         self.state.mkdir(mode=0o700)
         world.add_user(USER, PASSWORD)
-        self.args = [f"dbus_address={bed.address}", f"state_dir={self.state}",
+        self.localauthd = self.serve(inst.helper)
+        self.args = [self.localauthd.arg, f"dbus_address={bed.address}", f"state_dir={self.state}",
                      f"config={inst.config}", "scan_timeout=10"]
         if bed.state_dir is not None:
             self.args.append(f"fprint_dir={bed.state_dir}")
         self.service = self.stack()
+
+    def serve(self, helper_path, *more):
+        """A localauthd of this test's with ``helper_path`` behind it, stopped with the world."""
+        service = LocalService(helper_path, *more, bed=self.bed, state=self.state)
+        close_with(self.world, service)
+        return service
 
     def stack(self, *extra, name="la-e2e", first=True, authsucc=True):
         args = " ".join(self.args + list(extra))
@@ -304,8 +316,12 @@ def test_fprintd_absent_password_without_delay(bed_factory, inst):
     bed = bed_factory(fprintd=False)
     with PamWorld() as world:
         e2e = E2E(bed, world, inst)
-        r = e2e.run(password=PASSWORD)               # first use: the password, recorded
-        assert r.status == 0 and FIRST_USE in r.screen
+        # First use: localauthd answers for the absent fprintd itself (no helper, no
+        # message), the password follows and the authsucc line's helper records it.
+        r = e2e.run(password=PASSWORD)
+        assert r.status == 0 and r.screen == [PROMPT, OK], r.screen
+        assert "answered by localauthd" in r.logs[0]["cause"], r.logs
+        assert "last_password" in e2e.state_file()
         for password in ("wrong", PASSWORD):
             r = e2e.run(password=password)
             assert (r.status == 0) == (password == PASSWORD)
@@ -316,26 +332,32 @@ def test_fprintd_absent_password_without_delay(bed_factory, inst):
 
 # --- a broken helper: the password still works -----------------------------------------
 
+# What the service's helper is (None: missing), the module arguments, what the module's
+# line says, and what the service's line says.
 HELPERS = {
-    "missing": (None, [], r"helper \S+ refused: No such file or directory"),
-    "unsafe": ("#!/bin/sh\nexit 0\n", [], "refused: writable by group or others"),
-    "crash": ("#!/bin/sh\nkill -SEGV $$\n", [], r"ended without a result \(killed by signal 11\)"),
-    "hang": ("#!/bin/sh\nexec sleep 60\n", ["helper_timeout=1"], "helper timed out after 1 s"),
-    "garbage": ("#!/bin/sh\nprintf 'this is not a frame\\n'\n", [], "garbled frame"),
+    "missing": (None, [], "could not read from the helper", r"could not start the helper: \S+: No such file or directory"),
+    # Gone with the request unread on its connection: the module's read meets a reset.
+    "crash": ("#!/bin/sh\nkill -SEGV $$\n", [], "could not read from the helper", r"the helper of uid 0 \(pid \d+\) was killed by signal 11"),
+    "hang": ("#!/bin/sh\nexec sleep 60\n", ["helper_timeout=1"], "helper timed out after 1 s", r"helper pid \d+"),
+    "garbage": ("#!/bin/sh\nprintf 'this is not a frame\\n'\n", [], "garbled frame", r"helper pid \d+"),
 }
 
 
 @pytest.mark.parametrize("kind", list(HELPERS))
 def test_broken_helper_password_still_works(e2e, kind):
     e2e.first_password()
-    body, extra, cause = HELPERS[kind]
+    body, extra, cause, said = HELPERS[kind]
     path = e2e.world.root / f"helper-{kind}"
     if body is not None:
         path.write_text(body)
         os.chown(path, 0, 0)
-        path.chmod(0o775 if kind == "unsafe" else 0o755)
-    svc = e2e.stack(f"helper={path}", *extra, name=f"la-e2e-{kind}")
+        path.chmod(0o755)
+    # A shell script cannot wait as a spare: the service starts it for each request.
+    broken = e2e.serve(path, "--spare", "no")
+    svc = e2e.stack(broken.arg, *extra,   # the last service= is the one the module takes
+                    name=f"la-e2e-{kind}")
     for password in ("wrong", PASSWORD):
+        mark = broken.syslog.mark()
         started = time.monotonic()
         r = e2e.run([], password=password, service=svc)
         assert (r.status == 0) == (password == PASSWORD), r
@@ -343,6 +365,7 @@ def test_broken_helper_password_still_works(e2e, kind):
         assert r.scans_started == []
         only(r.logs, result="helperFailure", pam="PAM_AUTHINFO_UNAVAIL", cause=cause)
         assert time.monotonic() - started < 5
+        assert any(re.search(said, m) for m in broken.lines("localauthd", mark)), broken.lines(None, mark)
 
 
 # --- Chinese --------------------------------------------------------------------------
@@ -423,7 +446,7 @@ def test_the_modules_line_names_tty_rhost_ruser_and_the_rule(e2e):
     assert first["result"] == "biometryLockout" and first["reason"] == "never-used", first
 
 
-# --- the helper leaves its caller's cgroup ------------------------------------------------
+# --- the helper is never in its caller's cgroup ------------------------------------------
 
 def unified_hierarchy():
     """Where cgroup v2 is mounted (unified, or beside v1 at .../unified), else None: the
@@ -442,18 +465,28 @@ def cgroup_of(pid):
     raise AssertionError(f"pid {pid} has no cgroup v2 line")
 
 
-def helper_child(parent, helper, timeout=15):
+def serving_helper(service, timeout=15):
+    """The pid of the one helper ``service`` runs for a request now (not a spare)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-                if ppid == parent and os.readlink(stat.parent / "exe") == str(helper):
-                    return int(stat.parent.name)
-            except (OSError, ValueError, IndexError):
-                continue
+        found = service.helpers()
+        if found:
+            assert len(found) == 1, found
+            return found[0]
         time.sleep(0.02)
-    raise AssertionError(f"no helper below pid {parent}")
+    raise AssertionError(f"no helper of localauthd (pid {service.pid}) serves a request")
+
+
+def children_of(pid):
+    return [int(d.parent.name) for d in Path("/proc").glob("[0-9]*/stat")
+            if _ppid(d) == pid]
+
+
+def _ppid(stat):
+    try:
+        return int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 @pytest.fixture
@@ -482,18 +515,22 @@ def caller_cgroup():
                 time.sleep(0.02)
 
 
-def test_the_helper_leaves_its_callers_cgroup_before_it_waits_for_the_finger(e2e, caller_cgroup):
-    """The caller (pamtester) runs in a cgroup of its own; while the reader waits, the root
-    helper is in the root cgroup, where its caller cannot freeze or throttle it."""
+def test_the_helper_is_never_in_its_callers_cgroup_nor_below_it(e2e, caller_cgroup):
+    """The caller (pamtester) runs in a cgroup of its own, which its user could freeze or
+    throttle; while the reader waits, the root helper serving it is localauthd's child, in
+    the service's cgroup, and the caller has no child at all: the module started nothing."""
     e2e.first_password()
     into_cgroup = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(caller_cgroup)]
     pt = e2e.world.pamtester(e2e.service, USER, prefix=into_cgroup)
     try:
         pt.expect(ASK_FINGER, timeout=15)
         pt.expect(SKIP_PROMPT, timeout=15)
-        helper = helper_child(pt.child.pid, e2e.inst.helper)
+        helper = serving_helper(e2e.localauthd)
         assert cgroup_of(pt.child.pid) == "/" + caller_cgroup.name
-        assert cgroup_of(helper) == "/"
+        assert os.readlink(f"/proc/{helper}/exe") == os.path.realpath(e2e.inst.helper)
+        assert _ppid(Path(f"/proc/{helper}/stat")) == e2e.localauthd.pid
+        assert cgroup_of(helper) == cgroup_of(e2e.localauthd.pid) != "/" + caller_cgroup.name
+        assert children_of(pt.child.pid) == [], "the PAM host has a child"
         assert e2e.bed.reader.inject(f"SCAN {ENROLLED}") == "verify-match"
         res = pt.finish()
     finally:

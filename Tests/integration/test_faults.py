@@ -2,14 +2,17 @@
 
 Run as root: /usr/bin/python3 -m pytest Tests/integration/test_faults.py
 
-Faults on the reader's side run the real helper (build/libexec/localauth/localauth-helper)
-against the real fprintd with the virtual reader (testbed.py); faults that need a helper
-that misbehaves use the fake helper of test_pam_module.py, whose own tests cover the
-protocol in detail. Every fault checks, through `attempt()` and `check()`:
+The module reaches root's side only through localauthd: each test starts one of its own
+as where no systemd runs (`localauthd --listen SOCKET --helper PATH`, real_helper.LocalService)
+and names it with `service=SOCKET`. Faults on the reader's side run the real helper
+(build/libexec/localauth/localauth-helper) behind it against the real fprintd with the
+virtual reader (testbed.py); faults that need a helper that misbehaves put the fake helper
+(fake_helper.py) behind it, which gets the caller's connection from the service as the
+real one does. Every fault checks, through `attempt()` and `check()`:
 
 * the LAError in the module's log line (`result=`) and the PAM code it returned;
-* that the host process (the pamenv driver, standing for sudo or login) survived and reaped
-  the helper;
+* that the host process (the pamenv driver, standing for sudo or login) survived and has
+  no child of the module's (the helper is the service's);
 * that the password module after ours still worked in the same transaction (or, where the
   fault breaks the conversation itself, in the next one);
 * that a log line names the cause.
@@ -24,10 +27,10 @@ terminal, except where the missing terminal is the fault.
 """
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -39,12 +42,11 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import pamenv  # noqa: E402
-import test_pam_module as fake  # noqa: E402  (the fake helper's world and failure table)
 from ctl_support import read_state  # noqa: E402
 import real_helper  # noqa: E402
 from pamenv import PamWorld, outcomes  # noqa: E402
 from real_helper import (ENROLLED, NOBODY, PASSWORD, PRESENT, RECOGNIZED, REAL_HELPER,  # noqa: E402
-                         STRANGER, USER, Tally, check, helper_pids_below, needs_helper,
+                         STRANGER, USER, Tally, check, needs_helper,
                          password_prompt_at, prompts)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root (mounts, helper checks)")
@@ -102,9 +104,14 @@ def real(world, bed):
 
 @needs_helper
 def test_fprintd_absent(world, bed_factory):
+    """No fprintd on the bus: the service answers itself, no helper runs, the password."""
     r = Real(world, bed_factory(fprintd=False))
+    mark = r.syslog.mark()
     res = r.attempt("fprintd absent", r.stack())
-    check(res, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", "fprintd is not running")
+    check(res, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL",
+          "fprintd is not on the bus and cannot be started there (answered by localauthd)")
+    assert outcomes(res.logs)[0]["reason"] == "reader-unreachable"
+    assert not [m for m in r.syslog.since(mark, "localauth-helper") if USER in m], "a helper ran"
 
 
 @needs_helper
@@ -308,36 +315,82 @@ def test_reader_claimed_by_another_session(real):
 
 # --- the helper itself -------------------------------------------------------------------
 
+class FakeBed:
+    """The fake helper (fake_helper.py, root's, mode 0755) behind a localauthd of the
+    test's own: the service starts it for each request (``--spare no``: the fake cannot
+    wait as a spare) with the caller's connection as its fd 0 and 1, so what it writes
+    reaches the module as a helper's frames would. ``--absent-answer no``: every request
+    reaches it. The service stops when the world closes."""
+
+    USER, PASSWORD = "la-fake-user", "fake-pw-3"
+
+    def __init__(self, world):
+        self.world = world
+        self.helper = world.root / "fake-helper"
+        shutil.copy(HERE / "fake_helper.py", self.helper)
+        os.chown(self.helper, 0, 0)
+        os.chmod(self.helper, 0o755)
+        self.records = world.root / "records"
+        self.records.mkdir()
+        os.chmod(self.records, 0o777)
+        world.add_user(self.USER, self.PASSWORD)
+        self.service = real_helper.LocalService(self.helper, "--spare", "no")
+        real_helper.close_with(world, self.service)
+
+    def stack(self, mode="match", *extra, name="la-test"):
+        """The module (sufficient) then the password module."""
+        args = " ".join([self.service.arg, f"fake_mode={mode}", f"fake_dir={self.records}", *extra])
+        return self.world.service(name, [f"auth sufficient {pamenv.MODULE} {args}",
+                                         f"auth required {self.world.matrix}"])
+
+    def events(self, kind=None):
+        path = self.records / "events.jsonl"
+        if not path.exists():
+            return []
+        found = [json.loads(l) for l in path.read_text().splitlines()]
+        return [e for e in found if kind is None or e["event"] == kind]
+
+
 @pytest.fixture
 def fake_bed(world):
-    return fake.Bed(world)
+    return FakeBed(world)
 
 
 def fake_attempt(fault, fake_bed, service):
-    return attempt(fault, fake_bed.world, service, fake.USER, answers=(fake.PASSWORD,))
+    return attempt(fault, fake_bed.world, service, FakeBed.USER, answers=(FakeBed.PASSWORD,))
 
 
-@pytest.mark.parametrize("fault,spoil,cause", [
-    ("helper missing", lambda p: os.remove(p), "No such file or directory"),
-    ("helper owned by another user", lambda p: os.chown(p, 65534, 65534),
-     "owned by uid 65534, not root"),
-])
-def test_helper_refused(fake_bed, fault, spoil, cause):
-    spoil(fake_bed.helper)
-    r = fake_attempt(fault, fake_bed, fake_bed.stack("match"))
-    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", cause)
+def test_helper_refused(fake_bed):
+    """localauthd's helper is gone: the service cannot start it, the caller's connection
+    closes without a frame, the module's line says so and the password follows; the
+    service's own line names why."""
+    os.remove(fake_bed.helper)
+    mark = fake_bed.service.syslog.mark()
+    r = fake_attempt("helper missing", fake_bed, fake_bed.stack("match"))
+    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "could not read from the helper")
     assert fake_bed.events() == []
+    said = fake_bed.service.lines("localauthd", mark)
+    assert f"could not start the helper: {fake_bed.helper}: No such file or directory" in "\n".join(said), said
 
 
 def test_helper_not_executable(fake_bed):
-    """Root-owned and safe, but without the execute bits: execve fails in the child."""
+    """Root-owned and safe, but without the execute bits: the service's spawn fails."""
     os.chmod(fake_bed.helper, 0o644)
+    mark = fake_bed.service.syslog.mark()
     r = fake_attempt("helper not executable", fake_bed, fake_bed.stack("match"))
-    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "exit status 127")
+    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "could not read from the helper")
     assert fake_bed.events() == []
+    said = fake_bed.service.lines("localauthd", mark)
+    assert f"could not start the helper: {fake_bed.helper}: Permission denied" in "\n".join(said), said
 
 
-PROTOCOL_FAULTS = {mode: (extra, cause) for mode, extra, cause in fake.FAILURES}
+# What the module says of a helper that misbehaves on the caller's connection.
+PROTOCOL_FAULTS = {
+    "garbage": ([], "malformed frame payload"),
+    "oversized": ([], "frame length out of range"),
+    "truncated": ([], "end of file in the middle of a frame"),
+    "hang": ([], "sent nothing within"),
+}
 
 
 @pytest.mark.parametrize("mode,fault", [
@@ -350,24 +403,31 @@ def test_misbehaving_helper(fake_bed, mode, fault):
     extra, cause = PROTOCOL_FAULTS[mode]
     r = fake_attempt(fault, fake_bed, fake_bed.stack(mode, *extra))
     check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", cause)
+    assert [e["event"] for e in fake_bed.events()][:1] == ["start"], "the fake never ran"
 
 
 @needs_helper
 def test_helper_killed_mid_scan(real):
+    """The service's helper for this request is killed while the reader waits: the module
+    says the helper went without a result, the service that it was killed by signal 9."""
+    mark = real.syslog.mark()
     run = real.in_background("helper SIGKILL mid-scan", real.stack())
     assert real.bed.wait_finger_needed(15)
-    pids = helper_pids_below(os.getpid())
+    pids = real.service.helpers()
     assert len(pids) == 1, pids
     os.kill(pids[0], signal.SIGKILL)
     r = run.result(30)
-    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "killed by signal 9")
+    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "helper ended without a result")
+    said = real.service.lines("localauthd", mark)
+    assert any("killed by signal 9" in m for m in said), said
     # Its bus connection went with it, so fprintd released the reader.
     real.match_works(real.stack())
 
 
 @needs_helper
 def test_real_helper_past_its_timeout(real):
-    """fprintd frozen and a bus timeout longer than the module's: the module kills it."""
+    """fprintd frozen and a bus timeout longer than the module's: the module gives up on the
+    connection at helper_timeout, and the service ends the helper whose caller left."""
     real.bed.freeze_fprintd()
     try:
         started = time.monotonic()
@@ -377,7 +437,10 @@ def test_real_helper_past_its_timeout(real):
     finally:
         real.bed.thaw_fprintd()
     check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "helper timed out after 1 s")
-    assert helper_pids_below(os.getpid()) == []
+    deadline = time.monotonic() + 15
+    while real.service.helpers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert real.service.helpers() == [], "the service's helper outlived its caller"
 
 
 # --- the state directory and the state files ---------------------------------------------
@@ -425,6 +488,7 @@ def first_match(real, service):
 @needs_helper
 def test_state_directory_read_only(real):
     with tmpfs(real.world.root / "ro-state", "mode=0700,size=64k") as d:
+        real.restart_service()            # one that sees the tmpfs
         svc = real.stack(state=d)
         first_match(real, svc)
         subprocess.run(["mount", "-o", "remount,ro", str(d)], check=True)
@@ -439,6 +503,7 @@ def test_state_directory_full(real):
     """Nothing can be written, so no try can be counted: none may start (a try counted
     only afterwards would give one uncounted finger per prompt, and a match would pass)."""
     with tmpfs(real.world.root / "full-state", "mode=0700,size=16k") as d:
+        real.restart_service()            # one that sees the tmpfs
         svc = real.stack(state=d)
         first_match(real, svc)
         with contextlib.suppress(OSError):
@@ -498,61 +563,34 @@ def test_damaged_state_file(real, kind):
 # --- options -----------------------------------------------------------------------------
 
 class HelperLog:
-    """The helper's syslog lines. A wrapper given as `helper=` runs the real helper in a
-    mount namespace of its own whose /dev holds our socket as /dev/log (and /dev/null), so
-    nothing on the machine changes; the wrapper is exec'd away, the helper keeps its pid."""
+    """The helper's syslog lines: the service of ``real`` runs in a mount namespace whose
+    /dev/log is the test's socket (servicebed.namespace_prefix), and its helpers with it,
+    so nothing on the machine changes."""
 
-    def __init__(self, root):
-        self.dev = root / "helper-dev"
-        self.dev.mkdir()
-        (self.dev / "null").touch()
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(str(self.dev / "log"))
-        self.lines = []
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-        self.wrapper = root / "helper-logged"
-        self.wrapper.write_text(
-            "#!/bin/sh\nexec unshare --mount --propagation private /bin/sh -c "
-            "'mount --bind /dev/null \"$0/null\" && mount --bind \"$0\" /dev && exec \"$1\"' "
-            f"{self.dev} {REAL_HELPER}\n")
-        os.chmod(self.wrapper, 0o755)
+    def __init__(self, real):
+        self.syslog = real.syslog
+        self.mark = real.syslog.mark()
 
-    def _read(self):
-        while True:
-            try:
-                data = self.sock.recv(65536)
-            except OSError:
-                return
-            self.lines.append(data.decode(errors="replace").split(": ", 1)[-1])
+    @property
+    def lines(self):
+        return self.syslog.since(self.mark, "localauth-helper")
 
     def wait_for(self, text, timeout=5):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any(text in l for l in self.lines):
-                return True
-            time.sleep(0.02)
-        return False
-
-    def close(self):
-        self.sock.close()
+        found = self.syslog.wait_for(lambda ident, m: ident == "localauth-helper" and text in m,
+                                     timeout=timeout, since=self.mark)
+        return found is not None
 
 
 @pytest.fixture
 def helper_log(real):
-    if not shutil.which("unshare"):
-        pytest.skip("unshare missing")
-    log = HelperLog(real.world.root)
-    yield log
-    log.close()
+    return HelperLog(real)
 
 
 @needs_helper
 def test_malformed_module_arguments(real, helper_log):
     """Bad values are logged and the defaults kept: three tries, not `zero`."""
     svc = real.stack("max_tries=zero", "bus_timeout=-1", "no_such_option=1",
-                     "state_dir=relative/path", "helper_timeout=soon", "debug=perhaps",
-                     helper=helper_log.wrapper)
+                     "state_dir=relative/path", "helper_timeout=soon", "debug=perhaps")
     r = no_match(real, svc, "malformed module arguments", n=3)
     check(r, "authenticationFailed", "PAM_AUTH_ERR", "3 failed matches")
     assert any("helper_timeout must be a number of seconds from 1 to 3600; keeping 120"
@@ -579,7 +617,7 @@ def test_config_file_with_bad_values(real, helper_log):
     conf = real.world.root / "bad.conf"
     conf.write_text(BAD_CONFIG)
     os.chmod(conf, 0o644)
-    svc = real.stack(f"config={conf}", helper=helper_log.wrapper)
+    svc = real.stack(f"config={conf}")
     r = no_match(real, svc, "config file with bad values", n=3)
     check(r, "authenticationFailed", "PAM_AUTH_ERR", "3 failed matches")
     for text in (f"{conf}:2: `max_tries` must be a whole number from 1 to 10, not `99`",
@@ -626,7 +664,7 @@ def test_a_configuration_that_cannot_be_trusted_means_no_finger(real, helper_log
     # the site said one). No scan at all, the reason in the message and the log, and the
     # password works.
     conf, why = _untrusted(real.world.root, how)
-    svc = real.stack(f"config={conf}", authsucc=True, helper=helper_log.wrapper)
+    svc = real.stack(f"config={conf}", authsucc=True)
     mark = real.bed.mark()
     r = real.attempt(f"configuration {how}", svc)
     check(r, "biometryNotAvailable", "PAM_AUTHINFO_UNAVAIL", f"the configuration cannot be trusted: {why}")

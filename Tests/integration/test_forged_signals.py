@@ -25,8 +25,8 @@ import system  # noqa: E402
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 from logind_bus import LogindBus  # noqa: E402
 from pamenv import PamWorld, outcomes  # noqa: E402
-from real_helper import ENROLLED as REAL_ENROLLED, PRESENT, Real, helper_pids_below, needs_helper  # noqa: E402
-from servicebed import Service, Syslog, namespace_prefix  # noqa: E402
+from real_helper import ENROLLED as REAL_ENROLLED, PRESENT, Real, needs_helper  # noqa: E402
+from servicebed import Service, Syslog  # noqa: E402
 from system import ThrowawayUser  # noqa: E402
 from terminal_finger import is_hint, present  # noqa: E402
 from test_e2e_pam import E2E, ENROLLED, FINGER, OK, OTHER, PASSWORD, PROMPT_TEXT, SWIPE, USER  # noqa: E402
@@ -206,11 +206,12 @@ def waiting_helper(real, logind, syslog):
     """The person's sudo-shaped transaction from their local session, its reader waiting;
     (the transaction's future, the helper's pid)."""
     logind.session(**LOCAL)
+    real.in_namespace(logind.prefix(), syslog)   # its helpers read this /run/systemd, log to syslog
     future = real.in_background("forged lock", real.stack(), user=logind.person.name,
-                                prefix=namespace_prefix(syslog) + logind.prefix(), cgroup=str(logind.scope),
+                                prefix=logind.prefix(), cgroup=str(logind.scope),
                                 real_uid=logind.person.uid, env=PRESENT)
     assert real.bed.wait_finger_needed(30), "the reader never waited"
-    helpers = helper_pids_below(os.getpid())
+    helpers = real.service.helpers()
     assert len(helpers) == 1, helpers
     return future, helpers[0]
 

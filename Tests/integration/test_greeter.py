@@ -41,6 +41,7 @@ from pamenv import PamWorld  # noqa: E402
 from messages import FINGER, ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED, UNAVAILABLE  # noqa: E402
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 from scan_events import ScanEvents  # noqa: E402
+from real_helper import LocalService  # noqa: E402
 
 KEYRING_GOT = "gkr-pam: stashed password to try later in open session"
 KEYRING_NONE = "gkr-pam: no password is available for user"
@@ -136,19 +137,25 @@ class Greeter:
             self.state.mkdir(mode=0o700)
             (self.tmp / "world").mkdir(mode=0o755)
             self.world = PamWorld(root=self.tmp / "world")
+            # localauthd with the installation's helper, as where no systemd runs; it and
+            # its helpers log to the test's syslog.
+            self.localauthd = LocalService(inst.helper, bed=bed, state=self.state, syslog=syslog)
             for common in sorted(Path("/etc/pam.d").glob("common-*")):
                 self.world.service(common.name, common.read_text().splitlines())
             bed.enroll(user.name, FINGER, ENROLLED)
         except BaseException:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.close()
             raise
 
     def close(self):
-        self.world.close()
+        if getattr(self, "localauthd", None) is not None:
+            self.localauthd.close()
+        if getattr(self, "world", None) is not None:
+            self.world.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def args(self, **extra) -> str:
-        options = dict(dbus_address=self.bed.address, state_dir=self.state,
+        options = dict(service=self.localauthd.socket, dbus_address=self.bed.address, state_dir=self.state,
                        fprint_dir=self.bed.state_dir, config=self.inst.config, scan_timeout=10)
         options.update(extra)
         return " ".join(f"{k}={v}" for k, v in options.items())

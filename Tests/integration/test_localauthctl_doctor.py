@@ -344,8 +344,8 @@ def test_sudo_i_without_the_module_is_a_warning(doctor):
     # Another program's test file with test-only arguments, sorted before sudo: the fix
     # must not tell anyone to copy its lines.
     (doctor.pam / "la-test-1f2e").write_text(
-        "auth sufficient pam_localauth.so helper=/tmp/la-fake state_dir=/tmp/la-state\n"
-        "auth required pam_unix.so\nauth optional pam_localauth.so authsucc helper=/tmp/la-fake\n")
+        "auth sufficient pam_localauth.so service=/tmp/la-fake/socket state_dir=/tmp/la-state\n"
+        "auth required pam_unix.so\nauth optional pam_localauth.so authsucc service=/tmp/la-fake/socket\n")
     (doctor.pam / "sudo").unlink()
     r = doctor.run()
     assert r.rc == 0, r

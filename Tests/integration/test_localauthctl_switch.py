@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ctl_support import Ctl, password_entered, read_state  # noqa: E402
 from ctl_fixtures import account, ctl_binary, ctl_on  # noqa: E402,F401  (fixtures)
 from pamenv import PamWorld, end_child  # noqa: E402
+from real_helper import LocalService  # noqa: E402
 
 WAITING = "Waiting for your finger"
 REPO_HELPER = Path(__file__).resolve().parents[2] / "build" / "libexec" / "localauth" / "localauth-helper"
@@ -200,10 +201,12 @@ def test_a_directory_user_can_enable_with_their_password(ctl_binary, bed, tmp_pa
     config.write_text("opt_in = required\n")
     config.chmod(0o644)
     ctl = Ctl(ctl_binary, bed, state, config)
-    helper = REPO_HELPER
-    args = (f"helper={helper} dbus_address={bed.address} fprint_dir={bed.state_dir} state_dir={state} "
+    # The module in common-auth reaches the helper through a localauthd of the test's own,
+    # started as where no systemd runs (`localauthd --listen`).
+    service = LocalService(REPO_HELPER, bed=bed, state=state)
+    args = (f"{service.arg} dbus_address={bed.address} fprint_dir={bed.state_dir} state_dir={state} "
             f"config={config}")
-    with PamWorld(debuglevel=0) as world:
+    with service, PamWorld(debuglevel=0) as world:
         world.add_user(user, password)
         # pam-auth-update's Kerberos layout (pam_matrix asks for the password itself, as
         # pam_krb5 does; pam_unix after it takes the same one).

@@ -110,14 +110,16 @@ def children_running(pid, exe):
     return found
 
 
-def wait_helper(pid, exe, timeout=10):
+def wait_helper(service, exe, timeout=10):
+    """The helper localauthd (``service``, a real_helper.LocalService) runs for the request
+    now: its child running ``exe``, not a spare waiting for its request."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = children_running(pid, exe)
+        found = [pid for pid in children_running(service.pid, exe) if pid in service.helpers()]
         if found:
             return found[0]
         time.sleep(0.01)
-    raise AssertionError(f"no helper under pid {pid}")
+    raise AssertionError(f"no helper of localauthd (pid {service.pid}) serves a request")
 
 
 def wait_gone(pid, timeout=15):
@@ -143,7 +145,7 @@ def kill_sudo_on_rejection(m):
     try:
         pt.expect(ASK_FINGER, timeout=15)
         pt.expect(SKIP_PROMPT, timeout=15)
-        helper = wait_helper(pt.child.pid, m.inst.helper)
+        helper = wait_helper(m.localauthd, m.inst.helper)
         os.kill(helper, signal.SIGSTOP)
         try:
             assert m.bed.reader.inject(f"SCAN {OTHER}") == "verify-no-match"

@@ -11,8 +11,9 @@ configuration (bed's bus, a state directory of the test's) -- is bind-mounted ov
 lastlog and faillog, which login and its session modules write, and gives /dev/log to the
 test. The machine's files are never touched; the mounts end with login.
 
-login runs as root, so the module starts the helper itself (no service runs); the user is a
-throwaway one (useradd without a home directory; login then uses HOME=/).
+login runs as root; the module reaches the helper through the installation's localauthd,
+which the test starts on the installation's socket as where no systemd runs (`localauthd
+--listen`), in a namespace with the same files; the user is a throwaway one (useradd without a home directory; login then uses HOME=/).
 """
 import os
 import re
@@ -25,7 +26,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import system  # noqa: E402
-from servicebed import Syslog, namespace_prefix  # noqa: E402
+from servicebed import Service, Syslog, namespace_prefix  # noqa: E402
 from pamenv import LogLine, outcomes  # noqa: E402
 from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 
@@ -49,7 +50,9 @@ def user():
 
 
 class LoginBed:
-    """The namespace files: the login stack and the empty log files."""
+    """The namespace files: the login stack and the empty log files; and the installation's
+    localauthd on its socket, started as where no systemd runs (`localauthd --listen`), in a
+    namespace with the same files, so that its helpers see what login sees."""
 
     def __init__(self, inst, bed, user):
         self.inst, self.bed, self.user = inst, bed, user
@@ -69,6 +72,13 @@ class LoginBed:
                 empty.touch(mode=0o664)
                 self.files[path] = empty
         self.syslog = Syslog()
+        self.service = None
+        try:
+            self.service = Service(inst, self.syslog, socket_path=inst.service_socket,
+                                   prefix=namespace_prefix(self.syslog, self.files))
+        except BaseException:
+            self.close()
+            raise
 
     def login_stack(self) -> str:
         """pam.d/login as shipped, with this installation's module and configuration."""
@@ -80,6 +90,8 @@ class LoginBed:
         return text
 
     def close(self):
+        if self.service is not None:
+            self.service.stop()
         self.syslog.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 

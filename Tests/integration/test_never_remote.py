@@ -28,7 +28,6 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from servicebed import Syslog, namespace_prefix  # noqa: E402
 from logind_bus import LogindBus  # noqa: E402
 from real_helper import (ENROLLED, NOBODY, PASSWORD, PRESENT, Real, check, needs_helper,  # noqa: E402
                          prompts)
@@ -130,13 +129,17 @@ def attempt(real, logind, where="session", **kw):
     from the session's scope, the user manager's app scope, or no cgroup of logind's."""
     cgroup = {"session": logind.scope, "manager": logind.app, None: None}[where]
     kw.setdefault("real_uid", logind.person.uid)
+    real.in_namespace(logind.prefix())     # its helpers read this /run/systemd
     return real.attempt("logind answer", real.stack(*kw.pop("args", ())), user=logind.person.name,
                         prefix=logind.prefix(), cgroup=str(cgroup) if cgroup else None, **kw)
 
 
 @pytest.fixture
-def clients(real):
-    """New clients of the bed's bus from here on (the helper's connection, if it makes one)."""
+def clients(real, logind):
+    """New clients of the bed's bus from here on (the helper's connection, if it makes one),
+    the service already started where its helpers read logind's records (its own
+    connections made before)."""
+    real.in_namespace(logind.prefix())
     watcher = NewClients(real.bed.address)
     yield watcher
     watcher.close()
@@ -254,6 +257,7 @@ def test_locking_the_session_while_the_reader_waits_ends_the_wait(real, logind):
     """The owner walks away and locks: a touch at the lock screen must not reach this sudo."""
     logind.session(**LOCAL)
     mark = real.bed.mark()
+    real.in_namespace(logind.prefix())
     future = real.in_background("lock while waiting", real.stack(), user=logind.person.name,
                                 prefix=logind.prefix(), cgroup=str(logind.scope), real_uid=logind.person.uid)
     assert real.bed.wait_finger_needed(15), "the reader never waited"
@@ -336,51 +340,13 @@ def test_a_background_session_of_the_same_user_is_not_a_remote_one(real, logind)
 def test_without_logind_the_terminal_decides_and_the_log_says_so(real, person):
     """This machine's own answer: no logind. A caller that names a display is asked."""
     assert not Path("/run/systemd/system").exists(), "logind runs here: nothing to show"
-    syslog = Syslog()
-    try:
-        injection = real.bed.scan_when_ready(ENROLLED)
-        r = real.attempt("no logind", real.stack(), user=person.name, env=PRESENT,
-                         prefix=namespace_prefix(syslog))
-        assert injection.wait(15) == ["verify-match"]
-        assert outcomes(r.logs)[0]["result"] == "success"
-        assert syslog.wait_for(lambda ident, m: ident == "localauth-helper"
-                               and "logind is not running" in m)
-    finally:
-        syslog.close()
-
-
-# --- the caller pinned ------------------------------------------------------------------
-
-@needs_helper
-def test_a_request_naming_a_process_that_is_not_the_caller_is_not_asked(real, person):
-    """The facts are read about the process that started the helper, held by a pidfd: a pid
-    that is not the helper's parent (a caller that ended and left its pid to another, or a
-    hand-written request) gets no scan."""
-    import struct
-    import subprocess
-    from test_faults import REAL_HELPER
-    other = subprocess.Popen(["sleep", "30"])
-    try:
-        lines = dict(version="1", mode="authenticate", user=person.name, service="la-pin", tty="",
-                     rhost="", ruser="", silent="0", locale="", caller_uid="0", pid=str(other.pid),
-                     display="1", stdin_tty="0")
-        args = real.args()
-        payload = "\n".join([f"{k}={v}" for k, v in lines.items()] + [f"arg={a}" for a in args]).encode()
-        request = struct.pack(">I", len(payload) + 1) + b"Q" + payload
-        mark = real.bed.mark()
-        out = subprocess.run([str(REAL_HELPER)], input=request, capture_output=True, timeout=30).stdout
-    finally:
-        other.kill()
-        other.wait()
-    frames, at = [], 0
-    while at + 4 <= len(out):
-        (length,) = struct.unpack(">I", out[at:at + 4])
-        frames.append((chr(out[at + 4]), out[at + 5:at + 4 + length].decode()))
-        at += 4 + length
-    result = dict(line.split("=", 1) for line in next(p for t, p in frames if t == "R").split("\n"))
-    assert result["name"] == "notInteractive", result
-    assert "could not be pinned" in result["cause"], result
-    assert not [e for e in real.bed.events(mark) if e.name == "VerifyFingerSelected"]
+    mark = real.syslog.mark()          # the service's and its helpers' lines
+    injection = real.bed.scan_when_ready(ENROLLED)
+    r = real.attempt("no logind", real.stack(), user=person.name, env=PRESENT)
+    assert injection.wait(15) == ["verify-match"]
+    assert outcomes(r.logs)[0]["result"] == "success"
+    assert real.syslog.wait_for(lambda ident, m: ident == "localauth-helper"
+                                and "logind is not running" in m, since=mark)
 
 
 @needs_helper

@@ -30,6 +30,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ctl_support import REPO, ThrowawayAccount, read_state  # noqa: E402
 from pamenv import end_child  # noqa: E402
+from real_helper import LocalService  # noqa: E402
 
 PKG = "localauth"
 MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
@@ -372,7 +373,7 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
     snapshot = _snapshot()
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
-    args = (f"dbus_address={bed.address} fprint_dir={bed.state_dir} state_dir={state}")
+    bed_args = (f"dbus_address={bed.address} fprint_dir={bed.state_dir} state_dir={state}")
     try:
         proc = _dpkg("-i", str(deb))
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -387,16 +388,19 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
         assert (st.st_mode & 0o7777) == 0o700, oct(st.st_mode)
         # pam-auth-update notes the new profiles in /var/lib/pam/seen; the stacks stay.
         assert _changed(snapshot, PAM_SNAPSHOT) == [], "installing changed the PAM stacks"
-        # The service and its socket are enabled (no systemd runs here to start them, so
-        # the module below starts its helper itself: no socket file).
+        # The service and its socket are enabled (no systemd runs here to start them: no
+        # socket file; below, the installed localauthd is started as an administrator starts
+        # it without systemd, `localauthd --listen`, on a socket of the test's own).
         assert os.readlink(ENABLED[0]) == UNITS[0], os.readlink(ENABLED[0])
         assert os.readlink(ENABLED[1]) == UNITS[1], os.readlink(ENABLED[1])
         assert not Path("/run/localauth/socket").exists()
         # dh_apparmor's place for site additions to each profile, made empty.
         assert [p.stat().st_size for p in APPARMOR_LOCAL] == [0] * len(APPARMOR_LOCAL)
 
-        with ThrowawayAccount("la-pkg-") as account:
+        with ThrowawayAccount("la-pkg-") as account, \
+                LocalService(HELPER, bed=bed, state=state, binary=Path(SERVICE)) as service:
             bed.enroll(account.name, "right-index-finger", "f1")
+            args = f"{service.arg} {bed_args}"
             # The first sign-in after installing: the account's password, which the authsucc
             # line checks and records (the account phase has no PAM_AUTHTOK left to check a
             # local account's password against).
@@ -486,6 +490,8 @@ def test_licence_copyright_and_examples(deb, tmp_path):
     for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth", "gdm-fingerprint"):
         example = tmp_path / "usr/share/doc/localauth/examples/pam.d" / name
         assert example.read_text() == (REPO / "pam.d" / name).read_text(), name
+    init = tmp_path / "usr/share/doc/localauth/examples/init.d/localauth"
+    assert init.read_text() == (REPO / "etc/init.d/localauth").read_text()
 
 
 def test_the_swift_binaries_are_bound_at_start(deb, tmp_path):

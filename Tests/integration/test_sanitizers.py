@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 import pamenv  # noqa: E402
 import system  # noqa: E402
 from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
-from real_helper import PRESENT, bed_args, helper_pids_below, needs_helper, parent_of  # noqa: E402
+from real_helper import PRESENT, bed_args, needs_helper, parent_of, service_for  # noqa: E402
 
 REPO = pamenv.REPO
 USER = "la-san-user"
@@ -140,9 +140,13 @@ def test_valgrind_pamtester_with_the_real_helper(world, bed, finger):
 
 @needs_helper
 def test_real_helper_gets_a_clean_environment_and_no_descriptor(world, bed):
+    """The helper is localauthd's (service=SOCKET), not the caller's child: it has the
+    service's fixed environment, the caller's connection as fd 0 and 1, and nothing the
+    caller holds -- whatever the caller's environment and descriptors."""
     bed.enroll(USER, "right-index-finger", ENROLLED)
     svc = world.service("la-env", [f"auth sufficient {MODULE} {helper_args(world, bed)}",
                                    f"auth required {world.matrix}"])
+    service = service_for(world, bed)
     marker = Path(tempfile.mkstemp(prefix="la-inherited-", dir=world.root)[1])
     caller_env = {**PRESENT, "LD_LIBRARY_PATH": "/nonexistent/lib",
                   "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/caller-bus",
@@ -151,21 +155,28 @@ def test_real_helper_gets_a_clean_environment_and_no_descriptor(world, bed):
     # The caller holds a descriptor without close-on-exec, as careless applications do.
     prefix = ["/bin/sh", "-c", 'exec 7<"$0"; exec "$@"', str(marker)]
     mark = bed.mark()
+    said = 0      # the spare that serves this request may have been started before now
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         run = pool.submit(world.drive, svc, USER, answers=[PASSWORD], env=caller_env,
                           prefix=prefix)
         try:
             bed.wait_event("VerifyFingerSelected", since=mark, timeout=20)
-            pids = helper_pids_below(os.getpid())
-            assert pids
+            pids = service.helpers()
+            assert len(pids) == 1, pids
             pid = pids[0]
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
             fds = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}")
                    for fd in os.listdir(f"/proc/{pid}/fd")}
             maps = Path(f"/proc/{pid}/maps").read_text()
-            driver = parent_of(pid)
-            caller_fds = {os.readlink(f"/proc/{driver}/fd/{fd}")
-                          for fd in os.listdir(f"/proc/{driver}/fd")}
+            assert parent_of(pid) == service.pid
+            # The service's line names the peer it serves with this helper: the caller.
+            started = service.syslog.wait_for(
+                lambda i, m: i == "localauthd" and re.search(f": helper pid {pid}\\b", m), since=said)
+            assert started, service.lines("localauthd", said)
+            caller = int(re.search(r"\bpid (\d+)", started[1]).group(1))
+            caller_fds = {os.readlink(f"/proc/{caller}/fd/{fd}")
+                          for fd in os.listdir(f"/proc/{caller}/fd")}
+            assert str(marker) in caller_fds, caller_fds     # the caller really holds it
         finally:
             bed.scan(ENROLLED)
         result = run.result(30)
@@ -173,10 +184,10 @@ def test_real_helper_gets_a_clean_environment_and_no_descriptor(world, bed):
     assert f"LD_PRELOAD={pamenv.PAM_WRAPPER}" in " ".join(world.command(["x"], env=caller_env))
     assert [e for e in environ if e] == [b"PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
     assert "pam_wrapper" not in maps and "libswift" not in maps
-    assert fds[0].startswith("pipe:") and fds[1].startswith("pipe:") and fds[2] == "/dev/null"
+    assert fds[0].startswith("socket:") and fds[1] == fds[0] and fds[2] == "/dev/null", fds
     assert str(marker) not in fds.values(), fds
-    # Beyond 0-2 only what the helper opened itself (bus and log sockets, a wake-up pipe):
-    # nothing the calling process holds.
+    # Beyond 0-2 only what the helper opened itself or the service gave it (bus and log
+    # sockets, a wake-up pipe, the caller's pidfd): nothing the calling process holds.
     own = {fd: t for fd, t in fds.items() if fd > 2}
     assert all(t.startswith(("socket:", "anon_inode:", "pipe:")) for t in own.values()), fds
     assert not set(own.values()) & caller_fds, (fds, caller_fds)

@@ -34,7 +34,7 @@ from pamenv import PamWorld  # noqa: E402
 from test_e2e_pam import E2E, ENROLLED, FINGER, OK, PASSWORD, PROMPT, SWIPE, USER  # noqa: E402
 from test_e2e_pam import PROMPT_TEXT, only  # noqa: E402
 from pamenv import outcomes  # noqa: E402
-from wire import frame, read_frames  # noqa: E402
+from wire import read_frames, request_frame, results  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
@@ -98,13 +98,15 @@ def test_the_finger_through_the_service_as_through_a_helper_of_the_modules_own(e
     assert not service.helpers(), "a helper outlived its request"
 
 
-def test_without_a_service_the_module_starts_its_own_helper(e2e):
-    """The test bed's default and a machine without systemd: no socket at the path."""
+def test_without_a_service_every_caller_gets_the_password_at_once(e2e):
+    """A machine where nothing listens (no systemd, no `localauthd --listen`): the module
+    starts nothing (one door), answers at once with one line, and the password follows."""
     e2e.args.append("service=/run/localauth-no-such-service/socket")
     e2e.service = e2e.stack()
-    e2e.first_password()
-    r = e2e.run([ENROLLED])
-    assert (r.status, r.results) == (0, ["verify-match"]), r
+    r = e2e.run(password=PASSWORD)
+    assert (r.status, r.screen, r.scans_started) == (0, [PROMPT, OK], []), r
+    (line,) = [o for o in r.logs if "localauthd is not running" in o["cause"]]
+    assert line["pam"] == "PAM_AUTHINFO_UNAVAIL", r.logs
 
 
 # --- a service that cannot be used: the password at once, never the finger -----------
@@ -152,17 +154,14 @@ def test_a_service_that_cannot_be_used_gives_the_password_at_once(e2e, kind):
 # --- who asks is the kernel's word -----------------------------------------------------
 
 def test_a_root_peer_cannot_name_another_process_as_the_caller(service):
-    kv = dict(version="1", mode="status", user="root", service="sudo", tty="", rhost="", ruser="",
-              silent="1", stdin_tty="0", display="0", locale="", language="", caller_uid="0",
-              pid="1")
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.connect(str(service.socket))
-        s.sendall(frame("Q", "\n".join(f"{k}={v}" for k, v in kv.items()).encode()))
+        s.sendall(request_frame(mode="status", user="root", pid="1"))
         s.shutdown(socket.SHUT_WR)
         frames = read_frames(s)
-    results = [dict(l.split("=", 1) for l in p.split("\n")) for t, p in frames if t == "R"]
-    assert len(results) == 1 and results[0]["name"] == "biometryNotAvailable", frames
-    assert f"the peer is pid {os.getpid()}" in results[0]["cause"], results
+    found = results(frames)
+    assert len(found) == 1 and found[0]["name"] == "biometryNotAvailable", frames
+    assert f"the peer is pid {os.getpid()}" in found[0]["cause"], found
 
 
 CONNECT_MANY = r"""
@@ -361,11 +360,9 @@ def test_a_remote_login_waiting_for_the_state_lock_does_not_hold_the_service(e2e
             fcntl.flock(lock, fcntl.LOCK_EX)
             logind.new_session("c5", 4242, USER, remote=True, host=REMOTE_HOST)
             wait_until("the service waiting for the state lock", lambda: in_flock(service.proc.pid))
-            kv = dict(version="1", mode="status", user="root", service="sudo", tty="", rhost="", ruser="",
-                      silent="1", stdin_tty="0", display="0", locale="", language="", caller_uid="0", pid="1")
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
                 s.connect(str(service.socket))
-                s.sendall(frame("Q", "\n".join(f"{k}={v}" for k, v in kv.items()).encode()))
+                s.sendall(request_frame(mode="status", user="root", pid="1"))
                 s.shutdown(socket.SHUT_WR)
                 frames = read_frames(s)
             assert [t for t, _ in frames if t == "R"] == ["R"], frames
@@ -465,9 +462,7 @@ def test_fprintd_absent_is_answered_by_the_service_without_a_helper(bed_factory,
 
 # --- a remote host: the service answers without a helper -----------------------------------
 
-REMOTE_TRY = dict(version="1", mode="authenticate", user=USER, service="sshd", tty="ssh",
-                  rhost="198.51.100.23", ruser="", silent="0", stdin_tty="0", display="0",
-                  locale="", language="", caller_uid="0", pid="1")
+REMOTE_TRY = dict(mode="authenticate", user=USER, service="sshd", tty="ssh", rhost="198.51.100.23", silent="0")
 
 
 def test_a_remote_hosts_sign_in_is_answered_by_the_service_without_a_helper(e2e, service):
@@ -492,7 +487,7 @@ def test_a_flood_of_remote_password_tries_starts_no_helper(service):
     """Anyone who knows a user name can make sshd run the first line as often as it lets
     them try a password. 200 such requests from root's module, 20 at once: each answered
     notInteractive at once, no helper started, none of root's 64 slots held."""
-    payload = frame("Q", "\n".join(f"{k}={v}" for k, v in REMOTE_TRY.items()).encode())
+    payload = request_frame(**REMOTE_TRY)
     mark = service.syslog.mark()
     answers = []
     for _ in range(10):
@@ -506,7 +501,7 @@ def test_a_flood_of_remote_password_tries_starts_no_helper(service):
         for s in held:
             with s:
                 frames = read_frames(s)
-            answers += [dict(l.split("=", 1) for l in p.split("\n"))["name"] for t, p in frames if t == "R"]
+            answers += [r["name"] for r in results(frames)]
     assert answers == ["notInteractive"] * 200, answers
     service.syslog._sync()
     said = [m for i, m in service.syslog.lines[mark:] if i == "localauthd"]

@@ -23,6 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 from servicebed import Service  # noqa: E402
+from wire import frame, request_frame, results  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
@@ -36,28 +37,6 @@ def service(inst, syslog, request):
         yield s
     finally:
         s.stop()
-
-
-def frame(kind, payload=b""):
-    return struct.pack(">I", len(payload) + 1) + kind.encode() + payload
-
-
-def request(**keys) -> bytes:
-    kv = dict(version="1", mode="status", user="root", service="sudo", tty="", rhost="", ruser="",
-              silent="1", stdin_tty="0", display="0", locale="", language="", caller_uid="0", pid="1")
-    kv.update(keys)
-    return frame("Q", "\n".join(f"{k}={v}" for k, v in kv.items()).encode())
-
-
-def results(data: bytes) -> list:
-    """The result frames in ``data`` (every frame read until the connection closed)."""
-    found = []
-    while len(data) >= 4:
-        (length,) = struct.unpack(">I", data[:4])
-        if chr(data[4]) == "R":
-            found.append(dict(l.split("=", 1) for l in data[5:4 + length].decode().split("\n")))
-        data = data[4 + length:]
-    return found
 
 
 def unused_uid() -> int:
@@ -158,7 +137,7 @@ def test_a_setuid_shaped_peers_idle_connections_leave_roots_pool_to_roots_caller
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(60)
             s.connect(str(service.socket))
-            s.sendall(request())
+            s.sendall(request_frame())
             s.shutdown(socket.SHUT_WR)
             data = b""
             while chunk := s.recv(65536):
@@ -236,7 +215,7 @@ def test_a_flood_of_remote_host_sign_ins_from_a_user_writes_no_line_each(service
     remote host gets the refusal a remote sign-in gets, without a helper, and 100 of them
     write one line, not 100."""
     mark = service.syslog.mark()
-    payload = request(mode="authenticate", user="nobody", service="sshd", tty="ssh", rhost="198.51.100.23")
+    payload = request_frame(mode="authenticate", user="nobody", service="sshd", tty="ssh", rhost="198.51.100.23")
     answers = as_nobody(SEND_EACH, service.socket, *[payload.hex()] * 100)
     assert [[r["name"] for r in results(a)] for a in answers] == [["notInteractive"]] * 100, answers[:3]
     said = localauthd_lines(service, mark)
@@ -253,7 +232,7 @@ def test_one_users_helper_starts_are_rate_limited_and_refused_with_the_password(
     s = Service(inst, syslog, "--per-user-limit", "32", "--start-rate", "8/0")
     try:
         mark = syslog.mark()
-        answers = as_nobody(SEND_ALL_AT_ONCE, s.socket, 20, request(user="nobody").hex())
+        answers = as_nobody(SEND_ALL_AT_ONCE, s.socket, 20, request_frame(user="nobody").hex())
         found = [results(a) for a in answers]
         assert all(len(r) == 1 for r in found), answers
         refused = [r[0] for r in found if "refused by localauthd" in r[0].get("cause", "")]

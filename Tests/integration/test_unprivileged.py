@@ -383,12 +383,12 @@ def test_forged_request_for_another_user_is_refused(locker, bob):
     assert not (locker.state / f"{bob.name}.state").exists()
 
 
-PRIVILEGED = ("state_dir", "dbus_address", "helper", "lid_path", "fprint_dir", "config")
+PRIVILEGED = ("state_dir", "dbus_address", "service", "lid_path", "fprint_dir", "config")
 
 
 def evil_args(tmp: Path) -> list:
     return [f"state_dir={tmp}/evil-state", f"dbus_address=unix:path={tmp}/evil-bus",
-            f"helper={tmp}/evil-helper", f"lid_path={tmp}/evil-lid",
+            f"service={tmp}/evil-socket", f"lid_path={tmp}/evil-lid",
             f"fprint_dir={tmp}/evil-prints", f"config={tmp}/evil.conf",
             "lockout_threshold=100"]
 
@@ -405,10 +405,10 @@ def test_service_arguments_cannot_move_paths(locker, open_tmp):
     assert locker.state_file.is_file()                 # the configured state directory
     helper_log = out.messages("localauth-helper")
     for key in PRIVILEGED + ("lockout_threshold",):
-        if key == "helper":
+        if key == "service":
             continue   # the module's own argument: it says so itself (below)
         assert any(f"option `{key}` {IGNORED}" in m for m in helper_log), (key, helper_log)
-    assert any("helper= ignored: the caller is not root" in m for i, m in out.logs)
+    assert any("service= ignored: the caller is not root" in m for i, m in out.logs)
 
 
 def test_forged_frames_cannot_move_paths(locker, open_tmp):
@@ -593,13 +593,12 @@ def test_environment_gives_nothing_to_a_direct_call(locker, open_tmp):
     finally:
         d.kill()
     assert environ == HELPER_ENV
-    if cmdline[1:] == [b"--service-spare", b""]:
-        # Started ahead of the request, then handed it: the service's line names the peer.
-        locker.localauthd.syslog._sync()
-        assert any(m.startswith(f"uid {locker.user.uid} pid ") and m.endswith(f"helper pid {pid} (started ahead)")
-                   for m in locker.localauthd.lines("localauthd")), locker.localauthd.lines("localauthd")
-    else:
-        assert cmdline[1:3] == [b"--service-peer-uid", str(locker.user.uid).encode()], cmdline
+    # Started ahead of the request, then handed it (the one way a helper starts): the
+    # service's line names the peer.
+    assert cmdline[1:] == [b"--service-spare", b""], cmdline
+    locker.localauthd.syslog._sync()
+    assert any(m.startswith(f"uid {locker.user.uid} pid ") and f"helper pid {pid}" in m
+               for m in locker.localauthd.lines("localauthd")), locker.localauthd.lines("localauthd")
     assert re.search(r"^Uid:\s+0\s+0\s+0\s+0$", status, re.M), status
     assert r["name"] == "success", r
     lines = marker_lines(tmp_path)
@@ -794,37 +793,79 @@ def test_a_hard_file_size_limit_of_the_caller_does_not_reach_the_helper(locker):
     assert locker.state_values()["failures"] == "1", r
 
 
-def test_helper_run_directly_by_the_user_refuses_the_services_flags(locker):
-    argv = [str(locker.inst.helper), "--service-peer-uid", str(locker.user.uid), "--service-peer-pid",
-            str(os.getpid()), "--service-accepted-at", "1", "--config", str(locker.inst.config)]
+def test_helper_run_directly_by_the_user_refuses_the_services_flag(locker):
+    """The user runs the helper as themselves with localauthd's flag: it takes no handoff
+    (only root's spare waits for one) and refuses the request; nothing is written."""
+    argv = [str(locker.inst.helper), "--service-spare"]
     r = direct(locker, request(locker.user), argv=argv)
-    assert r["code"] == "-6" and "not running as root" in r["cause"], r
+    assert r["code"] == "-6" and "started by localauthd only" in r["cause"], r
     assert not locker.state_file.exists()
 
 
-@pytest.mark.parametrize("argv,why", [
-    # The form a setuid launcher of earlier versions passed: nothing passes it now.
-    (["--unprivileged-uid", "1000", "--config", "/etc/x", "--caller-pid", "2"],
-     "unexpected arguments; only localauthd passes any"),
-    (["--unprivileged-uid", "1000", "--config", "/etc/x"], "unexpected arguments"),
-    (["--unprivileged-uid", "1000"], "unexpected arguments"),
-    (["--state-dir", "/tmp"], "unexpected arguments"),
-    # localauthd's form: the peer's pidfd must be on fd 3 (here nothing is).
-    (["--service-peer-uid", "0", "--service-peer-pid", "2", "--service-accepted-at", "1", "--config", "/etc/x"],
-     "is not the pidfd's process on fd 3"),
-    (["--service-peer-uid", "1000", "--service-peer-pid", "x", "--service-accepted-at", "1", "--config", "/etc/x"],
-     "is not the pidfd's process on fd 3"),
-    # The time of the accept must be a past CLOCK_BOOTTIME time, in digits.
-    (["--service-peer-uid", "1000", "--service-peer-pid", "2", "--service-accepted-at", "99999999999999999999",
-      "--config", "/etc/x"], "--service-accepted-at refused"),
-    (["--service-peer-uid", "1000", "--service-peer-pid", "2", "--service-accepted-at", "-1",
-      "--config", "/etc/x"], "--service-accepted-at refused"),
-    # The form of earlier versions, without the time of the accept.
-    (["--service-peer-uid", "0", "--service-peer-pid", "2", "--config", "/etc/x"], "unexpected arguments"),
-    (["--service-peer-uid", "0", "--service-peer-pid", "2"], "unexpected arguments"),
+@pytest.mark.parametrize("argv", [
+    [],                                                      # the module's start of earlier versions
+    ["--unprivileged-uid", "1000", "--config", "/etc/x", "--caller-pid", "2"],  # a setuid launcher's
+    ["--service-peer-uid", "0", "--service-peer-pid", "2", "--service-accepted-at", "1",
+     "--config", "/etc/x"],                                  # localauthd's argv form of earlier versions
+    ["--service-spare", "extra"],
+    ["--state-dir", "/tmp"],
 ])
-def test_helper_refuses_malformed_service_arguments(locker, argv, why):
-    r = direct(locker, request(locker.user), user="root",
-               argv=[str(locker.inst.helper), *argv])
+def test_helper_refuses_every_start_but_localauthds_handoff(locker, argv):
+    """One way in: only `--service-spare`, then the handoff on its socket pair. Any other
+    command line, root's too, is refused before the request is looked at."""
+    r = direct(locker, request(locker.user), user="root", argv=[str(locker.inst.helper), *argv])
+    assert r["code"] == "-6" and "started by localauthd only" in r["cause"], r
+    assert not locker.state_file.exists()
+
+
+def handoff(locker, fields: str, pidfd_of: int, data: bytes) -> dict:
+    """Starts the helper as localauthd does (`--service-spare`, fd 0 one end of a socket
+    pair), hands it a connection and a pidfd of `pidfd_of` with `fields`, writes `data` on
+    the connection and returns the result frame."""
+    import socket as sk
+    control, spare_end = sk.socketpair(sk.AF_UNIX, sk.SOCK_SEQPACKET)
+    ours, theirs = sk.socketpair(sk.AF_UNIX, sk.SOCK_STREAM)
+    pidfd = os.pidfd_open(pidfd_of)
+    helper = subprocess.Popen([str(locker.inst.helper), "--service-spare"], stdin=spare_end.fileno(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, start_new_session=True)
+    try:
+        spare_end.close()
+        sk.send_fds(control, [fields.encode()], [theirs.fileno(), pidfd])
+        theirs.close()
+        os.close(pidfd)
+        ours.sendall(data)
+        ours.shutdown(sk.SHUT_WR)
+        frames = read_frames(ours.makefile("rb"))
+        helper.wait(timeout=30)
+    finally:
+        helper.kill()
+        helper.wait()
+        control.close()
+        ours.close()
+    (result,) = [p for t, p in frames if t == "R"]
+    return dict(line.split("=", 1) for line in result.split("\n"))
+
+
+@pytest.mark.parametrize("fields,why", [
+    # The peer's pidfd must be the named pid's (here: another process's).
+    ("{uid}\n{other}\n1\n/etc/x", "is not the pidfd's process on fd 3"),
+    ("{uid}\nx\n1\n/etc/x", "is not the pidfd's process on fd 3"),
+    # The time of the accept must be a past CLOCK_BOOTTIME time, in digits.
+    ("{uid}\n{peer}\n99999999999999999999\n/etc/x", "is not a past CLOCK_BOOTTIME time"),
+    ("{uid}\n{peer}\n-1\n/etc/x", "is not a past CLOCK_BOOTTIME time"),
+    ("{uid}\n{peer}\n1\netc/x", "the configuration path is not absolute"),
+    ("x1\n{peer}\n1\n/etc/x", "is not a user id"),
+])
+def test_helper_refuses_a_malformed_handoff(locker, fields, why):
+    peer = subprocess.Popen(["sleep", "30"])
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        r = handoff(locker, fields.format(uid=locker.user.uid, peer=peer.pid, other=other.pid), peer.pid,
+                    request(locker.user))
+    finally:
+        for p in (peer, other):
+            p.kill()
+            p.wait()
     assert r["code"] == "-6" and why in r["cause"], r
     assert not locker.state_file.exists()

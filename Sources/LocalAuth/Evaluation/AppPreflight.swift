@@ -21,23 +21,18 @@ public enum AppPreflight {
         let enrolled = readEnrolledSet(env)
         let biometry = enrolled == nil ? "none" : "touchID"
         let evaluation = PolicyEvaluation(environment: env)
-        var kv = KeyValues()
+        var answer: LocalAuthProtocol.Answer
         switch evaluation.preflight(policy) {
         case .success:
-            kv.add("code", String(ResultCode.successValue))
-            kv.add("name", "success")
-            kv.add("cause", "preflight")
+            answer = .success(cause: "preflight")
             if let state = evaluation.evaluatedPolicyDomainState {
-                kv.add("domain_state", String(decoding: state, as: UTF8.self))
+                answer.extra.add("domain_state", String(decoding: state, as: UTF8.self))
             }
         case .failure(let e):
-            kv.add("code", String(e.code.rawValue))
-            kv.add("name", e.code.name)
-            if !e.reason.key.isEmpty { kv.add("reason", e.reason.key) }
-            kv.add("cause", String(e.cause.prefix(512)))
+            answer = LocalAuthProtocol.Answer(code: e.code.rawValue, name: e.code.name, reason: e.reason.key, cause: e.cause)
         }
-        kv.add("biometry", biometry)
-        return Answer(keys: kv, enrolled: enrolled)
+        answer.extra.add("biometry", biometry)
+        return Answer(keys: answer.keyValues, enrolled: enrolled)
     }
 
     private static func readEnrolledSet(_ env: EvaluationEnvironment) -> EnrolledSet?? {

@@ -26,8 +26,8 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
         // The reason goes to the root side too: for a program without a terminal, the
         // desktop's polkit dialog shows it (docs/PROTOCOL.md, "Rights").
         let text = RightsClient.hex(Data(reason.utf8.prefix(512)))
-        let values = try await RightsClient.call("authorize", identifier: identifier, keys: [("localized_reason", text)],
-                                                 prompt: prompt(reason))
+        let values = try await RightsClient.call(.authorize(identifier: try RightsClient.wire(identifier),
+                                                             localizedReason: text), prompt: prompt(reason))
         guard let granted = values["capability"], !granted.isEmpty else {
             throw LAError.make(.biometryNotAvailable, debug: "the root side sent no capability for the authorization")
         }
@@ -36,13 +36,13 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
     }
 
     override func performCheck() async throws {
-        _ = try await RightsClient.call("check", identifier: identifier)
+        _ = try await RightsClient.call(.check(identifier: try RightsClient.wire(identifier)))
     }
 
     override func performDeauthorization() async {
         AuthorizedRights.forget(identifier, capability.current)
         capability.set(nil)
-        _ = try? await RightsClient.call("deauthorize", identifier: identifier)
+        _ = try? await RightsClient.call(.deauthorize(identifier: try RightsClient.wire(identifier)))
     }
 }
 
@@ -66,14 +66,15 @@ open class LASecret: NSObject, @unchecked Sendable {
 
     /// The same as `rawData` (kept for programs that call it so).
     nonisolated(nonsending) open func loadData() async throws -> Data {
-        let values = try await RightsClient.call("secret", identifier: identifier,
-                                                 keys: [("capability", capability.current ?? "")])
+        let values = try await RightsClient.call(.secret(identifier: try RightsClient.wire(identifier),
+                                                         capability: capability.current ?? ""))
         guard let data = RightsClient.bytes(values["secret"]) else {
             throw LAError.make(.biometryNotAvailable, debug: "the root side sent no readable secret")
         }
         return data
     }
 
+    @preconcurrency
     open func loadData(completion: @escaping @Sendable (Data?, Error?) -> Void) {
         RightsClient.complete({ try await self.loadData() }, completion)
     }

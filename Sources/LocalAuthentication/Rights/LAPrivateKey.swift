@@ -45,15 +45,16 @@ open class LAPrivateKey: NSObject, @unchecked Sendable {
         default:
             throw LAError.make(.invalidContext, debug: "the key signs with ecdsaSignatureMessageX962SHA256 only")
         }
-        let values = try await RightsClient.call("sign", identifier: identifier,
-                                                 keys: [("digest", RightsClient.hex(digest)),
-                                                        ("capability", capability.current ?? "")])
+        let values = try await RightsClient.call(.sign(identifier: try RightsClient.wire(identifier),
+                                                       digest: RightsClient.hex(digest),
+                                                       capability: capability.current ?? ""))
         guard let signature = RightsClient.bytes(values["signature"]), !signature.isEmpty else {
             throw LAError.make(.biometryNotAvailable, debug: "the root side sent no readable signature")
         }
         return signature
     }
 
+    @preconcurrency
     open func sign(_ data: Data, secKeyAlgorithm algorithm: SecKeyAlgorithm,
                    completion: @escaping @Sendable (Data?, Error?) -> Void) {
         RightsClient.complete({ try await self.sign(data, algorithm: algorithm) }, completion)
@@ -73,6 +74,7 @@ open class LAPublicKey: NSObject, @unchecked Sendable {
     /// The X9.63 uncompressed point (0x04 || x || y, 65 bytes), as Apple exports it.
     nonisolated(nonsending) open func export() async throws -> Data { bytes }
 
+    @preconcurrency
     open func export(completion: @escaping @Sendable (Data?, Error?) -> Void) {
         completion(bytes, nil)
     }

@@ -55,6 +55,7 @@ open class LARight: NSObject, @unchecked Sendable {
         }
     }
 
+    @preconcurrency
     open func authorize(localizedReason: String, completion: @escaping @Sendable (Error?) -> Void) {
         RightsClient.complete({ try await self.authorize(localizedReason: localizedReason) }) { _, e in completion(e) }
     }
@@ -64,6 +65,7 @@ open class LARight: NSObject, @unchecked Sendable {
         try await performCheck()
     }
 
+    @preconcurrency
     open func checkCanAuthorize(completion: @escaping @Sendable (Error?) -> Void) {
         RightsClient.complete({ try await self.checkCanAuthorize() }) { _, e in completion(e) }
     }
@@ -74,6 +76,7 @@ open class LARight: NSObject, @unchecked Sendable {
         setState(.notAuthorized)
     }
 
+    @preconcurrency
     open func deauthorize(completion: @escaping @Sendable () -> Void) {
         Task.detached {
             await self.deauthorize()

@@ -12,7 +12,7 @@ open class LARightStore: NSObject, @unchecked Sendable {
     override init() {}
 
     nonisolated(nonsending) open func right(forIdentifier identifier: String) async throws -> LAPersistedRight {
-        persisted(identifier, try await RightsClient.call("get", identifier: identifier))
+        persisted(identifier, try await RightsClient.call(.get(identifier: try RightsClient.wire(identifier))))
     }
 
     nonisolated(nonsending) open func saveRight(_ right: LARight, identifier: String) async throws -> LAPersistedRight {
@@ -27,13 +27,14 @@ open class LARightStore: NSObject, @unchecked Sendable {
     /// identifier), as reading it does.
     nonisolated(nonsending) open func removeRight(_ right: LAPersistedRight) async throws {
         let capability = right.capability.current ?? AuthorizedRights.capability(of: right.identifier)
-        _ = try await RightsClient.call("remove", identifier: right.identifier, keys: [("capability", capability ?? "")])
+        _ = try await RightsClient.call(.remove(identifier: try RightsClient.wire(right.identifier),
+                                                   capability: capability ?? ""))
         AuthorizedRights.forget(right.identifier)
     }
 
     nonisolated(nonsending) open func removeRight(forIdentifier identifier: String) async throws {
         let capability = AuthorizedRights.capability(of: identifier)
-        _ = try await RightsClient.call("remove", identifier: identifier, keys: [("capability", capability ?? "")])
+        _ = try await RightsClient.call(.remove(identifier: try RightsClient.wire(identifier), capability: capability ?? ""))
         AuthorizedRights.forget(identifier)
     }
 
@@ -44,37 +45,43 @@ open class LARightStore: NSObject, @unchecked Sendable {
         guard capabilities.utf8.count <= Self.maxCapabilitiesText else {
             throw LAError.make(.invalidContext, debug: "too many rights are authorized to remove them in one request: remove them one by one")
         }
-        _ = try await RightsClient.call("remove_all", identifier: nil, keys: [("capabilities", capabilities)])
+        _ = try await RightsClient.call(.removeAll(capabilities: AuthorizedRights.all))
         for identifier in AuthorizedRights.identifiers { AuthorizedRights.forget(identifier) }
     }
 
     // MARK: - Completion-handler forms
 
+    @preconcurrency
     open func right(forIdentifier identifier: String,
                     completion: @escaping @Sendable (LAPersistedRight?, Error?) -> Void) {
         RightsClient.complete({ try await self.right(forIdentifier: identifier) }, completion)
     }
 
+    @preconcurrency
     open func saveRight(_ right: LARight, identifier: String,
                         completion: @escaping @Sendable (LAPersistedRight?, Error?) -> Void) {
         let r = UncheckedRight(right)
         RightsClient.complete({ try await self.saveRight(r.right, identifier: identifier) }, completion)
     }
 
+    @preconcurrency
     open func saveRight(_ right: LARight, identifier: String, secret: Data,
                         completion: @escaping @Sendable (LAPersistedRight?, Error?) -> Void) {
         let r = UncheckedRight(right)
         RightsClient.complete({ try await self.saveRight(r.right, identifier: identifier, secret: secret) }, completion)
     }
 
+    @preconcurrency
     open func removeRight(_ right: LAPersistedRight, completion: @escaping @Sendable (Error?) -> Void) {
         RightsClient.complete({ try await self.removeRight(right) }) { _, e in completion(e) }
     }
 
+    @preconcurrency
     open func removeRight(forIdentifier identifier: String, completion: @escaping @Sendable (Error?) -> Void) {
         RightsClient.complete({ try await self.removeRight(forIdentifier: identifier) }) { _, e in completion(e) }
     }
 
+    @preconcurrency
     open func removeAllRights(completion: @escaping @Sendable (Error?) -> Void) {
         RightsClient.complete({ try await self.removeAllRights() }) { _, e in completion(e) }
     }
@@ -93,10 +100,9 @@ open class LARightStore: NSObject, @unchecked Sendable {
             throw LAError.make(.invalidContext, debug: "a secret of \(secret.count) bytes: at most \(Self.maxSecretBytes) are kept")
         }
         // Saving over an existing right needs it authorized in this process, as reading it does.
-        let values = try await RightsClient.call("save", identifier: identifier, keys: [
-            ("requirement", right.requirement.word), ("secret", RightsClient.hex(secret)),
-            ("capability", AuthorizedRights.capability(of: identifier) ?? ""),
-        ])
+        let values = try await RightsClient.call(.save(
+            identifier: try RightsClient.wire(identifier), requirement: right.requirement.word,
+            secret: RightsClient.hex(secret), capability: AuthorizedRights.capability(of: identifier) ?? ""))
         AuthorizedRights.forget(identifier)   // a new right starts unauthorized
         return persisted(identifier, values)
     }

@@ -8,26 +8,25 @@ import LocalAuthProtocol
 enum RightsClient {
     /// One operation; `prompt` (authorize only) shows the reason and the reader's lines on
     /// the terminal and answers a password prompt, as `evaluatePolicy` does.
-    static func call(_ op: String, identifier: String?, keys: [(String, String)] = [],
-                     prompt: LAPrompt? = nil) async throws -> [String: String] {
-        var all: [(String, String)] = []
-        if let identifier {
-            guard (1...LARightStore.maxIdentifierBytes).contains(identifier.utf8.count) else {
-                throw LAError.make(.invalidContext, debug: "an identifier must have 1 to \(LARightStore.maxIdentifierBytes) bytes")
-            }
-            all.append(("identifier", hex(Data(identifier.utf8))))
-        }
-        all += keys
+    static func call(_ operation: Request.Right, prompt: LAPrompt? = nil) async throws -> [String: String] {
         let ui: LAUserInterface? = prompt == nil ? nil : LATerminalInterface()
         var request = AppRequest(operation: .evaluate, policy: "", fallbackTitle: prompt.map { $0.fallbackTitle ?? "" },
                                  canInteract: ui?.canInteract ?? false)
-        request.right = (op, all)
+        request.right = operation
         let evaluation = Evaluation(request: request, prompt: prompt, ui: ui)
         let result: AppResult = await withCheckedContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(returning: evaluation.run()) }
         }
         if let error = result.error { throw error }
         return result.values
+    }
+
+    /// A right's identifier as it travels: hex of its UTF-8, 1 to `maxIdentifierBytes` bytes.
+    static func wire(_ identifier: String) throws -> String {
+        guard (1...LARightStore.maxIdentifierBytes).contains(identifier.utf8.count) else {
+            throw LAError.make(.invalidContext, debug: "an identifier must have 1 to \(LARightStore.maxIdentifierBytes) bytes")
+        }
+        return hex(Data(identifier.utf8))
     }
 
     static func hex(_ data: Data) -> String {

@@ -1,21 +1,21 @@
 /*
- * libFuzzer harness for what the module takes from outside before it starts the helper:
+ * libFuzzer harness for what the module takes from outside before it asks the service:
  * the module arguments (la_args_parse) and the request built from PAM items anyone can set,
  * PAM_USER first (la_request_encode). scripts/fuzz builds and runs it:
  *
  *   clang -std=c11 -D_GNU_SOURCE -g -fsanitize=fuzzer,address,undefined \
- *       -I Sources/pam_localauth -I Sources/process-reset \
+ *       -I Sources/pam_localauth \
  *       Sources/pam_localauth/fuzz/args_fuzz.c Sources/pam_localauth/[a-z]*.c \
- *       Sources/process-reset/process_reset.c -lpam -o build/fuzz/args_fuzz
+ *       -lpam -o build/fuzz/args_fuzz
  *
  * Input: one byte picks the caller's effective uid (root or not, bit 0) and the line
  * (bits 1-2: the first line, the authsucc line with proof=authtok, the account phase with
  * proof=account), then NUL-separated fields: user, service, tty, rhost, ruser, then one
  * module argument per field.
  *
- * Checked: the parsed timeout is within its bounds; a helper path taken from an argument
- * is one of the arguments, absolute, without `..` or control characters, and only for
- * root; an encoded request has exactly one line per key, each value the field as given
+ * Checked: the parsed timeout is within its bounds; a service path taken from an argument
+ * is one of the arguments, absolute, and only for root (any other caller has the compiled-in
+ * one); an encoded request has exactly one line per key, each value the field as given
  * (no field can add a line, such as `mode=authsucc`, `first_line=1` or `proof=account`:
  * those appear once, and only in the requests of the lines after the password); a request
  * is refused only when a field is not one line of UTF-8 or it does not fit in a frame.
@@ -23,7 +23,6 @@
 #include "args.h"
 #include "frame.h"
 #include "request.h"
-#include "service.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -62,19 +61,6 @@ static void check(int ok)
 {
     if (!ok)
         __builtin_trap();
-}
-
-static int plain_absolute(const char *p)
-{
-    if (p[0] != '/')
-        return 0;
-    for (const char *c = p; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            return 0;
-    for (const char *c = p; (c = strstr(c, "/..")) != NULL; c += 3)
-        if (c[3] == '/' || c[3] == '\0')
-            return 0;
-    return 1;
 }
 
 static int one_line_utf8(const char *s)
@@ -160,24 +146,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(args.argc == argc && args.argv == argv);
     check(args.helper_timeout_ms >= LA_HELPER_TIMEOUT_MIN_MS
           && args.helper_timeout_ms <= LA_HELPER_TIMEOUT_MAX_MS);
-    /* A caller that is not root starts nothing (localauthd only) and cannot move the
-     * service; root's helper is an absolute path. */
+    /* A caller that is not root cannot move the service; root's is an absolute path. */
     check(args.unprivileged == (fuzz_euid != 0));
-    if (args.unprivileged) {
-        check(args.helper_path == NULL);
-        check(args.service_path != NULL && strcmp(args.service_path, LA_SERVICE_PATH) == 0);
-    } else {
-        check(args.helper_path != NULL && args.helper_path[0] == '/');
-    }
-    uintptr_t at = (uintptr_t)args.helper_path;
+    check(args.service_path != NULL && args.service_path[0] == '/');
+    if (args.unprivileged)
+        check(strcmp(args.service_path, LA_SERVICE_PATH) == 0);
+    bool from_arg = strcmp(args.service_path, LA_SERVICE_PATH) != 0;
+    uintptr_t at = (uintptr_t)args.service_path;
     for (int i = 0; i < argc; i++) {
         uintptr_t from = (uintptr_t)argv[i], to = from + strlen(argv[i]);
         if (at >= from && at <= to) {
             check(fuzz_euid == 0);
-            check(strncmp(argv[i], "helper=", 7) == 0 && args.helper_path == argv[i] + 7);
-            check(plain_absolute(args.helper_path));
+            check(strncmp(argv[i], "service=", 8) == 0 && args.service_path == argv[i] + 8);
+            from_arg = false;
         }
     }
+    check(!from_arg); /* the compiled-in path, or one of root's arguments */
 
     struct la_request req = {
         .mode = proof ? "authsucc" : "authenticate",

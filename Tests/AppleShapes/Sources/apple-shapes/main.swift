@@ -1,11 +1,11 @@
 // apple-shapes: runs what the shapes need no fingerprint reader for, and prints one line a
-// check; exits 1 if any failed. No root side is reachable (LOCALAUTH_SERVICE and
-// LOCALAUTH_PREFIX point nowhere),
-// so every answer is one the library gives before or without it, whatever is installed.
+// check; exits 1 if any failed. No root side is reachable (LOCALAUTH_SERVICE points
+// nowhere), so every answer is one the library gives before or without it, whatever is installed.
 import LocalAuthentication
 import FoundationShapes
 import ActorShapes
 import PreconcurrencyShapes
+import CompletionShapes
 
 var failures = 0
 func check(_ ok: Bool, _ what: String) {
@@ -14,7 +14,6 @@ func check(_ ok: Bool, _ what: String) {
 }
 
 setenv("LOCALAUTH_SERVICE", "/nonexistent-apple-shapes/socket", 1)
-setenv("LOCALAUTH_PREFIX", "/nonexistent-apple-shapes", 1)
 
 // A preflight that fails before the root side is asked: its NSError, cast and caught.
 let companion = PreflightRecord(context: LAContext(), policy: .deviceOwnerAuthenticationWithCompanion)
@@ -80,6 +79,25 @@ ContextHolder().evaluateOnce(.deviceOwnerAuthenticationWithCompanion, reason: "O
     done.signal()
 }
 check(done.wait(timeout: .now() + 10) == .success && preconcurrencyCode == -11, "the holder's reply: -11")
+
+// A lock screen's class that is not Sendable, captured in the reply (Swift 6 language mode,
+// plain import: warnings, as with Apple's SDK). The reply still comes, on another queue.
+let gate = LockGate()
+let settled = DispatchSemaphore(value: 0)
+nonisolated(unsafe) var gateCode: Int?
+gate.unlock(LAContext(), policy: .deviceOwnerAuthenticationWithCompanion, reason: "Unlock") { _, error in
+    gateCode = (error as NSError?)?.code
+    settled.signal()
+}
+check(settled.wait(timeout: .now() + 10) == .success && gateCode == -11 && gate.isLocked,
+      "a non-Sendable class captured in the reply: -11, still locked")
+let rightStore = LARightStore.shared
+gate.find(rightStore, "") { right in
+    gateCode = right == nil ? (gate.lastError as NSError?)?.code : 0
+    settled.signal()
+}
+check(settled.wait(timeout: .now() + 10) == .success && gateCode == LAError.invalidContext.rawValue,
+      "a non-Sendable class captured in a rights completion: invalidContext before the root side")
 
 print(failures == 0 ? "apple-shapes: all checks passed" : "apple-shapes: \(failures) checks failed")
 exit(failures == 0 ? 0 : 1)
