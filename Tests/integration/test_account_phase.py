@@ -210,16 +210,23 @@ def test_an_account_without_a_local_hash_is_still_cleared_by_the_account_phase(i
 # --- the helper checks the same by itself (defence in depth) -------------------------------
 
 def helper_authsucc(account, password, **items):
-    """The installed helper run as root's module runs it, with an account-phase request
-    written here: what it answers when the module's own check were missing."""
+    """An account-phase request written here and sent to the test's localauthd as a root
+    peer (this process): what the helper answers when the module's own check were missing."""
+    import socket
     keys = dict(mode="authsucc", user=account.user.name, service="sshd", pid=str(os.getpid()),
                 first_line="1", proof="account")
     keys.update(items)
     data = frame("Q", request(account.args.split(), **keys)) + frame("A", password.encode())
-    proc = subprocess.run([str(account.inst.helper)], input=data, capture_output=True,
-                          env={"PATH": system.SAFE_PATH}, timeout=30)
-    found = results(proc.stdout)
-    assert len(found) == 1, proc.stdout
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(30)
+        s.connect(str(account.localauthd.socket))
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    found = results(out)
+    assert len(found) == 1, out
     return found[0]
 
 

@@ -333,13 +333,21 @@ def test_fprintd_absent_password_without_delay(bed_factory, inst):
 # --- a broken helper: the password still works -----------------------------------------
 
 # What the service's helper is (None: missing), the module arguments, what the module's
-# line says, and what the service's line says.
+# line says, and what the service's line says. A helper gets its caller's connection only by
+# taking localauthd's handoff (`--service-spare`): one that dies or hangs before that leaves
+# the connection unread, which the module sees end with nothing said.
+GARBAGE = """#!/usr/bin/python3
+import os, socket
+# Takes the handoff as a helper does, then answers with what is not a frame.
+control = socket.socket(fileno=0)
+_, fds, _, _ = socket.recv_fds(control, 4096, 4)
+os.write(fds[0], b"this is not a frame\\n")
+"""
 HELPERS = {
-    "missing": (None, [], "could not read from the helper", r"could not start the helper: \S+: No such file or directory"),
-    # Gone with the request unread on its connection: the module's read meets a reset.
-    "crash": ("#!/bin/sh\nkill -SEGV $$\n", [], "could not read from the helper", r"the helper of uid 0 \(pid \d+\) was killed by signal 11"),
+    "missing": (None, [], "helper ended without a result", r"could not start the helper: \S+: No such file or directory"),
+    "crash": ("#!/bin/sh\nkill -SEGV $$\n", [], "helper ended without a result", r"the helper of uid 0 \(pid \d+\) was killed by signal 11"),
     "hang": ("#!/bin/sh\nexec sleep 60\n", ["helper_timeout=1"], "helper timed out after 1 s", r"helper pid \d+"),
-    "garbage": ("#!/bin/sh\nprintf 'this is not a frame\\n'\n", [], "garbled frame", r"helper pid \d+"),
+    "garbage": (GARBAGE, [], "garbled frame", r"helper pid \d+"),
 }
 
 
@@ -352,7 +360,7 @@ def test_broken_helper_password_still_works(e2e, kind):
         path.write_text(body)
         os.chown(path, 0, 0)
         path.chmod(0o755)
-    # A shell script cannot wait as a spare: the service starts it for each request.
+    # None started ahead: each request's helper is started when it comes, and breaks there.
     broken = e2e.serve(path, "--spare", "no")
     svc = e2e.stack(broken.arg, *extra,   # the last service= is the one the module takes
                     name=f"la-e2e-{kind}")

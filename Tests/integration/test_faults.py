@@ -367,7 +367,7 @@ def test_helper_refused(fake_bed):
     os.remove(fake_bed.helper)
     mark = fake_bed.service.syslog.mark()
     r = fake_attempt("helper missing", fake_bed, fake_bed.stack("match"))
-    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "could not read from the helper")
+    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "helper ended without a result")
     assert fake_bed.events() == []
     said = fake_bed.service.lines("localauthd", mark)
     assert f"could not start the helper: {fake_bed.helper}: No such file or directory" in "\n".join(said), said
@@ -378,7 +378,7 @@ def test_helper_not_executable(fake_bed):
     os.chmod(fake_bed.helper, 0o644)
     mark = fake_bed.service.syslog.mark()
     r = fake_attempt("helper not executable", fake_bed, fake_bed.stack("match"))
-    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "could not read from the helper")
+    check(r, "helperFailure", "PAM_AUTHINFO_UNAVAIL", "helper ended without a result")
     assert fake_bed.events() == []
     said = fake_bed.service.lines("localauthd", mark)
     assert f"could not start the helper: {fake_bed.helper}: Permission denied" in "\n".join(said), said

@@ -89,10 +89,14 @@ def test_pages_have_the_sections_an_administrator_looks_for(pages, name, section
 
 
 def test_return_values_are_the_result_tables():
-    """Every PAM code the module's table can return is documented, and no other."""
+    """Every PAM code the module's table and its account phase can return is documented, and no
+    other."""
     table = (REPO / "Sources/pam_localauth/result_map.c").read_text()
     returned = set(re.findall(r"\b(PAM_[A-Z_]+)\b", table.split("la_result_table[]", 1)[1].split("};", 1)[0]))
     returned |= {"PAM_AUTHINFO_UNAVAIL"}  # LA_UNAVAIL
+    # The account phase's one answer, whatever happened (pam_localauth.c).
+    entry = (REPO / "Sources/pam_localauth/pam_localauth.c").read_text()
+    returned |= set(re.findall(r"la_account_answer = (PAM_[A-Z_]+);", entry))
     text = (REPO / "man" / "pam_localauth.8.scd").read_text()
     section = text.split("# RETURN VALUES", 1)[1].split("\n# ", 1)[0]
     documented = set(re.findall(r"^\*(PAM_[A-Z_]+)\*$", section, re.M))
