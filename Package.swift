@@ -71,7 +71,7 @@ let package = Package(
         .executableTarget(name: "localauth-helper",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "LogindClient", "SystemBus",
                                          "CSystemd", "CCrypt", "CLinux", "CPathOpen", "SystemEvents"]),
-        // The resident service (DESIGN.md §1): the socket, who connected, a helper per request.
+        // The resident service (docs/ARCHITECTURE.md §1): the socket, who connected, a helper per request.
         .executableTarget(name: "localauthd", dependencies: ["LocalAuth", "SystemBus", "CSystemd", "CLinux"]),
         .executableTarget(name: "localauthctl",
                           dependencies: ["LocalAuth", "LocalAuthProtocol", "FprintdClient", "CPAM", "CLinux",

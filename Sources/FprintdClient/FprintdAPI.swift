@@ -1,6 +1,6 @@
 import SystemBus
 
-/// fprintd's names on the bus (DESIGN.md §5) and one typed function per call we make.
+/// fprintd's names on the bus (docs/ARCHITECTURE.md §8) and one typed function per call we make.
 enum Fprintd {
     static let service = "net.reactivated.Fprint"
     static let managerPath = "/net/reactivated/Fprint/Manager"

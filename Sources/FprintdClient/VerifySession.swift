@@ -28,7 +28,7 @@ final class PendingClaim {
 struct VerifySession {
     /// The serial of VerifyStart's reply. fprintd's serials only grow, so a status with a
     /// lower serial was sent before VerifyStart returned and belongs to an earlier
-    /// verification (DESIGN.md §5: such statuses are dropped). Until the reply arrives
+    /// verification (docs/ARCHITECTURE.md §8: such statuses are dropped). Until the reply arrives
     /// nothing counts.
     var acceptAfter = UInt64.max
     /// From VerifyFingerSelected, which fprintd sends right after VerifyStart's reply.

@@ -1,7 +1,7 @@
 import SystemBus
 import LocalAuth
 
-/// fprintd's `VerifyStatus` result strings and what each means to the engine (DESIGN.md §5).
+/// fprintd's `VerifyStatus` result strings and what each means to the engine (docs/ARCHITECTURE.md §8).
 enum VerifyStatus {
     enum Meaning: Equatable {
         /// Report this event.

@@ -1,5 +1,5 @@
 /// The codes a result frame's `code` key carries for a failure: Apple's LocalAuthentication
-/// raw values, so that a number means the same thing on every platform (DESIGN.md §2).
+/// raw values, so that a number means the same thing on every platform (docs/ARCHITECTURE.md §6).
 /// The one table of them: the root side's `EvaluationError` (LocalAuth) and Apple's
 /// `LAError.Code` for applications (LocalAuthentication) are both this type.
 ///

@@ -1,5 +1,5 @@
 // localauthd: the resident root service behind the PAM module, the lock screens and the
-// applications (DESIGN.md §1). systemd starts it on the first connection to
+// applications (docs/ARCHITECTURE.md §1). systemd starts it on the first connection to
 // /run/localauth/socket (localauth.socket, Accept=no); it learns who connected from the
 // kernel (SO_PEERCRED and the peer's pidfd, never a pid the peer names), and runs each
 // request in a helper process of its own, outside the caller's cgroup, sandbox and session.

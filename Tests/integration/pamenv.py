@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[2]
 MODULE = Path(os.environ.get("LOCALAUTH_PAM_MODULE")
               or REPO / "build" / "lib" / "security" / "pam_localauth.so")
 EXTRA_PRELOAD = os.environ.get("LOCALAUTH_PAM_PRELOAD", "")
-PYTHON = "/usr/bin/python3"  # the one with pypamtest, dbus, gi (TESTBED.md)
+PYTHON = "/usr/bin/python3"  # the one with pypamtest, dbus, gi (Debian's packages)
 PAM_HEADER = "/usr/include/security/_pam_types.h"
 
 

@@ -2,7 +2,7 @@
 daemon in trouble", for the bound on the helper's start-up as a whole.
 
 Owns net.reactivated.Fprint on the bed's bus with the Manager and one Device, enough of the
-API (DESIGN.md §5) for the helper's start-up: GetDevices, GetDefaultDevice,
+API (docs/ARCHITECTURE.md §8) for the helper's start-up: GetDevices, GetDefaultDevice,
 ListEnrolledFingers, Properties.Get of `name` and `scan-type`, Claim, Release, VerifyStart,
 VerifyStop. Each answer comes `delay` seconds after its call, one call at a time, as a
 single-threaded daemon answers. A test chooses a delay under the helper's `bus_timeout`

@@ -547,7 +547,7 @@ def test_invalidate_and_task_cancel_end_the_scan_with_app_cancel(world, how):
 
 def test_a_scan_ended_without_a_finger_gives_its_try_back(world):
     """The cancel and fallback buttons and invalidate() end a scan nobody touched: not a
-    failed match (DESIGN.md §2: a try is given back when no finger was presented)."""
+    failed match (docs/ARCHITECTURE.md §6: a try is given back when no finger was presented)."""
     for args, action in ((("eval", "biometrics"), "eof"), (("eval", "biometrics"), "enter"),
                          (("eval", "biometrics", "--invalidate-after", "2"), None)):
         pt = world.start(*args)

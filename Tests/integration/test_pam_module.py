@@ -174,7 +174,7 @@ def test_required_line_then_pam_permit_denies_every_result_but_success(bed, code
     assert r.rv not in ("PAM_SUCCESS", "PAM_IGNORE"), code
 
 
-# DESIGN.md §3, code by code; the solo stack returns the module's own code.
+# docs/ARCHITECTURE.md §7, code by code; the solo stack returns the module's own code.
 CODE_TABLE = [
     (-1, "authenticationFailed", "PAM_AUTH_ERR"),
     (-2, "userCancel", "PAM_AUTH_ERR"),

@@ -1,4 +1,4 @@
-"""localauthd, the resident service (DESIGN.md §1), with the real module under libpam
+"""localauthd, the resident service (docs/ARCHITECTURE.md §1), with the real module under libpam
 (pam_wrapper, pamtester), the real helper and the real fprintd with the virtual reader.
 
 The service runs from build/ with ``--listen`` on a socket of the test's own under /run

@@ -1,7 +1,7 @@
 import LocalAuthProtocol
 
 /// Why an evaluation on the root side did not succeed: the code (Apple's raw values, so
-/// that a number means the same thing on every platform, DESIGN.md §2; `ResultCode` in
+/// that a number means the same thing on every platform, docs/ARCHITECTURE.md §6; `ResultCode` in
 /// LocalAuthProtocol), the rule that applied, and a line for the log. Applications see
 /// the LocalAuthentication library's `LAError` instead, made from the result frame's code.
 public struct EvaluationError: Error, Equatable, CustomStringConvertible, Sendable {
