@@ -108,9 +108,16 @@ struct RootPeer {
     let pid: Int32
     let configPath: String
 
-    func check(_ request: HelperRequest) -> String? {
-        request.callerPID == pid ? nil
-            : "the request names pid \(request.callerPID.map(String.init) ?? "none") as its caller; the peer is pid \(pid)"
+    func check(_ request: inout HelperRequest) -> String? {
+        guard request.callerPID == pid else {
+            return "the request names pid \(request.callerPID.map(String.init) ?? "none") as its caller; the peer is pid \(pid)"
+        }
+        // Whether someone can type where the conversation reads: from the peer process, as
+        // for every peer (CallerProcess), not from what the request says. A display may also
+        // be named by the application's PAM_XDISPLAY, a PAM item of root's host.
+        request.stdinTTY = CallerProcess.standardInputIsTerminal(pid)
+        request.display = request.display || CallerProcess.hasDisplay(pid)
+        return nil
     }
 }
 
@@ -124,7 +131,7 @@ extension Launch {
     func admit(_ request: inout HelperRequest) -> String? {
         HardDeadline.rearm()
         switch self {
-        case .rootPeer(let peer): return peer.check(request)
+        case .rootPeer(let peer): return peer.check(&request)
         case .refused(let why): return why
         case .unprivileged(let caller): return caller.check(&request)
         }

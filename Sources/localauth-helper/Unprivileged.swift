@@ -5,6 +5,7 @@ import CLinux
 import LocalAuth
 import LocalAuthProtocol
 
+/// A peer that is not root, as Launch found it from localauthd's handoff.
 struct UnprivilegedCaller {
     let uid: uid_t
     let name: UserName
@@ -42,8 +43,8 @@ struct UnprivilegedCaller {
     }
 }
 
-/// Facts about the calling process read from /proc and logind (root reads them), for a
-/// peer that is not root, where the request's own `stdin_tty` and `display` are only claims.
+/// Facts about the calling process read from /proc and logind (root reads them), for every
+/// peer: the request's own `stdin_tty` and `display` are only what the caller says.
 enum CallerProcess {
     /// Its fd 0 is its controlling terminal (directly, or as /dev/tty).
     static func standardInputIsTerminal(_ pid: Int32) -> Bool {
