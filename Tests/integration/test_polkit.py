@@ -47,6 +47,7 @@ from messages import ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED  # noqa: E402
 from polkit_agents import AUTH_SELF, PKEXEC, dialog  # noqa: E402
 from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 from scan_events import ScanEvents  # noqa: E402
+from pamenv import LogLine, outcomes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_HELPER = "/usr/lib/polkit-1/polkit-agent-helper-1"
@@ -371,35 +372,34 @@ def helper_socket(polkit):
 def test_a_socket_activated_agent_helper_through_localauthd_judges_the_agent_on_its_stdin(polkit, helper_socket):
     """polkit 127 and later: the agent connects to polkit-agent-helper.socket and the
     helper runs on that connection, a child of the service manager. Through localauthd
-    the helper's agent is the peer of its stdin when that stdin was accepted on polkit's
-    socket (`polkit_agent_socket`; here the stand-in's): the dialog, which names a display,
-    gets the finger. A helper whose stdin is any other socket (a user's setuid helper
-    connected to some desktop process) is judged for its parent, and without the service
-    the module's own helper cannot reach the socket: both the password, never a scan."""
-    from test_service import Service
-    service = Service(polkit.desktop.inst, polkit.syslog, prefix=polkit.desktop.ns.prefix(),
-                      parent=str(polkit.desktop.ns.root))
-    shipped = (REPO / "pam.d" / "polkit-1").read_text()
-    try:
-        polkit.desktop.pam_file("polkit-1", shipped.replace("pam_localauth.so",
-                                                            f"pam_localauth.so service={service.socket}"))
-        polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
-        first = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
-        assert first.authorized and first.verify_starts == [], first.events
-        r = dialog(polkit, fingers=[ENROLLED], helper_socket=helper_socket.path)
-        polkit.syslog._sync()
-        found = [m for m in service.lines("localauth-helper") if "the peer of its stdin" in m]
-        assert (r.authorized, r.results, r.texts("PROMPT"), len(found) >= 2) == \
-            (True, ["verify-match"], [], True), (r.events, service.lines("localauth-helper"))
-        assert any(m.startswith("uid 0 pid ") for m in service.lines("localauthd")), service.lines("localauthd")
-
-        polkit.desktop.configure()          # polkit's own socket is elsewhere: not this one
-        r = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
-        assert r.authorized and r.verify_starts == [] and len(r.texts("PROMPT")) == 1, r.events
-    finally:
-        service.stop()
-
-    polkit.desktop.pam_file("polkit-1", shipped)       # no service: the module's own helper
+    (the desktop's, at the socket the shipped module names) the helper's agent is the peer
+    of its stdin when that stdin was accepted on polkit's socket (`polkit_agent_socket`;
+    here the stand-in's): the dialog, which names a display, gets the finger. A helper
+    whose stdin is any other socket (a user's setuid helper connected to some desktop
+    process) is judged for its parent: the password, never a scan. With no localauthd the
+    module starts nothing: the password at once, with its one line."""
+    mark = polkit.syslog.mark()
     polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
+    first = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
+    assert first.authorized and first.verify_starts == [], first.events
+    r = dialog(polkit, fingers=[ENROLLED], helper_socket=helper_socket.path)
+    helper = polkit.syslog.since(mark, "localauth-helper")
+    found = [m for m in helper if "the peer of its stdin" in m]
+    assert (r.authorized, r.results, r.texts("PROMPT"), len(found) >= 2) == \
+        (True, ["verify-match"], [], True), (r.events, helper)
+    assert any(m.startswith("uid 0 pid ") for m in polkit.served(mark)), polkit.served(mark)
+
+    polkit.desktop.configure()          # polkit's own socket is elsewhere: not this one
     r = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
     assert r.authorized and r.verify_starts == [] and len(r.texts("PROMPT")) == 1, r.events
+
+    polkit.desktop.stop_serving()       # no localauthd: the module starts nothing
+    polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
+    mark = polkit.syslog.mark()
+    r = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
+    assert r.authorized and r.verify_starts == [] and len(r.texts("PROMPT")) == 1, r.events
+    missing = f"localauthd is not running (no socket at {polkit.desktop.inst.service_socket})"
+    (line,) = outcomes([LogLine(0, m) for m in polkit.syslog.since(mark)])
+    assert (line["result"], line["pam"]) == ("helperFailure", "PAM_AUTHINFO_UNAVAIL"), line
+    assert line["cause"].startswith(missing), line
+    assert polkit.served(mark) == [] and polkit.syslog.since(mark, "localauth-helper") == []

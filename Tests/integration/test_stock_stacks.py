@@ -321,7 +321,7 @@ def greeter(stock, service, answers=(), fingers=(), items=None, **namespace):
                       items=items or {"xdisplay": ":0", "tty": ":0"}, account=True)
     mark, log_mark = stock.bed.mark(), stock.syslog.mark()
     injection = stock.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
-    proc = subprocess.run([*stock.desktop.ns.prefix(**namespace), "setsid", "/usr/bin/python3", str(driver),
+    proc = subprocess.run([*stock.desktop.prefix(**namespace), "setsid", "/usr/bin/python3", str(driver),
                            "--drive"], input=json.dumps(spec), capture_output=True, text=True,
                           timeout=90, env={"PATH": system.SAFE_PATH, "LANG": "C.UTF-8"})
     if injection:
