@@ -7,8 +7,10 @@ Run as root: /usr/bin/python3 -m pytest Tests/integration/test_polkit.py
 Everything a user's pkexec touches runs in a private mount namespace (desktop.Desktop): the
 bed's bus at /run/dbus/system_bus_socket (pkexec and the agent helper are setuid and ignore
 DBUS_SYSTEM_BUS_ADDRESS), pam.d/polkit-1 as /etc/pam.d/polkit-1 with the module found by
-its plain name, and /etc/security/localauth.conf naming the bed's prints and a state
-directory of the test's. polkitd runs in a namespace of its own with one rule over
+its plain name, /etc/security/localauth.conf naming the bed's prints and a state directory
+of the test's, and the installation's localauthd listening at the socket its module names
+(desktop.Desktop.serve: the module starts no helper itself, the finger is reached through
+localauthd only). polkitd runs in a namespace of its own with one rule over
 /etc/polkit-1/rules.d: pkexec asks the subject's own password (auth_self), as on a desktop
 where the user is an administrator (Debian's default rule would ask any member of the sudo
 group). Nothing on the machine changes.
@@ -53,6 +55,8 @@ REPO = Path(__file__).resolve().parents[2]
 AGENT_HELPER = "/usr/lib/polkit-1/polkit-agent-helper-1"
 ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
 PASSWORD_PROMPT = re.compile(r"(^|\n)Password: ")
+# localauthd's line for a request it handed to a helper.
+HELPER_STARTED = re.compile(r"^uid \d+ pid \d+ \([^)]*\): helper pid \d+")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="runs as root"),
@@ -70,6 +74,7 @@ class Run(ScanEvents):
     events: list                    # bed events during the run
     prompts: int                    # password prompts answered or interrupted
     output: str = field(default="", repr=False)
+    served: list = field(default_factory=list, repr=False)   # localauthd's lines
 
     @property
     def authorized(self):
@@ -90,7 +95,7 @@ class Polkit(UserDesktop):
         ``around_scan``: a context manager entered once the agent has asked for a finger and
         left once the scan's result is in.
         ``namespace``: a login session for it all, or logind running (desktop.Namespace)."""
-        mark = self.bed.mark()
+        mark, log_mark = self.bed.mark(), self.syslog.mark()
         pt = self.desktop.run_on_pty(["/bin/sh", "-c", PKEXEC], user=self.user, **namespace)
         results = []
         try:
@@ -104,7 +109,7 @@ class Polkit(UserDesktop):
             pt.kill()
         screen = [ANSI.sub("", l).strip() for l in system.screen_lines(res.output)]
         run = Run(res.status, [l for l in screen if l], results, self.bed.events(mark),
-                  prompts, res.output)
+                  prompts, res.output, self.served(log_mark))
         if run.status == 0:      # no success without a match in this run or the password
             assert run.matched or self.user.password in answers, run
         return run
@@ -142,6 +147,7 @@ def test_pkexec_first_use_takes_the_password_then_the_finger(polkit):
     assert shown(r, SWIPE) == 1, r.screen              # the message reached the agent
     assert shown(r, "Ctrl-C") == 0, r.screen           # which would end pkexec, not skip
     assert polkit.state()["failures"] == "0"
+    assert any(HELPER_STARTED.match(l) for l in r.served), r.served   # through localauthd
 
 
 def test_a_match_is_authentication_complete_for_an_agent_that_wakes_late(polkit):
@@ -248,7 +254,8 @@ def test_pkexec_locked_out_goes_straight_to_the_password(polkit):
 # record of a session instead: a cgroup named like the session's scope holding pkexec,
 # pkttyagent and the agent helper, and the session's file in /run/systemd/sessions
 # (desktop.LoginSession). sd-login reads exactly these; what logind would do to make them
-# is not exercised.
+# is not exercised. localauthd is started again in the same view of /run/systemd as the
+# command it serves (desktop.Desktop.prefix), so its helper reads the same records.
 
 @pytest.fixture
 def session_for(polkit):
