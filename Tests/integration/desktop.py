@@ -21,8 +21,13 @@ Run with /usr/bin/python3, as root. Nothing on the machine is edited:
   /etc/pam.d, /var/lib/pam and debconf database, with our profiles added to
   /usr/share/pam-configs. Empty throwaway copies of wtmp, btmp, lastlog and faillog are put
   over the machine's for ``login``.
+  ``serve()``: the installation's localauthd at the socket its module names, run in the
+  desktop's namespace (started again in the caller's view of logind when a command's
+  ``prefix(...)`` asks for another); the module never starts a helper itself, so without
+  it every caller gets the password at once.
 * ``UserDesktop``: a Desktop for one test's throwaway user, whose right index finger is
-  enrolled, with what the test's callers need added to it (test_polkit, test_stock_stacks).
+  enrolled, with what the test's callers need added to it and localauthd serving
+  (test_polkit, test_stock_stacks).
 * ``LoginSession``: logind's record of a session (a cgroup named like its scope, its file
   in /run/systemd/sessions) for machines where logind cannot run; ``prefix(session=...)``
   runs a command in it, ``prefix(logind=True)`` makes sd_booted() say logind runs.
@@ -42,7 +47,7 @@ from pathlib import Path
 from typing import Optional
 
 import system
-from servicebed import DEV_LOG_FUNCTION, ServiceInstallation, Syslog
+from servicebed import DEV_LOG_FUNCTION, Service, ServiceInstallation, Syslog
 from messages import ENROLLED, FINGER
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,6 +90,10 @@ while [ "$1" != "--" ]; do
         cp "$3" "/run/systemd/sessions/$2"
         echo $$ > "$4/cgroup.procs"
         shift 4 ;;
+    record)
+        mkdir -p /run/systemd/sessions
+        cp "$3" "/run/systemd/sessions/$2"
+        shift 3 ;;
     seat)
         mkdir -p /run/systemd/sessions /run/systemd/seats
         cp "$3" "/run/systemd/sessions/$2"
@@ -179,12 +188,14 @@ class Namespace:
         self._binds[target] = Path(source)
 
     def prefix(self, session: Optional[LoginSession] = None, logind: bool = False,
-               seat_session: Optional[LoginSession] = None) -> list:
+               seat_session: Optional[LoginSession] = None, join: bool = True) -> list:
         """A fresh namespace for one command (run as root; the command may drop to a user).
         ``session``: the command runs in that login session; ``logind``: the namespace's
         /run says logind runs (sd_booted), as on a machine booted with systemd;
         ``seat_session``: that session is seat0's active one (the command is not in it:
-        a login manager's worker, in front of the greeter's session)."""
+        a login manager's worker, in front of the greeter's session); ``join=False``: the
+        session's record is in /run/systemd/sessions but the command stays out of its
+        cgroup (localauthd, which serves the session's processes and is none of them)."""
         self._count += 1
         run = self.root / f"ns{self._count}"
         run.mkdir(mode=0o755)
@@ -194,7 +205,8 @@ class Namespace:
         if session is not None:
             record = self.root / f"session-{self._count}"
             record.write_text(session.text)
-            actions += ["session", session.id, str(record), str(session.scope)]
+            actions += (["session", session.id, str(record), str(session.scope)] if join
+                        else ["record", session.id, str(record)])
         if seat_session is not None:
             record = self.root / f"seat-session-{self._count}"
             record.write_text(seat_session.text)
@@ -241,6 +253,10 @@ class Desktop(contextlib.ExitStack):
         self.inst, self.bed, self.syslog = inst, bed, syslog
         self.ns = Namespace(bus=bed.dir / "system_bus_socket", syslog=syslog)
         self.callback(self.ns.close)
+        self.service: Optional[Service] = None
+        self._serving = False
+        self._served_for = None
+        self.callback(self.stop_serving)
         try:
             self._setup(inst, bed)
         except BaseException:
@@ -309,18 +325,63 @@ class Desktop(contextlib.ExitStack):
         """``/etc/pam.d/NAME`` as programs in the namespace see it."""
         return self.ns.run(["cat", f"/etc/pam.d/{name}"]).stdout
 
+    def serve(self) -> Service:
+        """The installation's localauthd from now on, listening at the socket its module
+        names (``inst.service_socket``), run in a namespace of this desktop: its /run is the
+        one ``prefix(**namespace)`` gives the command it serves (the bed's bus at the standard
+        path; logind's records when the command has them), its /dev/log the syslog. Each
+        ``prefix()`` with another logind view starts it again in that view (its helpers read
+        /run/systemd as the caller's namespace has it, as on a machine where /run is one).
+        Stopped by its PID by ``stop_serving()`` and on ``close()``."""
+        if self.syslog is None:
+            raise RuntimeError("a desktop without a syslog cannot serve: localauthd's lines go nowhere")
+        self._serving = True
+        self._serve_for({})
+        return self.service
+
+    def stop_serving(self) -> None:
+        """No localauthd from now on: the module finds no socket."""
+        self._serving = False
+        self._served_for = None
+        if self.service is not None:
+            service, self.service = self.service, None
+            service.stop()
+
+    def _serve_for(self, namespace: dict) -> None:
+        view = (bool(namespace.get("logind")),
+                *(s.id if s is not None else None
+                  for s in (namespace.get("session"), namespace.get("seat_session"))))
+        if self.service is not None and self._served_for == view:
+            return
+        if self.service is not None:
+            service, self.service = self.service, None
+            service.stop()
+        self._served_for = None
+        self.service = Service(self.inst, self.syslog, socket_path=self.inst.service_socket,
+                               prefix=self.ns.prefix(join=False, **namespace))
+        self._served_for = view
+
+    def prefix(self, **namespace) -> list:
+        """``Namespace.prefix`` for a command; when serving, localauthd first runs in the
+        same view of logind (see ``serve``)."""
+        if self._serving:
+            self._serve_for(namespace)
+        return self.ns.prefix(**namespace)
+
     def run_on_pty(self, argv: list, user=None, env: Optional[dict] = None,
                    timeout: float = 60, **namespace) -> system.PtyRun:
         """``namespace``: ``session=``, ``logind=`` as for ``Namespace.prefix``."""
-        return system.run_on_pty(argv, env=env, user=user, prefix=self.ns.prefix(**namespace),
+        return system.run_on_pty(argv, env=env, user=user, prefix=self.prefix(**namespace),
                                  timeout=timeout)
 
 
 class UserDesktop:
     """A Desktop for ``user``: ``prepare(desktop)`` adds what the test's callers need
     (service files, profiles, sudoers), then the user's right index finger is enrolled as
-    print ``ENROLLED``. The desktop is closed when that fails, and by ``close()``.
-    ``state()``: the fields of the user's state file."""
+    print ``ENROLLED`` and the desktop serves (``Desktop.serve``: the installation's
+    localauthd at the socket its module names, as localauth.socket is on a machine). The
+    desktop is closed when that fails, and by ``close()``. ``state()``: the fields of the
+    user's state file; ``served(mark)``: localauthd's lines since the syslog mark."""
 
     def __init__(self, inst, bed, syslog, user, prepare):
         self.bed, self.user, self.syslog = bed, user, syslog
@@ -328,6 +389,7 @@ class UserDesktop:
         try:
             prepare(self.desktop)
             bed.enroll(user.name, FINGER, ENROLLED)
+            self.desktop.serve()
         except BaseException:
             self.desktop.close()
             raise
@@ -337,3 +399,7 @@ class UserDesktop:
 
     def state(self) -> dict:
         return system.state_fields(self.desktop.state / f"{self.user.name}.state")
+
+    def served(self, mark: int) -> list:
+        """localauthd's lines since the syslog mark ``mark``."""
+        return self.syslog.since(mark, "localauthd")

@@ -75,7 +75,7 @@ def dialog(case, fingers=(), answers=(), display=True, command=None, register=Tr
         script.chmod(0o644)
     env = system.default_env(DISPLAY=":0" if display else None, **(env or {}))
     tail = ["--", *command] if command is not None else []
-    argv = [*case.desktop.ns.prefix(),
+    argv = [*case.desktop.prefix(),
             *system.as_user(case.user, ["setsid", "/usr/bin/python3", str(script),
                                         *([] if register else ["--no-agent"]),
                                         *(["--kill-at-info"] if kill_at_info else []),

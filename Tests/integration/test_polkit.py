@@ -7,8 +7,10 @@ Run as root: /usr/bin/python3 -m pytest Tests/integration/test_polkit.py
 Everything a user's pkexec touches runs in a private mount namespace (desktop.Desktop): the
 bed's bus at /run/dbus/system_bus_socket (pkexec and the agent helper are setuid and ignore
 DBUS_SYSTEM_BUS_ADDRESS), pam.d/polkit-1 as /etc/pam.d/polkit-1 with the module found by
-its plain name, and /etc/security/localauth.conf naming the bed's prints and a state
-directory of the test's. polkitd runs in a namespace of its own with one rule over
+its plain name, /etc/security/localauth.conf naming the bed's prints and a state directory
+of the test's, and the installation's localauthd listening at the socket its module names
+(desktop.Desktop.serve: the module starts no helper itself, the finger is reached through
+localauthd only). polkitd runs in a namespace of its own with one rule over
 /etc/polkit-1/rules.d: pkexec asks the subject's own password (auth_self), as on a desktop
 where the user is an administrator (Debian's default rule would ask any member of the sudo
 group). Nothing on the machine changes.
@@ -47,11 +49,14 @@ from messages import ENROLLED, OTHER, SWIPE, FIRST_USE, LOCKED  # noqa: E402
 from polkit_agents import AUTH_SELF, PKEXEC, dialog  # noqa: E402
 from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 from scan_events import ScanEvents  # noqa: E402
+from pamenv import LogLine, outcomes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_HELPER = "/usr/lib/polkit-1/polkit-agent-helper-1"
 ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
 PASSWORD_PROMPT = re.compile(r"(^|\n)Password: ")
+# localauthd's line for a request it handed to a helper.
+HELPER_STARTED = re.compile(r"^uid \d+ pid \d+ \([^)]*\): helper pid \d+")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="runs as root"),
@@ -69,6 +74,7 @@ class Run(ScanEvents):
     events: list                    # bed events during the run
     prompts: int                    # password prompts answered or interrupted
     output: str = field(default="", repr=False)
+    served: list = field(default_factory=list, repr=False)   # localauthd's lines
 
     @property
     def authorized(self):
@@ -89,7 +95,7 @@ class Polkit(UserDesktop):
         ``around_scan``: a context manager entered once the agent has asked for a finger and
         left once the scan's result is in.
         ``namespace``: a login session for it all, or logind running (desktop.Namespace)."""
-        mark = self.bed.mark()
+        mark, log_mark = self.bed.mark(), self.syslog.mark()
         pt = self.desktop.run_on_pty(["/bin/sh", "-c", PKEXEC], user=self.user, **namespace)
         results = []
         try:
@@ -103,7 +109,7 @@ class Polkit(UserDesktop):
             pt.kill()
         screen = [ANSI.sub("", l).strip() for l in system.screen_lines(res.output)]
         run = Run(res.status, [l for l in screen if l], results, self.bed.events(mark),
-                  prompts, res.output)
+                  prompts, res.output, self.served(log_mark))
         if run.status == 0:      # no success without a match in this run or the password
             assert run.matched or self.user.password in answers, run
         return run
@@ -141,6 +147,7 @@ def test_pkexec_first_use_takes_the_password_then_the_finger(polkit):
     assert shown(r, SWIPE) == 1, r.screen              # the message reached the agent
     assert shown(r, "Ctrl-C") == 0, r.screen           # which would end pkexec, not skip
     assert polkit.state()["failures"] == "0"
+    assert any(HELPER_STARTED.match(l) for l in r.served), r.served   # through localauthd
 
 
 def test_a_match_is_authentication_complete_for_an_agent_that_wakes_late(polkit):
@@ -247,7 +254,8 @@ def test_pkexec_locked_out_goes_straight_to_the_password(polkit):
 # record of a session instead: a cgroup named like the session's scope holding pkexec,
 # pkttyagent and the agent helper, and the session's file in /run/systemd/sessions
 # (desktop.LoginSession). sd-login reads exactly these; what logind would do to make them
-# is not exercised.
+# is not exercised. localauthd is started again in the same view of /run/systemd as the
+# command it serves (desktop.Desktop.prefix), so its helper reads the same records.
 
 @pytest.fixture
 def session_for(polkit):
@@ -371,35 +379,34 @@ def helper_socket(polkit):
 def test_a_socket_activated_agent_helper_through_localauthd_judges_the_agent_on_its_stdin(polkit, helper_socket):
     """polkit 127 and later: the agent connects to polkit-agent-helper.socket and the
     helper runs on that connection, a child of the service manager. Through localauthd
-    the helper's agent is the peer of its stdin when that stdin was accepted on polkit's
-    socket (`polkit_agent_socket`; here the stand-in's): the dialog, which names a display,
-    gets the finger. A helper whose stdin is any other socket (a user's setuid helper
-    connected to some desktop process) is judged for its parent, and without the service
-    the module's own helper cannot reach the socket: both the password, never a scan."""
-    from test_service import Service
-    service = Service(polkit.desktop.inst, polkit.syslog, prefix=polkit.desktop.ns.prefix(),
-                      parent=str(polkit.desktop.ns.root))
-    shipped = (REPO / "pam.d" / "polkit-1").read_text()
-    try:
-        polkit.desktop.pam_file("polkit-1", shipped.replace("pam_localauth.so",
-                                                            f"pam_localauth.so service={service.socket}"))
-        polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
-        first = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
-        assert first.authorized and first.verify_starts == [], first.events
-        r = dialog(polkit, fingers=[ENROLLED], helper_socket=helper_socket.path)
-        polkit.syslog._sync()
-        found = [m for m in service.lines("localauth-helper") if "the peer of its stdin" in m]
-        assert (r.authorized, r.results, r.texts("PROMPT"), len(found) >= 2) == \
-            (True, ["verify-match"], [], True), (r.events, service.lines("localauth-helper"))
-        assert any(m.startswith("uid 0 pid ") for m in service.lines("localauthd")), service.lines("localauthd")
-
-        polkit.desktop.configure()          # polkit's own socket is elsewhere: not this one
-        r = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
-        assert r.authorized and r.verify_starts == [] and len(r.texts("PROMPT")) == 1, r.events
-    finally:
-        service.stop()
-
-    polkit.desktop.pam_file("polkit-1", shipped)       # no service: the module's own helper
+    (the desktop's, at the socket the shipped module names) the helper's agent is the peer
+    of its stdin when that stdin was accepted on polkit's socket (`polkit_agent_socket`;
+    here the stand-in's): the dialog, which names a display, gets the finger. A helper
+    whose stdin is any other socket (a user's setuid helper connected to some desktop
+    process) is judged for its parent: the password, never a scan. With no localauthd the
+    module starts nothing: the password at once, with its one line."""
+    mark = polkit.syslog.mark()
     polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
+    first = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
+    assert first.authorized and first.verify_starts == [], first.events
+    r = dialog(polkit, fingers=[ENROLLED], helper_socket=helper_socket.path)
+    helper = polkit.syslog.since(mark, "localauth-helper")
+    found = [m for m in helper if "the peer of its stdin" in m]
+    assert (r.authorized, r.results, r.texts("PROMPT"), len(found) >= 2) == \
+        (True, ["verify-match"], [], True), (r.events, helper)
+    assert any(m.startswith("uid 0 pid ") for m in polkit.served(mark)), polkit.served(mark)
+
+    polkit.desktop.configure()          # polkit's own socket is elsewhere: not this one
     r = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
     assert r.authorized and r.verify_starts == [] and len(r.texts("PROMPT")) == 1, r.events
+
+    polkit.desktop.stop_serving()       # no localauthd: the module starts nothing
+    polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
+    mark = polkit.syslog.mark()
+    r = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
+    assert r.authorized and r.verify_starts == [] and len(r.texts("PROMPT")) == 1, r.events
+    missing = f"localauthd is not running (no socket at {polkit.desktop.inst.service_socket})"
+    (line,) = outcomes([LogLine(0, m) for m in polkit.syslog.since(mark)])
+    assert (line["result"], line["pam"]) == ("helperFailure", "PAM_AUTHINFO_UNAVAIL"), line
+    assert line["cause"].startswith(missing), line
+    assert polkit.served(mark) == [] and polkit.syslog.since(mark, "localauth-helper") == []

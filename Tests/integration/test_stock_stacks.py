@@ -13,7 +13,9 @@ name. No service file is written by the test: /etc/pam.d/sudo, sudo-i, su, login
 including common-auth. What the test adds in the namespace: a sudoers drop-in and
 /etc/doas.conf letting the throwaway user run commands as root, /etc/security/localauth.conf
 (the bed's prints, a state directory of the test's), and polkitd's rule that pkexec asks
-the subject's own password (test_polkit.py says why). Nothing on the machine changes.
+the subject's own password (test_polkit.py says why). The installation's localauthd runs
+in the namespace at the socket its module names (desktop.Desktop.serve: the module starts
+no helper, so the finger is reached through it only). Nothing on the machine changes.
 
 For each program: the first use takes the password; the finger then runs the command;
 three wrong fingers, then the password; five failures lock fingerprints out (no scan,
@@ -44,6 +46,9 @@ from scan_events import ScanEvents  # noqa: E402
 ASK_FINGER = re.compile(r"Swipe your right index finger across the fingerprint reader")
 SKIP_PROMPT = re.compile(r"[(（][^\r\n]*[)）] ?")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# localauthd's line for a request it handed to a helper (the module reaches the finger only
+# through it: the desktop serves the installation's localauthd, desktop.Desktop.serve).
+HELPER_STARTED = re.compile(r"^uid \d+ pid \d+ \([^)]*\): helper pid \d+")
 FAILED = re.compile(r"Login incorrect|Authentication failure|Sorry, try again|"
                     r"incorrect password|AUTHENTICATION FAILED|Permission denied")
 
@@ -101,6 +106,7 @@ class Run(ScanEvents):
     events: list
     prompts: int
     output: str = field(default="", repr=False)
+    served: list = field(default_factory=list, repr=False)   # localauthd's lines
 
     def shown(self, text):
         return any(text in line for line in self.screen)
@@ -130,7 +136,7 @@ class Stock(UserDesktop):
         fill = {"user": self.user.name, "target": self.user.name}
         argv = argv or [a.format(**fill) for a in caller.argv]
         who = {"user": self.user, "runner": self.runner, "root": None}[caller.run_as]
-        mark = self.bed.mark()
+        mark, log_mark = self.bed.mark(), self.syslog.mark()
         pt = self.desktop.run_on_pty(argv, user=who, **namespace)
         results, prompts, ok = [], 0, False
         try:
@@ -166,7 +172,8 @@ class Stock(UserDesktop):
         finally:
             pt.kill()
         screen = [ANSI.sub("", l).strip() for l in system.screen_lines(pt.output)]
-        run = Run(ok, screen, results, self.bed.events(mark), prompts, pt.output)
+        run = Run(ok, screen, results, self.bed.events(mark), prompts, pt.output,
+                  self.served(log_mark))
         if run.ok:               # no success without a match in this run or the password
             assert run.matched or self.user.password in answers \
                 or any(self.user.password in a for a in argv), run
@@ -188,6 +195,7 @@ def stock(inst, bed_factory, syslog):
 def matches(stock, caller):
     r = stock.drive(caller, [ENROLLED])
     assert r.ok and r.prompts == 0 and r.results == ["verify-match"], r
+    assert any(HELPER_STARTED.match(l) for l in r.served), r.served   # through localauthd
 
 
 def test_vlock_the_finger_unlocks(stock):
@@ -321,7 +329,7 @@ def greeter(stock, service, answers=(), fingers=(), items=None, **namespace):
                       items=items or {"xdisplay": ":0", "tty": ":0"}, account=True)
     mark, log_mark = stock.bed.mark(), stock.syslog.mark()
     injection = stock.bed.inject_async([f"SCAN {p}" for p in fingers]) if fingers else None
-    proc = subprocess.run([*stock.desktop.ns.prefix(**namespace), "setsid", "/usr/bin/python3", str(driver),
+    proc = subprocess.run([*stock.desktop.prefix(**namespace), "setsid", "/usr/bin/python3", str(driver),
                            "--drive"], input=json.dumps(spec), capture_output=True, text=True,
                           timeout=90, env={"PATH": system.SAFE_PATH, "LANG": "C.UTF-8"})
     if injection:
