@@ -654,20 +654,22 @@ def test_a_lockout_is_in_the_audit_log_as_pam_faillock_writes_it(guest, tty1, cl
     assert facts == {"records": 1, "from_the_helper": True, "success": True}, new
 
 
-def test_without_the_service_the_helper_sudo_starts_runs_under_its_own_profile(guest, tty1, cleanup):
-    """Where localauthd does not answer (its socket stopped), the module inside sudo starts
-    the helper itself: the helper runs under the package's `localauth-helper` profile and
-    takes the finger, and nothing it did was denied (the check after every case)."""
+def test_without_the_service_sudo_gets_the_password_at_once_and_nothing_starts(guest, tty1, cleanup):
+    """One door: where localauthd does not run (its socket and service stopped), the module
+    inside sudo starts nothing (no helper process appears while sudo runs), the password
+    prompt comes at once, and the module's one line says why."""
     cleanup(lambda: guest.sh("systemctl start localauth.socket localauth.service"))
     guest.sh("systemctl stop localauth.socket localauth.service")
-    labels = "/tmp/la-vm/helper-labels"
-    watch = (f"while :; do for p in $(pgrep -x localauth-helpe); do cat /proc/$p/attr/current; done; "
-             f"sleep 0.2; done")
-    watcher = guest.sh(f"setsid sh -c {shlex.quote(watch)} > {labels} 2>/dev/null < /dev/null & echo $!").strip()
-    cleanup(lambda: guest.sh(f"kill {watcher}; rm -f {labels}", check=False))
+    seen = "/tmp/la-vm/helpers-seen"
+    watch = f"while :; do pgrep -x localauth-helpe; sleep 0.1; done"
+    watcher = guest.sh(f"setsid sh -c {shlex.quote(watch)} > {seen} 2>/dev/null < /dev/null & echo $!").strip()
+    cleanup(lambda: guest.sh(f"kill {watcher}; rm -f {seen}", check=False))
     out = sudo(guest, tty1)
-    facts = {**out.facts(), "labels": set(guest.sh(f"cat {labels}").splitlines())}
-    assert facts == {**TOOK_THE_FINGER, "labels": {"localauth-helper (enforce)"}}, out.evidence(facts)
+    facts = {**out.facts(), "helpers": guest.sh(f"cat {seen}").split(),
+             "says_why": "localauthd is not running" in out.line.get("message", "")}
+    assert facts == {**took_the_password(None, result="helperFailure"), "helpers": [], "says_why": True}, \
+        out.evidence(facts)
+    assert "uid=0(root)" in out.text
 
 
 def service_facts(entries: list[dict]) -> dict:
