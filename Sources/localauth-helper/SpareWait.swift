@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CLinux
+import FprintdClient
 import LocalAuth
 
 /// A helper localauthd started ahead of a request (`--service-spare`; SpareHelper in
@@ -21,7 +22,10 @@ enum SpareWait {
     /// The arguments to run with: `given`, unless it is a spare's (then after the wait).
     /// Only root's spare waits; anyone else's is left to Launch, which refuses the flag.
     static func arguments(_ given: [String]) -> [String] {
-        guard given.count == 2, given[1] == flag, getuid() == 0, geteuid() == 0 else { return given }
+        guard given.count == 2 || (given.count == 4 && given[2] == "--config"), given[1] == flag,
+              getuid() == 0, geteuid() == 0 else { return given }
+        // What can be made ready before a request without knowing anything of it (Ahead).
+        Ahead.prepare(configPath: given.count == 4 ? given[3] : nil)
         var buffer = [UInt8](repeating: 0, count: 4096)
         var fds: [Int32] = [-1, -1, -1, -1]
         var count: Int32 = 0
@@ -52,5 +56,37 @@ enum SpareWait {
         for fd in [connection, pidfd] where fd > ServicePeer.descriptor { close(fd) }
         return [given[0], "--service-peer-uid", String(fields[0]), "--service-peer-pid", String(fields[1]),
                 "--service-accepted-at", String(fields[2]), "--config", String(fields[3])]
+    }
+}
+
+/// What a spare readies while it waits, none of it a user's: the name service's modules
+/// loaded (a lookup of root), and the bus as the configuration names it (SpareBus: the
+/// connection as root, fprintd's readers and their signals). The configuration is read
+/// again after the request, as in any helper; the bus prepared here is used only if the
+/// request's options name the same address, and only by the request's first sensor. A bus
+/// that cannot be reached leaves nothing prepared (the request connects as before).
+enum Ahead {
+    static func prepare(configPath: String?) {
+        _ = getpwnam("root")
+        guard let configPath else {
+            waitForRequest(nil)
+            return
+        }
+        let options = Options.resolve(configPath: configPath).options
+        var problem: String?
+        let spare = SpareBus.prepare(address: options.dbusAddress, timeoutSeconds: options.busTimeout, problem: &problem)
+        if spare == nil, let problem {
+            SyslogSink(ident: "localauth-helper", minimum: options.debug ? .debug : .info)
+                .log(.debug, "a spare helper prepared no bus connection (\(problem)); its request connects itself")
+        }
+        waitForRequest(spare)
+    }
+
+    /// Until localauthd's message (or the end of its socket) is there on fd 0, keeping the
+    /// prepared connection serviced; then the preparation is kept for the request's sensor.
+    private static func waitForRequest(_ spare: SpareBus?) {
+        guard let spare else { return }
+        spare.wait(for: 0)
+        if spare.isUsable { spare.keep() }
     }
 }

@@ -35,7 +35,7 @@ struct SpareHelper {
         defer { close(pair[1]) }
         let devnull = open("/dev/null", O_RDWR | O_CLOEXEC)
         defer { if devnull >= 0 { close(devnull) } }
-        switch Worker.spawn([arguments.helperPath, "--service-spare"], input: pair[1], output: devnull >= 0 ? devnull : nil,
+        switch Worker.spawn([arguments.helperPath, "--service-spare", "--config", arguments.configPath], input: pair[1], output: devnull >= 0 ? devnull : nil,
                             pidfd: nil, helperPath: arguments.helperPath) {
         case .success(let started):
             return .success(SpareHelper(pid: started.pid, pidfd: started.pidfd, control: pair[0], stamp: stamp))
