@@ -61,32 +61,19 @@ enum SpareWait {
 
 /// What a spare readies while it waits, none of it a user's: the name service's modules
 /// loaded (a lookup of root), and the bus as the configuration names it (SpareBus: the
-/// connection as root, fprintd's readers and their signals). The configuration is read
-/// again after the request, as in any helper; the bus prepared here is used only if the
-/// request's options name the same address, and only by the request's first sensor. A bus
-/// that cannot be reached leaves nothing prepared (the request connects as before).
+/// connection as root, fprintd's readers and their signals), all while fd 0 is watched, so
+/// that a request that comes first is never delayed by it. The configuration is read again
+/// after the request, as in any helper; the bus prepared here is used only if the request's
+/// options name the same address, and only by the request's first sensor. A bus that cannot
+/// be reached leaves nothing prepared (the request connects as before).
 enum Ahead {
     static func prepare(configPath: String?) {
         _ = getpwnam("root")
-        guard let configPath else {
-            waitForRequest(nil)
-            return
-        }
+        guard let configPath else { return }
         let options = Options.resolve(configPath: configPath).options
-        var problem: String?
-        let spare = SpareBus.prepare(address: options.dbusAddress, timeoutSeconds: options.busTimeout, problem: &problem)
-        if spare == nil, let problem {
-            SyslogSink(ident: "localauth-helper", minimum: options.debug ? .debug : .info)
-                .log(.debug, "a spare helper prepared no bus connection (\(problem)); its request connects itself")
+        let log = SyslogSink(ident: "localauth-helper", minimum: options.debug ? .debug : .info)
+        SpareBus.prepare(address: options.dbusAddress, timeoutSeconds: options.busTimeout, waitingFor: 0) {
+            log.log(.debug, "a spare helper: \($0)")
         }
-        waitForRequest(spare)
-    }
-
-    /// Until localauthd's message (or the end of its socket) is there on fd 0, keeping the
-    /// prepared connection serviced; then the preparation is kept for the request's sensor.
-    private static func waitForRequest(_ spare: SpareBus?) {
-        guard let spare else { return }
-        spare.wait(for: 0)
-        if spare.isUsable { spare.keep() }
     }
 }
