@@ -59,17 +59,29 @@ enum SpareWait {
     }
 }
 
-/// What a spare readies while it waits, none of it a user's: the name service's modules
-/// loaded (a lookup of root), and the bus as the configuration names it (SpareBus: the
+/// What a spare readies while it waits, none of it a user's: the name service's modules,
+/// libgcrypt and the time zone loaded, and the bus as the configuration names it (SpareBus: the
 /// connection as root, fprintd's readers and their signals), all while fd 0 is watched, so
 /// that a request that comes first is never delayed by it. The configuration is read again
 /// after the request, as in any helper; the bus prepared here is used only if the request's
 /// options name the same address, and only by the request's first sensor. A bus that cannot
 /// be reached leaves nothing prepared (the request connects as before).
 enum Ahead {
+    static let quietMillis: Int32 = 50
+
     static func prepare(configPath: String?) {
-        _ = getpwnam("root")
+        // The name service's modules (nsswitch's every passwd source: a name no source has
+        // goes through them all), libgcrypt's set-up, the time zone: loaded once, the same
+        // for any request.
+        _ = getpwnam("localauth-spare-helper-warm-up")
+        _ = Crypto.sha256([])
+        tzset()
         guard let configPath else { return }
+        // A spare is started as its predecessor takes a request: its calls would be served
+        // by the bus daemon and fprintd while they serve that request's. A request that
+        // comes within this quiet time gets nothing prepared (it connects itself).
+        var one = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+        if poll(&one, 1, quietMillis) != 0 { return }
         let options = Options.resolve(configPath: configPath).options
         let log = SyslogSink(ident: "localauth-helper", minimum: options.debug ? .debug : .info)
         SpareBus.prepare(address: options.dbusAddress, timeoutSeconds: options.busTimeout, waitingFor: 0) {
