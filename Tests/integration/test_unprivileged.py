@@ -593,7 +593,7 @@ def test_environment_gives_nothing_to_a_direct_call(locker, open_tmp):
     finally:
         d.kill()
     assert environ == HELPER_ENV
-    if cmdline[1:] == [b"--service-spare", b""]:
+    if cmdline[1:2] == [b"--service-spare"]:
         # Started ahead of the request, then handed it: the service's line names the peer.
         locker.localauthd.syslog._sync()
         assert any(m.startswith(f"uid {locker.user.uid} pid ") and m.endswith(f"helper pid {pid} (started ahead)")
