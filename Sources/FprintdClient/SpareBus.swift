@@ -24,7 +24,8 @@ public final class SpareBus {
     let bus: Bus
     let owner: NameOwner
     let router: SignalRouter
-    /// The readers fprintd listed, their names, scan types and subscriptions in place.
+    /// The readers fprintd listed, their names, scan types and subscriptions in place (a
+    /// failed AddMatch fails the whole preparation, so every one listed is subscribed).
     private(set) var readers: [StartUp.Reader] = []
     /// fprintd's unique name when it listed `readers` (nil: none were listed).
     private(set) var listedBy: String?
@@ -187,7 +188,7 @@ public final class SpareBus {
 
     /// Waits until `fd` is readable or hung up, keeping the connection serviced meanwhile
     /// (signals read and dropped, fprintd's owner followed). A connection that is lost is
-    /// closed and the wait goes on without it; `isUsable` then says so.
+    /// closed and the wait goes on without it (nothing is then kept).
     private func wait(for fd: Int32) {
         while true {
             if bus.isOpen {

@@ -88,7 +88,6 @@ final class StartUp: @unchecked Sendable {
             closePipe()
             return nil
         }
-
     }
 
     deinit {
