@@ -72,18 +72,19 @@ enum Ahead {
     static let quietMillis: Int32 = 50
 
     static func prepare(configPath: String?) {
-        // A spare is started as its predecessor takes a request: its work, and its calls,
-        // which the bus daemon and fprintd would serve, would compete with that request's.
-        // A request that comes within this quiet time gets nothing prepared.
-        var one = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
-        if poll(&one, 1, quietMillis) != 0 { return }
         // The name service's modules (nsswitch's every passwd source: a name no source has
         // goes through them all), libgcrypt's set-up, the time zone: loaded once, the same
-        // for any request.
+        // for any request. At once: a few hundred microseconds that cannot be interrupted,
+        // better spent now than when the next request may be there.
         _ = getpwnam("localauth-spare-helper-warm-up")
         _ = Crypto.sha256([])
         tzset()
         guard let configPath else { return }
+        // A spare is started as its predecessor takes a request: its calls would be served
+        // by the bus daemon and fprintd while they serve that request's. A request that
+        // comes within this quiet time gets nothing prepared (it connects itself).
+        var one = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+        if poll(&one, 1, quietMillis) != 0 { return }
         let options = Options.resolve(configPath: configPath).options
         let log = SyslogSink(ident: "localauth-helper", minimum: options.debug ? .debug : .info)
         SpareBus.prepare(address: options.dbusAddress, timeoutSeconds: options.busTimeout, waitingFor: 0) {
