@@ -78,7 +78,9 @@ public final class FprintdSensor: FingerprintSensor {
         guard startUp == nil, bus == nil else { return }
         let now = MonotonicClock.millis()
         let deadline = now + Int64(busTimeout * 1000)
-        guard let started = StartUp(address: address, user: user, deadline: deadline) else { return }
+        let spare = SpareBus.take(address: address)
+        if let spare { log.log(.debug, "the bus connection prepared ahead is used (\(spare.readerCount) reader(s) listed)") }
+        guard let started = StartUp(address: address, user: user, deadline: deadline, spare: spare) else { return }
         startUp = started
         burstDeadline = deadline
         lastCallEnded = now

@@ -39,8 +39,16 @@ final class StartUp: @unchecked Sendable {
     /// Monotonic milliseconds.
     let deadline: Int64
     /// Where the signals go once the sensor has taken the connection.
-    let router = SignalRouter()
+    let router: SignalRouter
     private let address: String
+    /// The connection a spare helper prepared (SpareBus), when there is one.
+    private let spare: SpareBus?
+    /// Readers whose verify signals the spare's connection already delivers.
+    private var alreadySubscribed: Set<String> = []
+    /// Readers taken from the spare's list are asked again once, with GetDevices, when one
+    /// of them is gone (`relist`); answers about the old list are then ignored.
+    private var generation = 0
+    private var relisted = false
 
     private(set) var bus: Bus?
     /// fprintd's unique name on `bus`, followed from the first message on.
@@ -57,10 +65,12 @@ final class StartUp: @unchecked Sendable {
 
     /// Begins the connection and starts the thread; nil when no thread can be made (the
     /// sensor then makes the same calls one after the other when asked).
-    init?(address: String, user: String, deadline: Int64) {
+    init?(address: String, user: String, deadline: Int64, spare: SpareBus? = nil) {
         self.address = address
         self.user = user
         self.deadline = deadline
+        self.spare = spare
+        self.router = spare?.router ?? SignalRouter()
         guard pipe(&stopPipe) == 0 else { return nil }
         for fd in stopPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         // The connection is begun here, on the caller's thread: the bus daemon reads the
@@ -109,6 +119,7 @@ final class StartUp: @unchecked Sendable {
     /// Connects (the authentication is written at once) and queues the first calls, which
     /// go out with the handshake. False when that already failed.
     private func begin() -> Bool {
+        if let spare { return begin(on: spare) }
         let bus: Bus
         do {
             bus = try Bus(address: address, timeoutSeconds: secondsLeft, awaitingReady: false)
@@ -126,25 +137,84 @@ final class StartUp: @unchecked Sendable {
         return failure == nil
     }
 
+    /// On a spare's connection (SpareBus): the readers it listed, when the fprintd that
+    /// listed them still owns the name, need only ListEnrolledFingers for the user; else
+    /// GetDevices is asked on that connection as on a new one.
+    private func begin(on spare: SpareBus) -> Bool {
+        bus = spare.bus
+        owner = spare.owner
+        alreadySubscribed = Set(spare.subscribedPaths)
+        if let known = spare.currentReaders {
+            for reader in known { ask(about: reader.path, known: reader) }
+            listed = true
+        } else {
+            list()
+        }
+        return failure == nil
+    }
+
+    /// GetDevices, then everything about each reader.
+    private func list() {
+        let asked = generation
+        send("GetDevices", { b throws(BusError) in try b.getDevicesMessage() }) {
+            [self] (reply: Result<Message, BusError>) throws(BusError) in
+            guard asked == generation else { return }
+            for path in try Fprintd.devicePaths(reply.get()) { ask(about: path) }
+            listed = true
+        }
+    }
+
+    /// A reader the spare listed is gone (fprintd no longer has its path): the readers are
+    /// listed again, once, on the same connection.
+    private func relist() {
+        relisted = true
+        generation += 1
+        readers = []
+        listed = false
+        list()
+    }
+
+    static let goneErrors: Set<String> = ["org.freedesktop.DBus.Error.UnknownObject",
+                                          "org.freedesktop.DBus.Error.UnknownMethod",
+                                          "org.freedesktop.DBus.Error.UnknownInterface"]
+
     // MARK: - On the start-up's thread
 
-    /// Everything about one reader that does not depend on anything else.
-    private func ask(about path: String) {
+    /// Everything about one reader that does not depend on anything else; with `known`
+    /// (a spare's list, same fprintd) only what depends on the user.
+    private func ask(about path: String, known: Reader? = nil) {
         let index = readers.count
-        readers.append(Reader(path: path))
+        let asked = generation
+        readers.append(known.map { Reader(path: path, fingers: nil, name: $0.name, scanType: $0.scanType,
+                                          subscriptions: $0.subscriptions) } ?? Reader(path: path))
         send("ListEnrolledFingers", { [user] b throws(BusError) in
             try b.listEnrolledFingersMessage(device: path, user: user)
         }) { [self] (reply: Result<Message, BusError>) throws(BusError) in
+            guard asked == generation else { return }
+            if known != nil, !relisted, case .failure(.remote(let name, _)) = reply, Self.goneErrors.contains(name) {
+                relist()
+                return
+            }
             readers[index].fingers = try Fprintd.enrolledFingers(reply)
         }
+        if known != nil { return }
         send("Get name", { b throws(BusError) in try b.stringPropertyMessage(device: path, "name") }) {
             [self] (reply: Result<Message, BusError>) throws(BusError) in
+            guard asked == generation else { return }
             readers[index].name = try reply.get().readStringVariant()
         }
         send("Get scan-type", { b throws(BusError) in try b.stringPropertyMessage(device: path, "scan-type") }) {
             [self] (reply: Result<Message, BusError>) throws(BusError) in
+            guard asked == generation else { return }
             readers[index].scanType = ScanType(rawValue: try reply.get().readStringVariant()) ?? .press
         }
+        // A spare's connection may already deliver this reader's signals: a second match
+        // would deliver each status twice.
+        if alreadySubscribed.contains(path) {
+            readers[index].subscriptions = 2
+            return
+        }
+        alreadySubscribed.insert(path)
         for member in ["VerifyStatus", "VerifyFingerSelected"] {
             let rule = FprintdSensor.deviceRule(path, member)
             let deliver: (Message) -> Void = member == "VerifyStatus"
@@ -153,7 +223,7 @@ final class StartUp: @unchecked Sendable {
                 let installed = expect("AddMatch")
                 try bus?.addMatchAsync(rule, deliver) { [self] error in
                     installed(error)
-                    if error == nil { readers[index].subscriptions += 1 }
+                    if error == nil, asked == generation { readers[index].subscriptions += 1 }
                 }
             } catch {
                 fail("AddMatch", error)

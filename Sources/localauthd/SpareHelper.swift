@@ -9,6 +9,9 @@ import CLinux
 /// (fd 0) for its request's connection and peer pidfd (SpareWait in the helper) and knows
 /// nothing of any request before that: it reads the configuration, the state and the
 /// caller afterwards, as a helper started for the request does, and passes the same checks.
+/// Meanwhile it readies what is no request's (`--config`: the bus the service's
+/// configuration names, fprintd's readers; the helper's `Ahead`), so that a request's
+/// start-up on the bus is ListEnrolledFingers, Claim and VerifyStart.
 ///
 /// Started in the same way as every helper (Worker.spawn: the service's child, its own
 /// session, default signals, the fixed environment), so a request served by a spare runs
@@ -35,7 +38,8 @@ struct SpareHelper {
         defer { close(pair[1]) }
         let devnull = open("/dev/null", O_RDWR | O_CLOEXEC)
         defer { if devnull >= 0 { close(devnull) } }
-        switch Worker.spawn([arguments.helperPath, "--service-spare"], input: pair[1], output: devnull >= 0 ? devnull : nil,
+        switch Worker.spawn([arguments.helperPath, "--service-spare", "--config", arguments.configPath],
+                            input: pair[1], output: devnull >= 0 ? devnull : nil,
                             pidfd: nil, helperPath: arguments.helperPath) {
         case .success(let started):
             return .success(SpareHelper(pid: started.pid, pidfd: started.pidfd, control: pair[0], stamp: stamp))

@@ -668,6 +668,65 @@ def test_a_spare_that_ended_or_a_replaced_helper_file_gets_a_helper_started_for_
         service.stop()
 
 
+def spare_prepared(syslog, mark, outcome):
+    """The spare's debug line on what it prepared on the bus while it waited."""
+    return syslog.wait_for(lambda i, m: i == "localauth-helper" and m.startswith(f"a spare helper: {outcome}"),
+                           timeout=30, since=mark)
+
+
+def test_a_spare_prepared_before_fprintd_restarted_serves_its_request(e2e, inst, syslog, tmp_path):
+    """A spare connects to the bus and lists fprintd's readers before any request (none of
+    it a user's); the request then only asks the user's fingers, claims and scans. When
+    fprintd restarted meanwhile (a new unique name), the readers are listed again on the
+    same connection: the finger still matches, each time."""
+    config = tmp_path / "localauth.conf"
+    config.write_text(f"dbus_address = {e2e.bed.address}\nstate_dir = {e2e.state}\ndebug = true\n")
+    mark = syslog.mark()
+    service = Service(inst, syslog, config=config)
+    try:
+        e2e.args += [f"service={service.socket}", "debug=yes"]
+        e2e.service = e2e.stack()
+        assert spare_prepared(syslog, mark, "a bus connection prepared, 1 reader(s) listed"), syslog.since(mark)
+        e2e.first_password()
+        wait_until("a spare helper", lambda: len(service.spares()) == 1)
+        mark = syslog.mark()
+        r = e2e.run([ENROLLED])
+        assert (r.status, r.results) == (0, ["verify-match"]), r
+        assert any("the bus connection prepared ahead is used (1 reader(s) listed)" in m
+                   for i, m in syslog.lines[mark:] if i == "localauth-helper"), syslog.since(mark)
+        wait_until("the next spare", lambda: len(service.spares()) == 1)
+        assert spare_prepared(syslog, mark, "a bus connection prepared"), syslog.since(mark)
+        e2e.bed.restart_fprintd()
+        r = e2e.run([ENROLLED])
+        assert (r.status, r.results) == (0, ["verify-match"]), r
+        r = e2e.run([ENROLLED])
+        assert (r.status, r.results) == (0, ["verify-match"]), r
+    finally:
+        service.stop()
+
+
+def test_a_spare_that_cannot_reach_the_bus_leaves_its_request_to_connect(e2e, inst, syslog, tmp_path):
+    """The service's configuration names a bus that is not there: its spare prepares
+    nothing (one debug line) and waits as before; the request, whose module names the
+    bed's bus (root's argument), connects itself and gets the finger."""
+    config = tmp_path / "localauth.conf"
+    config.write_text(f"dbus_address = unix:path={tmp_path}/no-bus\nstate_dir = {e2e.state}\ndebug = true\n")
+    mark = syslog.mark()
+    service = Service(inst, syslog, config=config)
+    try:
+        e2e.args.append(f"service={service.socket}")
+        e2e.service = e2e.stack()
+        assert spare_prepared(syslog, mark, "no bus connection prepared"), syslog.since(mark)
+        e2e.first_password()
+        wait_until("a spare helper", lambda: len(service.spares()) == 1)
+        mark = syslog.mark()
+        r = e2e.run([ENROLLED])
+        assert (r.status, r.results) == (0, ["verify-match"]), r
+        assert not any("prepared ahead is used" in m for i, m in syslog.lines[mark:]), syslog.since(mark)
+    finally:
+        service.stop()
+
+
 def test_a_stopped_service_leaves_no_spare_behind(inst, syslog):
     service = Service(inst, syslog)
     wait_until("a spare helper", lambda: len(service.spares()) == 1)

@@ -595,7 +595,7 @@ def test_environment_gives_nothing_to_a_direct_call(locker, open_tmp):
     assert environ == HELPER_ENV
     # Started ahead of the request, then handed it (the one way a helper starts): the
     # service's line names the peer.
-    assert cmdline[1:] == [b"--service-spare", b""], cmdline
+    assert cmdline[1:2] == [b"--service-spare"], cmdline
     locker.localauthd.syslog._sync()
     assert any(m.startswith(f"uid {locker.user.uid} pid ") and f"helper pid {pid}" in m
                for m in locker.localauthd.lines("localauthd")), locker.localauthd.lines("localauthd")
