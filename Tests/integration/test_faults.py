@@ -317,9 +317,9 @@ def test_reader_claimed_by_another_session(real):
 
 class FakeBed:
     """The fake helper (fake_helper.py, root's, mode 0755) behind a localauthd of the
-    test's own: the service starts it for each request (``--spare no``: the fake cannot
-    wait as a spare) with the caller's connection as its fd 0 and 1, so what it writes
-    reaches the module as a helper's frames would. ``--absent-answer no``: every request
+    test's own: the service starts it when each request comes (``--spare no``) and hands it
+    the caller's connection as it hands every helper one (``--service-spare``), so what it
+    writes reaches the module as a helper's frames would. ``--absent-answer no``: every request
     reaches it. The service stops when the world closes."""
 
     USER, PASSWORD = "la-fake-user", "fake-pw-3"
