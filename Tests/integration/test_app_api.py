@@ -161,8 +161,8 @@ def pam_run(world, inst, password="not-the-password"):
 
 def sudo_with_wrong_fingers(world, inst, n):
     """``sudo -k true`` as the user with ``n`` wrong fingers, given up at the password
-    prompt (a root caller: the module starts the helper itself, with the same
-    configuration). Returns the first outcome sudo's module logged."""
+    prompt (a root caller: the installation's module reaches the same localauthd, with the
+    same configuration). Returns the first outcome sudo's module logged."""
     lines = [f"auth sufficient {inst.module} config={inst.config}", "auth requisite pam_unix.so",
              f"auth optional {inst.module} authsucc config={inst.config}", "account required pam_permit.so"]
     with system.PamService("la-app-sudo-", lines) as svc, system.SudoersDropIn(world.user, svc.name):
