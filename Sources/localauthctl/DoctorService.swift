@@ -33,9 +33,9 @@ struct DoctorService {
         return [Finding(.ok, "service.ok", { l in tr(l, "service %s: root's socket, answering", socket) })]
     }
 
-    /// No socket file: root's callers start the helper themselves, and callers that are not
-    /// root get the password. That is the design where systemd does not run; where it
-    /// runs, the unit was left off or stopped.
+    /// No socket file: every caller gets the password (the module starts nothing). Where
+    /// systemd does not run, the administrator has not started `localauthd --listen` from
+    /// the init; where it runs, the unit was left off or stopped.
     private func absent() -> [Finding] {
         let socket = self.socket
         let systemd = access("/run/systemd/system", F_OK) == 0
@@ -44,17 +44,17 @@ struct DoctorService {
             return [Finding(.problem, "service.missing", { l in tr(l, "service %s: no such socket", socket) })]
         }
         if !systemd {
-            return [Finding(.ok, "service.none", { l in
-                tr(l, "service %s: none (systemd does not run): root's callers start the helper for each request; screen lockers and apps that run as the user get the password", socket)
+            return [Finding(.warning, "service.none", { l in
+                tr(l, "service %s: none (systemd does not run): every caller gets the password until localauthd runs; start it from the init (localauthd --listen, see localauthd(8))", socket)
             })]
         }
         if !unit {
-            return [Finding(.ok, "service.none", { l in
-                tr(l, "service %s: none (no localauth.socket unit): root's callers start the helper for each request; screen lockers and apps that run as the user get the password", socket)
+            return [Finding(.warning, "service.none", { l in
+                tr(l, "service %s: none (no localauth.socket unit): every caller gets the password until localauthd runs; start it from the init (localauthd --listen, see localauthd(8))", socket)
             })]
         }
         return [Finding(.warning, "service.stopped", { l in
-            tr(l, "service %s: absent while systemd runs: root's callers start the helper themselves, where polkit's sandboxed agent helper gets no finger, and screen lockers and apps that run as the user get the password",
+            tr(l, "service %s: absent while systemd runs: every caller gets the password",
                socket)
         }, fix: DoctorCommand.verbatim("systemctl enable --now localauth.socket"))]
     }

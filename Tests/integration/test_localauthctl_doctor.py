@@ -43,6 +43,8 @@ auth       optional   pam_localauth.so authsucc
 class Doctor:
     """A sound setup in tmp_path, to be broken one piece at a time."""
 
+    service = None      # the localauthd doctor is pointed at (the fixture starts one)
+
     def __init__(self, binary: str, bed: Bed, user: str, root: Path):
         self.user, self.root = user, root
         self.pam = root / "pam.d"
@@ -73,14 +75,24 @@ class Doctor:
         if lang:
             env = {k: v for k, v in os.environ.items() if k not in ("LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES")}
             env["LANG"] = lang
+        # The service a sound setup has running (the one door), unless the test names another.
+        service = [] if "--service" in extra or self.service is None else ["--service", str(self.service.socket)]
         return self.ctl.run("doctor", self.user, "--pam-dir", str(self.pam),
-                            "--helper", str(self.helper), "--module", str(self.module), *extra, env=env)
+                            "--helper", str(self.helper), "--module", str(self.module), *service, *extra, env=env)
 
 
 @pytest.fixture
 def doctor(ctl_binary, bed, account, tmp_path) -> Doctor:
+    """A sound setup: the bed, an enrolled user, and a localauthd answering on a socket of
+    the test's own (every caller reaches the finger only through it)."""
+    from real_helper import LocalService
     bed.enroll(account.name, "right-index-finger", "f1")
-    return Doctor(ctl_binary, bed, account.name, tmp_path)
+    d = Doctor(ctl_binary, bed, account.name, tmp_path)
+    d.service = LocalService(bed=bed, state=d.state)
+    try:
+        yield d
+    finally:
+        d.service.close()
 
 
 def problems(result) -> list:
