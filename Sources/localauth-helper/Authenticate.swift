@@ -6,21 +6,19 @@ import SystemEvents
 /// `mode=authenticate`: the first line of the stack. Runs the policy with the fprintd
 /// sensor and the file store; the password itself is left to the stack's next module.
 enum Authenticate {
-    /// The outcome, and what to do once it has been answered: the reader's release was sent
-    /// when the scan ended, and waiting for fprintd's answer to it need not hold the caller
-    /// (the module returns as the result comes; the helper settles the release, then exits).
     static func run(_ request: HelperRequest, options configured: Options, channel: FrameChannel,
-                    log: LogSink) -> (EvaluationMachine.Outcome, () -> Void) {
+                    log: LogSink) -> EvaluationMachine.Outcome {
         let presence = Presence.judge(request, options: configured, log: log)
         Catalog.load(request.language)  // before the start-up's thread exists
-        if let refusal = presence.refusal { return (refused(refusal, request, channel: channel, log: log), {}) }
+        if let refusal = presence.refusal { return refused(refusal, request, channel: channel, log: log) }
         // localauthd's word that came before the scan (its user's lock screen asks): no claim.
-        if let stop = SleepSignal.pendingStop() { return (refused(stop, request, channel: channel, log: log), {}) }
+        if let stop = SleepSignal.pendingStop() { return refused(stop, request, channel: channel, log: log) }
         // Someone may be at the reader: the bus start-up runs from here, alongside the local
         // work (the terminal, the boot id, the shadow entry, the state file).
         let sensor = FprintdSensor(address: configured.dbusAddress, busTimeout: configured.busTimeout,
                                    fprintDir: configured.fprintDir, log: log)
         sensor.prepare(user: request.user.value)
+        defer { sensor.close() }
         var options = configured
         if !ctrlCSkips(request) { options.fallbackTitle = "" }
         let ui = FrameUI(channel: channel, language: request.language,
@@ -46,7 +44,7 @@ enum Authenticate {
         let policy: EvaluationPolicy = options.policy == .biometrics
             ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
         let outcome = PolicyEvaluation(environment: env).run(policy)
-        return (settle(outcome, ui: ui), sensor.close)
+        return settle(outcome, ui: ui)
     }
 
     /// No scan. The person at the machine is told only why their own remote login stops the

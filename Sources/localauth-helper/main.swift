@@ -32,10 +32,8 @@ let bootLog = SyslogSink(ident: "localauth-helper")
 
 // The top-level code's (the main actor's, in the Swift 6 language mode), like `channel`.
 @MainActor
-func finish(_ frame: Frame, log: LogSink, afterAnswer: () -> Void = {}) -> Never {
+func finish(_ frame: Frame, log: LogSink) -> Never {
     if !channel.send(frame) { log.log(.error, "the module went away before the result") }
-    // What need not hold the caller (the reader's release, already sent, answered): after.
-    afterAnswer()
     exit(0)
 }
 
@@ -73,11 +71,11 @@ HardDeadline.set(seconds: HardDeadline.seconds(for: options))
 
 switch request.mode {
 case .authenticate:
-    let (outcome, releaseReader) = Authenticate.run(request, options: options, channel: channel, log: log)
+    let outcome = Authenticate.run(request, options: options, channel: channel, log: log)
     // The user (at login, typed by whoever sits down) and the service (from a peer that is not root,
     // the user's word) are one word each, so neither adds a field.
     log.log(.info, "user=\(LogWords.word(request.user.value)) service=\(LogWords.word(request.service)) \(outcome.logText)")
-    finish(HelperResult.frame(outcome), log: log, afterAnswer: releaseReader)
+    finish(HelperResult.frame(outcome), log: log)
 case .authsucc:
     finish(launch.authsucc(request, options: options, channel: channel, log: log), log: log)
 case .status:
