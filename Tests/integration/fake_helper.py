@@ -338,7 +338,9 @@ def option(req, key, default):
 
 def main():
     argv = sys.argv
-    if argv[1:] == ["--service-spare"]:
+    # localauthd's one way to start a helper: `--service-spare`, with the configuration a
+    # spare may ready things from (`--config PATH`; the fake readies nothing).
+    if argv[1:2] == ["--service-spare"] and (len(argv) == 2 or (len(argv) == 4 and argv[2] == "--config")):
         argv = spare_wait(argv)
         if argv is None:
             return 0

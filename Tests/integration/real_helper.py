@@ -259,17 +259,18 @@ class Real:
         self.namespace = None
         old.close()
 
-    def in_namespace(self, prefix, syslog=None):
+    def in_namespace(self, prefix, syslog=None, more=()):
         """The service again (once for each ``prefix`` and ``syslog``), run under ``prefix``
         (a mount namespace the test made, e.g. its own /run/systemd) and then in one whose
         /dev/log is ``syslog`` (default: ``self.syslog``): its helpers read what the test
-        put there, as the caller it serves would. Stacks made before name the old socket."""
+        put there, as the caller it serves would. Stacks made before name the old socket.
+        ``more``: localauthd's further options."""
         syslog = syslog or self.syslog
-        key = (tuple(prefix), id(syslog))
+        key = (tuple(prefix), id(syslog), tuple(more))
         if self.namespace == key:
             return
         old = self.service
-        self.service = LocalService(REAL_HELPER, bed=self.bed, state=self.state, syslog=syslog,
+        self.service = LocalService(REAL_HELPER, *more, bed=self.bed, state=self.state, syslog=syslog,
                                     prefix=[*prefix, *servicebed.namespace_prefix(syslog)])
         self.namespace = key
         old.close()

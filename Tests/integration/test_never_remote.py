@@ -138,8 +138,10 @@ def attempt(real, logind, where="session", **kw):
 def clients(real, logind):
     """New clients of the bed's bus from here on (the helper's connection, if it makes one),
     the service already started where its helpers read logind's records (its own
-    connections made before)."""
-    real.in_namespace(logind.prefix())
+    connections made before). None started ahead (`--spare no`): a spare readies the bus
+    before any request comes (SpareBus), so its join would say nothing of the request; with
+    none ahead, a client that joins is the request's own helper."""
+    real.in_namespace(logind.prefix(), more=("--spare", "no"))
     watcher = NewClients(real.bed.address)
     yield watcher
     watcher.close()
