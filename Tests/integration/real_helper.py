@@ -247,6 +247,7 @@ class Real:
         self.syslog = syslog or servicebed.Syslog()
         self.service = None
         self.namespace = None
+        self.more = ()
         close_with(world, self)
         self.service = LocalService(REAL_HELPER, bed=bed, state=self.state, syslog=self.syslog)
 
@@ -259,13 +260,15 @@ class Real:
         self.namespace = None
         old.close()
 
-    def in_namespace(self, prefix, syslog=None, more=()):
+    def in_namespace(self, prefix, syslog=None, more=None):
         """The service again (once for each ``prefix`` and ``syslog``), run under ``prefix``
         (a mount namespace the test made, e.g. its own /run/systemd) and then in one whose
         /dev/log is ``syslog`` (default: ``self.syslog``): its helpers read what the test
         put there, as the caller it serves would. Stacks made before name the old socket.
-        ``more``: localauthd's further options."""
+        ``more``: localauthd's further options (default: those it was last given here)."""
         syslog = syslog or self.syslog
+        more = self.more if more is None else tuple(more)
+        self.more = more
         key = (tuple(prefix), id(syslog), tuple(more))
         if self.namespace == key:
             return
