@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pamenv  # noqa: E402
 import system  # noqa: E402
@@ -240,3 +242,18 @@ def sudo_tools_missing():
     if pamenv.EXTRA_PRELOAD:
         return "setuid sudo ignores LD_PRELOAD, so a sanitizer build cannot load there"
     return None
+
+
+# The real setuid sudo through the module (its own /etc/pam.d service, a throwaway user),
+# for the test files that use the fake helper's ``bed``; skipped where sudo's tools are missing.
+@pytest.fixture
+def sudo_bed(bed):
+    why = sudo_tools_missing()
+    if why:
+        pytest.skip(why)
+    s = SudoBed(bed)
+    try:
+        s.setup()
+        yield s
+    finally:
+        s.cleanup()

@@ -23,8 +23,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pamenv  # noqa: E402
-from module_bed import (LOCALAUTHD, PASSWORD, USER, Bed, SudoBed, children_of, failed,  # noqa: E402
-                        sudo_tools_missing)
+from module_bed import (LOCALAUTHD, PASSWORD, USER, Bed, children_of, failed,  # noqa: E402,F401
+                        sudo_bed)
 from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
 from servicebed import Syslog, namespace_prefix  # noqa: E402
 
@@ -53,19 +53,6 @@ def bed(request):
             yield b
         finally:
             b.close(failed(request))
-
-
-@pytest.fixture
-def sudo_bed(bed):
-    why = sudo_tools_missing()
-    if why:
-        pytest.skip(why)
-    s = SudoBed(bed)
-    try:
-        s.setup()
-        yield s
-    finally:
-        s.cleanup()
 
 
 def calls(trace: Path):

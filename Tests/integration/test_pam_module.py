@@ -23,7 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pamenv  # noqa: E402
-from module_bed import LOCALAUTHD, PASSWORD, USER, Bed, SudoBed, failed, sudo_tools_missing  # noqa: E402
+from module_bed import LOCALAUTHD, PASSWORD, USER, Bed, failed, sudo_bed  # noqa: E402,F401
 from pamenv import MODULE, PamWorld, outcomes  # noqa: E402
 from real_helper import REAL_HELPER  # noqa: E402
 
@@ -943,19 +943,6 @@ def test_real_helper_without_reader_then_the_account_phase_records_password(bed)
 
 
 # --- under the real setuid sudo (its own /etc/pam.d service, a throwaway user) -----------
-
-@pytest.fixture
-def sudo_bed(bed):
-    why = sudo_tools_missing()
-    if why:
-        pytest.skip(why)
-    s = SudoBed(bed)
-    try:
-        s.setup()
-        yield s
-    finally:
-        s.cleanup()
-
 
 def test_sudo_fingerprint_match_needs_no_password(sudo_bed):
     p = sudo_bed.sudo("match")
