@@ -71,10 +71,12 @@ class LocalService:
     options (``--spare no`` for a helper that cannot wait as a spare, as the fake cannot).
     ``syslog``: where its lines and its helpers' go (default: one of its own, closed with
     it). ``binary``: the localauthd to run (default: build/'s). ``prefix``: an argv prefix
-    to run it under (default: ``servicebed.namespace_prefix(syslog)``)."""
+    to run it under (default: ``servicebed.namespace_prefix(syslog)``). ``agent``: it also
+    serves the ssh-agent protocol on ``agent_socket`` (``--agent-listen``, beside the socket;
+    None without it)."""
 
     def __init__(self, helper_path=REAL_HELPER, *more, bed=None, state=None, syslog=None, binary=LOCALAUTHD,
-                 prefix=None):
+                 prefix=None, agent=False):
         self.helper = Path(helper_path)
         self.own_syslog = syslog is None
         self.syslog = syslog or servicebed.Syslog()
@@ -84,6 +86,9 @@ class LocalService:
         try:
             self.dir.chmod(0o755)
             self.socket = self.dir / "socket"
+            self.agent_socket = self.dir / "ssh-agent" if agent else None
+            if agent:
+                more = (*more, "--agent-listen", str(self.agent_socket))
             self.config = self.dir / "localauth.conf"
             options = {}
             if bed is not None:

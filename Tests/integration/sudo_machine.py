@@ -55,6 +55,7 @@ def requisite_stack(module, args, password_module="pam_unix.so nodelay"):
 
 class SudoSetup(contextlib.ExitStack):
     service_prefix = "la-e2e-sudo-"
+    localauthd_options = {}       # more of LocalService's (agent=True: its ssh-agent socket too)
     requisite_stack = staticmethod(requisite_stack)
 
     def __init__(self, inst=None, bed=None, scan_timeout=10, extra=(), stack=None):
@@ -83,7 +84,8 @@ class SudoSetup(contextlib.ExitStack):
         self.state = Path(self.enter_context(
             tempfile.TemporaryDirectory(prefix="localauth-state-")))
         self.state.chmod(0o700)
-        self.localauthd = self.enter_context(LocalService(self.inst.helper, bed=self.bed, state=self.state))
+        self.localauthd = self.enter_context(LocalService(self.inst.helper, bed=self.bed, state=self.state,
+                                                          **self.localauthd_options))
         args = " ".join([self.localauthd.arg, f"dbus_address={self.bed.address}", f"state_dir={self.state}",
                          f"fprint_dir={self.bed.state_dir}", f"config={self.inst.config}",
                          f"scan_timeout={self.scan_timeout}", *self.extra])
