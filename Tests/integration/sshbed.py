@@ -24,6 +24,12 @@ Everything is the test's own and goes on every exit path; nothing of the machine
   list, sign (SSHSIG data of a namespace, N times on one connection), session-bind with a
   signature of the test's choosing, raw messages.
 * ``sshsig_data(namespace, message)``, ``session_bind(...)``, ``ed25519_sign(...)``.
+* ``AgentMachine(inst, bed)``: a ``sudo_machine.Machine`` (a throwaway user with a finger
+  enrolled, a localauthd of its own, sudo through it) whose localauthd also serves the
+  ssh-agent protocol (``agent_socket``), the user's password entered once, an ``Sshd`` and
+  an ``SshHome`` whose ``IdentityAgent`` is that socket; ``ctl_ssh(...)`` runs
+  ``localauthctl ssh`` as the user against that localauthd, ``create_key(...)`` makes a key
+  (and authorizes it at the sshd), ``present(pt, print)`` a finger once the terminal asks.
 """
 from __future__ import annotations
 
@@ -90,6 +96,13 @@ def session_bind(host_blob: bytes, session_id: bytes, signature: bytes, forwardi
     """SSH_AGENTC_EXTENSION session-bind@openssh.com (PROTOCOL.agent)."""
     return (bytes([EXTENSION]) + string(b"session-bind@openssh.com") + string(host_blob)
             + string(session_id) + string(signature) + bytes([1 if forwarding else 0]))
+
+
+def userauth_data(session_id: bytes, user: str, key_blob: bytes, host_blob: bytes) -> bytes:
+    """What ssh asks an agent to sign to log in (RFC 4252 7, OpenSSH's host-bound method)."""
+    return (string(session_id) + bytes([50]) + string(user.encode()) + string(b"ssh-connection")
+            + string(b"publickey-hostbound-v00@openssh.com") + bytes([1])
+            + string(b"ecdsa-sha2-nistp256") + string(key_blob) + string(host_blob))
 
 
 def ed25519_sign(private_key_path: Path, data: bytes) -> bytes:
@@ -434,6 +447,7 @@ def _client(sock_path: str) -> None:
     sign BLOBHEX NAMESPACE N [FLAGS] -> N sign requests of SSHSIG data on this connection:
                                       {"ok": n, "replies": [codes...], "signature": last hex}
     bind HOSTHEX SESSIONHEX SIGHEX 0|1 -> {"reply": code}
+    signdata BLOBHEX DATAHEX       -> {"reply": code}: one sign request of that data
     raw HEX                        -> {"reply": code, "body": hex}
     """
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -482,6 +496,10 @@ def _client(sock_path: str) -> None:
                 host, session, sig = (bytes.fromhex(w) for w in words[1:4])
                 reply = call(session_bind(host, session, sig, words[4] == "1"))
                 answer({"reply": reply[0]})
+            elif words[0] == "signdata":
+                blob, data = bytes.fromhex(words[1]), bytes.fromhex(words[2])
+                reply = call(bytes([SIGN_REQUEST]) + string(blob) + string(data) + struct.pack(">I", 0))
+                answer({"reply": reply[0]})
             elif words[0] == "raw":
                 reply = call(bytes.fromhex(words[1]))
                 answer({"reply": reply[0], "body": reply.hex()})
@@ -499,6 +517,61 @@ def _read_exactly(s: socket.socket, n: int) -> bytes:
             raise ConnectionError("the agent closed the connection")
         out += chunk
     return out
+
+
+# ---- the product around it -------------------------------------------------------------------
+
+def _machine_class():
+    from sudo_machine import Machine   # noqa: E402  (its bed needs gi: imported when used)
+
+    class AgentMachine(Machine):
+        """See the module docstring."""
+
+        localauthd_options = {"agent": True}
+
+        def _setup(self):
+            super()._setup()
+            self.agent_socket = self.localauthd.agent_socket
+            self.first_password()
+            self.sshd = self.enter_context(Sshd(self.user))
+            self.home = SshHome(self.user, self.sshd, self.agent_socket)
+
+        def ctl_ssh(self, *args, check=True, user=None) -> subprocess.CompletedProcess:
+            """``localauthctl ssh ARGS`` as the user (or ``user``), against this localauthd."""
+            user = user or self.user
+            out = run_as(user, [str(self.inst.ctl), "ssh", *args],
+                         env=user_env(user, LOCALAUTH_SERVICE=str(self.localauthd.socket)))
+            if check and out.returncode != 0:
+                raise AssertionError(f"localauthctl ssh {' '.join(args)}: {out.returncode}\n{out.stdout}{out.stderr}")
+            return out
+
+        def create_key(self, name, requirement="biometry", reuse=0, forwarding=False, authorize=True) -> str:
+            """A key of the user's (the policy's words in one place); its public line."""
+            self.ctl_ssh("create", name, "--requirement", requirement, "--reuse", str(reuse),
+                         "--forwarding", "allow" if forwarding else "refuse")
+            line = self.ctl_ssh("public-key", name).stdout.strip()
+            if authorize:
+                self.sshd.authorize(line)
+            return line
+
+        def allowed_signers(self, name, principal="tester@example.org") -> str:
+            return self.ctl_ssh("allowed-signers", name, principal).stdout.strip()
+
+        def present(self, pt, print_id, timeout=20) -> str:
+            """A finger once the terminal asks for one (the agent's prompt on the
+            requester's terminal); the reader's result."""
+            from terminal_finger import ASK_FINGER
+            pt.expect(ASK_FINGER, timeout=timeout)
+            return self.bed.reader.inject(f"SCAN {print_id}", timeout=timeout)
+
+        def serving_helpers(self) -> list:
+            return self.localauthd.helpers()
+
+    return AgentMachine
+
+
+def AgentMachine(*args, **kw):
+    return _machine_class()(*args, **kw)
 
 
 if __name__ == "__main__":
