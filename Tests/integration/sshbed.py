@@ -521,6 +521,12 @@ def _read_exactly(s: socket.socket, n: int) -> bytes:
 
 # ---- the product around it -------------------------------------------------------------------
 
+def create_args(name, requirement="biometry", reuse=0, forwarding=False) -> list:
+    """``localauthctl ssh`` arguments that create a key with this policy (one place)."""
+    return ["create", name, "--requirement", requirement, "--reuse", str(reuse),
+            "--forwarding", "allow" if forwarding else "refuse"]
+
+
 def _machine_class():
     from sudo_machine import Machine   # noqa: E402  (its bed needs gi: imported when used)
 
@@ -547,8 +553,7 @@ def _machine_class():
 
         def create_key(self, name, requirement="biometry", reuse=0, forwarding=False, authorize=True) -> str:
             """A key of the user's (the policy's words in one place); its public line."""
-            self.ctl_ssh("create", name, "--requirement", requirement, "--reuse", str(reuse),
-                         "--forwarding", "allow" if forwarding else "refuse")
+            self.ctl_ssh(*create_args(name, requirement, reuse, forwarding))
             line = self.ctl_ssh("public-key", name).stdout.strip()
             if authorize:
                 self.sshd.authorize(line)
