@@ -16,6 +16,8 @@ import LocalAuthProtocol
 ///   else, takes paths, the bus and the policy numbers from root's configuration only, asks
 ///   logind about the peer (the caller) rather than the pid in the request, and clears a
 ///   lockout only for a password it checked itself (docs/PROTOCOL.md, "The unprivileged path").
+/// * `.agent`: an ssh-agent client on localauthd's agent socket (any uid, root's own ssh
+///   too): it is served the keys of the peer's uid and nothing else (AgentMode).
 /// * `.refused`: not started by localauthd (any other command line, or not as root).
 ///
 /// Why the handoff cannot be forged: it is read only with a real and effective uid of 0, on
@@ -24,6 +26,7 @@ import LocalAuthProtocol
 enum Launch {
     case rootPeer(RootPeer)
     case unprivileged(UnprivilegedCaller)
+    case agent(AgentPeer)
     case refused(String)
 
     init(arguments: [String]) {
@@ -47,6 +50,10 @@ enum Launch {
         }
         guard let pid = Int32(handoff.pid), pid > 1, ServicePeer.adopt(pid: pid) else {
             self = .refused("pid `\(LogWords.short(handoff.pid))` is not the pidfd's process on fd 3")
+            return
+        }
+        if handoff.agent {
+            self = Launch.agentPeer(uidText: handoff.uid, config: handoff.config, pid: pid, acceptedAt: accepted)
             return
         }
         if handoff.uid == "0" {
@@ -74,6 +81,18 @@ enum Launch {
                                                 acceptedAt: acceptedAt))
     }
 
+    /// An ssh-agent peer: served for its own uid, root's included.
+    private static func agentPeer(uidText: String, config: String, pid: Int32, acceptedAt: UInt64) -> Launch {
+        guard let uid = uidText == "0" ? 0 : Launch.parseUID(uidText) else {
+            return .refused("uid `\(LogWords.short(uidText))` is not a user id")
+        }
+        guard let pw = getpwuid(uid), let raw = pw.pointee.pw_name,
+              let name = try? UserName(String(cString: raw)) else {
+            return .refused("uid \(uid) has no usable entry in the user database")
+        }
+        return .agent(AgentPeer(uid: uid, name: name, configPath: config, pid: pid, acceptedAt: acceptedAt))
+    }
+
     /// A decimal uid as localauthd writes it: digits only, no sign, not root.
     static func parseUID(_ text: String) -> uid_t? {
         guard (1...10).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
@@ -85,6 +104,7 @@ enum Launch {
         switch self {
         case .unprivileged(let caller): return caller.configPath
         case .rootPeer(let peer): return peer.configPath
+        case .agent(let peer): return peer.configPath
         case .refused: return ConfigFile.installedPath
         }
     }
@@ -97,6 +117,7 @@ enum Launch {
         switch self {
         case .rootPeer: return true
         case .unprivileged, .refused: return UnprivilegedCaller.argumentKeys.contains(key)
+        case .agent: return false
         }
     }
 }
@@ -133,6 +154,7 @@ extension Launch {
         switch self {
         case .rootPeer(let peer): return peer.check(&request)
         case .refused(let why): return why
+        case .agent: return "an ssh-agent connection carries no request frame"
         case .unprivileged(let caller): return caller.check(&request)
         }
     }

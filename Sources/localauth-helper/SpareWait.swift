@@ -11,7 +11,9 @@ import LocalAuth
 /// it waits here for one message on fd 0, localauthd's end of a socket pair: the request's
 /// connection and its peer's pidfd (SCM_RIGHTS), with the text `UID\nPID\nNANOS\nCONFIG`
 /// (the peer's uid from SO_PEERCRED, its pid, CLOCK_BOOTTIME at the accept, the
-/// configuration's path). The connection then goes on fd 0 and 1 and the pidfd on fd 3.
+/// configuration's path), and for an ssh-agent connection a fifth line `ssh-agent` (the
+/// connection then speaks the ssh-agent protocol, AgentMode, never a request frame). The
+/// connection then goes on fd 0 and 1 and the pidfd on fd 3.
 ///
 /// Nothing of a request is known before the message: the configuration, the state and the
 /// caller are all read after it. While it waits, a spare started with `--config CONFIG`
@@ -27,7 +29,12 @@ enum SpareWait {
         let pid: String
         let acceptedAt: String
         let config: String
+        /// The connection is an ssh-agent client's (localauthd's AgentDoor).
+        let agent: Bool
     }
+
+    /// The fifth line of an ssh-agent connection's handoff.
+    static let agentKind = "ssh-agent"
 
     /// The handoff, once it came; nil when `given` is not a spare's command line run by root
     /// (`--service-spare`, optionally with `--config CONFIG` for what it readies ahead).
@@ -54,7 +61,7 @@ enum SpareWait {
             exit(1)
         }
         let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        guard count == 2, fields.count == 4 else {
+        guard count == 2, fields.count == 4 || (fields.count == 5 && fields[4] == agentKind) else {
             for i in 0..<Int(count) { close(fds[i]) }
             log.log(.error, "a spare helper got a message it cannot read (\(count) descriptors, \(fields.count) fields)")
             exit(1)
@@ -66,7 +73,7 @@ enum SpareWait {
         }
         for fd in [connection, pidfd] where fd > ServicePeer.descriptor { close(fd) }
         return Handoff(uid: String(fields[0]), pid: String(fields[1]), acceptedAt: String(fields[2]),
-                       config: String(fields[3]))
+                       config: String(fields[3]), agent: fields.count == 5)
     }
 }
 

@@ -36,7 +36,7 @@ final class TerminalInput {
     /// effects of its own (a watchdog starts counting). An O_PATH descriptor names the inode
     /// without opening the device; it is checked, and that same inode is then opened through
     /// /proc/self/fd, so no symlink swapped in between can redirect the open.
-    private static func openVerified(_ path: String, controlling: UInt64, owner: uid_t?) -> Int32? {
+    static func openVerified(_ path: String, controlling: UInt64, owner: uid_t?) -> Int32? {
         let handle = la_open_path_nofollow(path)
         guard handle >= 0 else { return nil }
         defer { close(handle) }

@@ -27,6 +27,9 @@ SleepSignal.install()
 
 HardDeadline.set(seconds: HardDeadline.startSeconds)
 
+// An ssh-agent client speaks its own protocol on the connection until it closes.
+if case .agent(let peer) = launch { AgentMode.serve(peer, log: SyslogSink(ident: "localauth-helper")) }
+
 let channel = FrameChannel(input: 0, output: 1)
 let bootLog = SyslogSink(ident: "localauth-helper")
 
@@ -85,4 +88,6 @@ case .app:
            log: log)
 case .right:
     finish(RightsMode.run(request, launch: launch, options: options, channel: channel, log: log), log: log)
+case .ssh:
+    finish(SSHKeysMode.run(request, launch: launch, options: options, channel: channel, log: log), log: log)
 }

@@ -4,8 +4,8 @@ import Glibc
 import CLinux
 import CSystemd
 
-/// The listening socket: the one systemd passed (localauth.socket), or one bound here for
-/// `--listen PATH`. Connections are taken with accept4(SOCK_CLOEXEC | SOCK_NONBLOCK), so no
+/// A listening socket: one systemd passed (localauth.socket, localauth-ssh-agent.socket), or
+/// one bound here for `--listen PATH` (and `--agent-listen PATH`). Connections are taken with accept4(SOCK_CLOEXEC | SOCK_NONBLOCK), so no
 /// descriptor of one request reaches another request's helper.
 struct Listener: CustomStringConvertible {
     let fd: Int32
@@ -15,22 +15,76 @@ struct Listener: CustomStringConvertible {
 
     struct Problem: Error { let text: String }
 
-    static func open(_ path: String?) -> Result<Listener, Problem> {
-        if let path { return bind(path) }
-        // sd_listen_fds checks LISTEN_PID and unsets the variables: a helper never sees them.
-        let count = sd_listen_fds(1)
-        guard count == 1 else {
-            return .failure(Problem(text: count <= 0
-                ? "no socket from systemd (start localauth.socket, or give --listen PATH)"
-                : "systemd passed \(count) sockets; localauth.socket has one"))
+    /// The service's sockets: its own, and the ssh-agent socket when there is one. With
+    /// `--listen PATH` both are bound here (the agent's only with `--agent-listen`); under
+    /// systemd both come from its units, told apart by their names (localauth.socket's
+    /// `FileDescriptorName=socket`, localauth-ssh-agent.socket's `ssh-agent`). An
+    /// administrator who does not want the agent disables its unit: no socket, no agent.
+    static func openAll(listen: String?, agentListen: String?) -> Result<(main: Listener, agent: Listener?), Problem> {
+        if let listen {
+            return bind(listen).flatMap { main in
+                guard let agentListen else { return .success((main, nil)) }
+                switch bind(agentListen) {
+                case .success(let agent): return .success((main, agent))
+                case .failure(let problem):
+                    main.close()
+                    return .failure(problem)
+                }
+            }
         }
-        let fd = SD_LISTEN_FDS_START
+        return fromSystemd()
+    }
+
+    /// sd_listen_fds_with_names checks LISTEN_PID and unsets the variables: a helper never
+    /// sees them. A socket without a name (`unknown`: a unit older than the names) is the
+    /// service's own, as when there was only one.
+    private static func fromSystemd() -> Result<(main: Listener, agent: Listener?), Problem> {
+        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        let count = sd_listen_fds_with_names(1, &names)
+        var named: [String] = []
+        if count > 0, let names {
+            for i in 0..<Int(count) {
+                named.append(names[i].map { String(cString: $0) } ?? "unknown")
+                free(names[i])
+            }
+        }
+        free(names)
+        guard count > 0 else {
+            return .failure(Problem(text: "no socket from systemd (start localauth.socket, or give --listen PATH)"))
+        }
+        var main: Listener?
+        var agent: Listener?
+        for (i, name) in named.enumerated() {
+            let fd = SD_LISTEN_FDS_START + Int32(i)
+            switch name {
+            case "ssh-agent" where agent == nil:
+                agent = prepared(fd, description: "the ssh-agent socket from systemd")
+            case "socket" where main == nil, "unknown" where main == nil:
+                main = prepared(fd, description: "the socket from systemd")
+            default:
+                Glibc.close(fd)
+                return .failure(Problem(text: "systemd passed a socket named `\(name)`, or one twice: "
+                                        + "localauth.socket is `socket`, localauth-ssh-agent.socket `ssh-agent`"))
+            }
+        }
+        guard let main else {
+            return .failure(Problem(text: "systemd passed no socket named `socket` (start localauth.socket, or give --listen PATH)"))
+        }
+        for listener in [main, agent].compactMap({ $0 }) where listener.fd < 0 {
+            return .failure(Problem(text: "\(listener.description) is not a listening AF_UNIX stream socket"))
+        }
+        return .success((main, agent))
+    }
+
+    /// A descriptor systemd passed, checked to be a listening stream socket, made
+    /// close-on-exec and non-blocking; fd -1 when it is not one.
+    private static func prepared(_ fd: Int32, description: String) -> Listener {
         guard sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 else {
-            return .failure(Problem(text: "the socket systemd passed is not a listening AF_UNIX stream socket"))
+            return Listener(fd: -1, description: description, boundPath: nil)
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        return .success(Listener(fd: fd, description: "the socket from systemd", boundPath: nil))
+        return Listener(fd: fd, description: description, boundPath: nil)
     }
 
     /// Binds PATH (mode 0666: every user may connect; what a peer may ask is decided from

@@ -13,6 +13,8 @@ let stopRequested = Atomic<Int32>(0)
 /// and handed to a helper of its own; helpers are watched through pidfds and reaped.
 struct Service {
     let listener: Listener
+    /// The ssh-agent socket and its limits (nil: no such socket).
+    private var agent: AgentDoor?
     let arguments: ServiceArguments
     let log: LogSink
     private var running: [Worker] = []
@@ -46,8 +48,9 @@ struct Service {
     /// What callers did wrong, a line per uid and kind per interval (QuietLog).
     private var quiet = QuietLog()
 
-    init(listener: Listener, arguments: ServiceArguments, log: LogSink) {
+    init(listener: Listener, agent: AgentDoor?, arguments: ServiceArguments, log: LogSink) {
         self.listener = listener
+        self.agent = agent
         self.arguments = arguments
         self.log = log
         // Root's configuration: the bus to follow and to ask about fprintd, and where the
@@ -89,12 +92,14 @@ struct Service {
         let watchdog = Watchdog()
         while true {
             // The listener, logind's bus (or -1: ignored by poll), the configuration's
-            // directory, the spare helper's exit, the helpers, the connections waiting for
-            // their request, then the connections kept open for preflights.
+            // directory, the spare helper's exit, the ssh-agent socket, the helpers, the
+            // connections waiting for their request, then the connections kept open for
+            // preflights.
             var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: logind?.fd ?? -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: configWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: spare?.pidfd ?? -1, events: Int16(POLLIN), revents: 0)]
+                       pollfd(fd: spare?.pidfd ?? -1, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: agent?.listener.fd ?? -1, events: Int16(POLLIN), revents: 0)]
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
                 + waiting.map { pollfd(fd: $0.connection, events: $0.pollEvents(), revents: 0) }
                 + kept.fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
@@ -114,13 +119,15 @@ struct Service {
             if ready > 0 {
                 if fds[1].revents != 0 { followLogind() }
                 if fds[3].revents != 0 { spareEnded() }
-                let helpers = fds[4..<(4 + running.count)]
-                let requests = fds[(4 + running.count)..<(4 + running.count + waiting.count)]
-                let keptReady = fds[(4 + running.count + waiting.count)...].filter { $0.revents != 0 }
+                let first = 5
+                let helpers = fds[first..<(first + running.count)]
+                let requests = fds[(first + running.count)..<(first + running.count + waiting.count)]
+                let keptReady = fds[(first + running.count + waiting.count)...].filter { $0.revents != 0 }
                 reap(helpers.filter { $0.revents != 0 }.map(\.fd))
                 serve(requests.filter { $0.revents != 0 })
                 for ready in keptReady { serveKept(ready.fd, revents: ready.revents) }
                 if fds[0].revents != 0 { acceptWaiting() }
+                if fds[4].revents != 0 { acceptAgentConnections() }
             }
             for due in turn.due(running: running) { start(due.waiting, due.request, heldAs: due.claim) }
             closeOverdue()
@@ -237,9 +244,9 @@ struct Service {
     }
 
     /// Requests of the share `uid` (Shares.swift) that run (their helpers) or wait for
-    /// their request, against its limit.
+    /// their request, against its limit. Agent connections have their own (AgentDoor).
     private func requestsRunning(of uid: uid_t) -> Int {
-        running.filter { $0.share == uid }.count + waiting.filter { $0.peer.share == uid }.count
+        running.filter { $0.share == uid && !$0.agent }.count + waiting.filter { $0.peer.share == uid }.count
     }
 
     /// One request that has come: answered here, or handed to a helper. `mayStartHelper`
@@ -351,6 +358,57 @@ struct Service {
             startSpare()
         case .failure(let problem):
             log.log(.error, "a request of uid \(peer.uid) (pid \(peer.pid)) could not start the helper: \(problem.text)")
+        }
+    }
+
+    /// ssh-agent connections: each peer pinned as on the main socket, counted against the
+    /// agent's own limit and rate (AgentDoor), then handed at once to a helper (the spare,
+    /// as a request is), which serves it until the client closes.
+    private mutating func acceptAgentConnections() {
+        guard let listener = agent?.listener else { return }
+        while let connection = listener.accept() {
+            idleSince = MonotonicClock.millis()
+            let acceptedAt = BootClock.nanos()
+            let peer: Peer
+            switch Peer.of(connection, pinByPID: arguments.pinByPID) {
+            case .success(let p): peer = p
+            case .failure(let problem):
+                var cred = la_peer_cred()
+                let uid = la_socket_peer_cred(connection, &cred) == 0 ? cred.uid : uid_t.max
+                quiet.note(.warning, uid: uid, kind: "agent connections refused: the peer not pinned",
+                           first: "an ssh-agent connection refused: \(problem.text)", log: log)
+                close(connection)
+                continue
+            }
+            let held = Waiting(connection: connection, peer: peer, acceptedAt: acceptedAt, deadline: 0)
+            defer { held.release() }
+            if let why = agent?.refusal(peer, running: running) {
+                // The client reads the end of the connection: ssh goes on without the agent.
+                quiet.note(.warning, uid: peer.uid, kind: "agent connections refused",
+                           first: "an ssh-agent connection of uid \(peer.uid) (pid \(peer.pid)) refused, no helper: \(why)", log: log)
+                continue
+            }
+            startAgentHelper(held)
+        }
+    }
+
+    private mutating func startAgentHelper(_ held: Waiting) {
+        let ahead = spare.flatMap { $0.take(held, arguments: arguments, agent: true) }
+        spare = nil
+        let outcome = ahead.map { Result<Worker, Worker.Problem>.success($0) }
+            ?? SpareHelper.start(arguments: arguments).flatMap { fresh in
+                fresh.take(held, arguments: arguments, agent: true).map { .success($0) }
+                    ?? .failure(Worker.Problem(text: "the helper started for it ended before it took the connection"))
+            }
+        switch outcome {
+        case .success(let worker):
+            // Its scans lose the reader to its user's lock screen as any request's do.
+            running.append(turn.started(worker, LockScreenTurn.claim(held.peer, nil), running: running, log: log))
+            log.log(.debug, "uid \(held.peer.uid) pid \(held.peer.pid): ssh-agent connection, helper pid \(worker.pid)"
+                    + (ahead != nil ? " (started ahead)" : ""))
+            startSpare()
+        case .failure(let problem):
+            log.log(.error, "an ssh-agent connection of uid \(held.peer.uid) (pid \(held.peer.pid)) could not start the helper: \(problem.text)")
         }
     }
 

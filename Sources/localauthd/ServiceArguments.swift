@@ -8,6 +8,12 @@ import LocalAuth
 struct ServiceArguments {
     /// nil: the socket systemd passed (LISTEN_FDS).
     var listen: String?
+    /// `--agent-listen PATH` (with `--listen`): the ssh-agent socket bound here too; nil:
+    /// the one systemd passed, if it passed one (AgentDoor).
+    var agentListen: String?
+    /// ssh-agent connections one user may have served at once (AgentDoor), apart from
+    /// `perUserLimit`: ssh, git and an editor each hold one while they work.
+    var agentPerUserLimit = 8
     var helperPath = ServiceArguments.installedHelper
     var configPath = ConfigFile.installedPath
     /// Seconds with no request running after which the service exits; 0: never. systemd
@@ -46,7 +52,7 @@ struct ServiceArguments {
     struct Problem: Error { let text: String }
 
     static let usage = """
-        usage: localauthd [--listen PATH] [--helper PATH] [--config PATH] [--idle-exit SECONDS]
+        usage: localauthd [--listen PATH [--agent-listen PATH]] [--agent-per-user-limit N] [--helper PATH] [--config PATH] [--idle-exit SECONDS]
                           [--per-user-limit N] [--peer-pidfd kernel|pid] [--absent-answer yes|no]
                           [--spare yes|no] [--start-rate BURST/PER_SECOND]
         """
@@ -58,6 +64,12 @@ struct ServiceArguments {
             guard let value = rest.popFirst() else { return .failure(Problem(text: "\(word) needs a value")) }
             switch word {
             case "--listen": parsed.listen = value
+            case "--agent-listen": parsed.agentListen = value
+            case "--agent-per-user-limit":
+                guard let n = Int(value), (1...64).contains(n) else {
+                    return .failure(Problem(text: "--agent-per-user-limit takes a number of 1 to 64, not `\(value)`"))
+                }
+                parsed.agentPerUserLimit = n
             case "--helper": parsed.helperPath = value
             case "--config": parsed.configPath = value
             case "--peer-pidfd":
@@ -86,7 +98,10 @@ struct ServiceArguments {
             default: return .failure(Problem(text: "unknown option `\(word)`"))
             }
         }
-        for path in [parsed.listen, parsed.helperPath, parsed.configPath].compactMap({ $0 }) where !path.hasPrefix("/") {
+        if parsed.agentListen != nil && parsed.listen == nil {
+            return .failure(Problem(text: "--agent-listen goes with --listen (under systemd the ssh-agent socket is localauth-ssh-agent.socket)"))
+        }
+        for path in [parsed.listen, parsed.agentListen, parsed.helperPath, parsed.configPath].compactMap({ $0 }) where !path.hasPrefix("/") {
             return .failure(Problem(text: "`\(path)` is not an absolute path"))
         }
         return .success(parsed)

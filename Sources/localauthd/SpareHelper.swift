@@ -52,12 +52,15 @@ struct SpareHelper {
     /// Hands the request over; on success the spare is the request's helper (a Worker).
     /// On failure (it ended, or the helper file changed) it is stopped and reaped here, and
     /// the caller starts a helper as before.
-    func take(_ held: Waiting, arguments: ServiceArguments) -> Worker? {
+    /// `agent`: the connection speaks the ssh-agent protocol (AgentDoor), said by a fifth
+    /// line, `ssh-agent`, so that the helper never reads it as a request frame.
+    func take(_ held: Waiting, arguments: ServiceArguments, agent: Bool = false) -> Worker? {
         guard FileStamp(path: arguments.helperPath) == stamp else {
             discard()
             return nil
         }
-        let text = Array("\(held.peer.uid)\n\(held.peer.pid)\n\(held.acceptedAt)\n\(arguments.configPath)".utf8)
+        let kind = agent ? "\n\(SpareHelper.agentKind)" : ""
+        let text = Array("\(held.peer.uid)\n\(held.peer.pid)\n\(held.acceptedAt)\n\(arguments.configPath)\(kind)".utf8)
         let fds = [held.connection, held.peer.pidfd]
         let sent = text.withUnsafeBytes { raw in
             fds.withUnsafeBufferPointer { la_send_fds(control, raw.baseAddress, raw.count, $0.baseAddress, 2) }
@@ -67,8 +70,11 @@ struct SpareHelper {
             return nil
         }
         close(control)
-        return Worker(pid: pid, pidfd: pidfd, uid: held.peer.uid, share: held.peer.share)
+        return Worker(pid: pid, pidfd: pidfd, uid: held.peer.uid, share: held.peer.share, agent: agent)
     }
+
+    /// The handoff's fifth line for an ssh-agent connection (SpareWait's `agentKind`).
+    static let agentKind = "ssh-agent"
 
     /// Lets the spare go (it sees the end of file and exits) and reaps it.
     func discard() {

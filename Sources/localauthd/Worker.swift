@@ -19,6 +19,9 @@ struct Worker {
     var claim = ReaderClaim(kind: .other, userName: nil, uid: nil)
     /// The share it counts against (Peer.share).
     let share: uid_t
+    /// It serves an ssh-agent connection (AgentDoor): counted against the agent's limit,
+    /// not the share's requests.
+    var agent = false
 
     struct Problem: Error { let text: String }
 

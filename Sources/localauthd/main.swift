@@ -29,18 +29,22 @@ case .failure(let problem):
 }
 
 let listener: Listener
-switch Listener.open(arguments.listen) {
-case .success(let opened): listener = opened
+let agentListener: Listener?
+switch Listener.openAll(listen: arguments.listen, agentListen: arguments.agentListen) {
+case .success(let opened): (listener, agentListener) = opened
 case .failure(let problem):
     log.log(.error, "cannot listen: \(problem.text)")
     exit(1)
 }
 
-var service = Service(listener: listener, arguments: arguments, log: log)
+var service = Service(listener: listener, agent: agentListener.map { AgentDoor(listener: $0, perUserLimit: arguments.agentPerUserLimit) },
+                      arguments: arguments, log: log)
 // Started (the socket, the bus, the configuration): from here on only what the service's
 // own code uses stays in effect (Capabilities).
 Capabilities.dropUnused(log: log)
-log.log(.info, "listening on \(listener.description); requests run \(arguments.helperPath)")
+log.log(.info, "listening on \(listener.description)"
+        + (agentListener.map { "; ssh-agent on \($0.description)" } ?? "; no ssh-agent socket")
+        + "; requests run \(arguments.helperPath)")
 _ = sd_notify(0, "READY=1")
 let reason = service.run()
 _ = sd_notify(0, "STOPPING=1")
@@ -48,4 +52,5 @@ _ = sd_notify(0, "STOPPING=1")
 // exits 1, so that systemd records the failure and starts it again (Restart=always).
 log.log(service.failure == nil ? .info : .error, "stopping: \(reason)")
 listener.close()
+agentListener?.close()
 exit(service.failure == nil ? 0 : 1)

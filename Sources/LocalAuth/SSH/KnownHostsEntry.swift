@@ -1,0 +1,111 @@
+/// One line of a known_hosts file: [@marker] patterns keytype base64-key [comment].
+struct KnownHostsEntry {
+    enum Marker { case none, revoked, certificateAuthority }
+
+    let marker: Marker
+    let patterns: [UInt8]
+    let keyType: [UInt8]
+    let keyBase64: [UInt8]
+
+    /// nil for a comment, a blank line, an unknown marker or a line with too few fields.
+    init?(_ line: ArraySlice<UInt8>) {
+        var fields = line.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }).makeIterator()
+        guard var first = fields.next(), first.first != UInt8(ascii: "#") else { return nil }
+        if first.first == UInt8(ascii: "@") {
+            switch String(decoding: first, as: UTF8.self) {
+            case "@revoked": marker = .revoked
+            case "@cert-authority": marker = .certificateAuthority
+            default: return nil  // OpenSSH skips a line with a marker it does not know
+            }
+            guard let next = fields.next() else { return nil }
+            first = next
+        } else {
+            marker = .none
+        }
+        guard let type = fields.next(), let key = fields.next() else { return nil }
+        patterns = Array(first)
+        keyType = Array(type)
+        keyBase64 = Array(key)
+        // Patterns and keys far over any real one are not read further.
+        guard patterns.count <= 64 * 1024, keyBase64.count <= 4 * AgentMessage.Limit.keyBlob / 3 + 4 else { return nil }
+    }
+
+    /// Whether the line's key is `blob` (and its type field says so).
+    func holds(_ blob: [UInt8]) -> Bool {
+        guard let decoded = SSHBase64.decode(bytes: keyBase64), decoded == blob else { return false }
+        return SSHPublicKey.typeName(of: blob).map { Array($0.utf8) == keyType } ?? false
+    }
+
+    /// The names this entry gives: for a hashed entry, the candidate it hashes; for a plain
+    /// one, its literal names no negation excludes, and the candidates it matches.
+    func names(candidates: [String]) -> [String] {
+        if patterns.first == UInt8(ascii: "|") {
+            return candidates.filter { KnownHostsEntry.hashed(patterns, matches: $0) }
+        }
+        let list = patterns.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true)
+            .filter { $0.count <= KnownHosts.maxNameBytes }
+            .map { Array($0).map(KnownHostsEntry.lower) }
+        let negated = list.filter { $0.first == UInt8(ascii: "!") }.map { Array($0.dropFirst()) }
+        let positive = list.filter { $0.first != UInt8(ascii: "!") }
+        func allowed(_ name: [UInt8]) -> Bool {
+            positive.contains { Glob.matches($0, name) } && !negated.contains { Glob.matches($0, name) }
+        }
+        var names: [String] = []
+        for literal in positive where !literal.contains(where: { $0 == UInt8(ascii: "*") || $0 == UInt8(ascii: "?") }) {
+            if allowed(literal), let text = KnownHostsEntry.printable(literal) { names.append(text) }
+        }
+        for candidate in candidates where allowed(Array(candidate.utf8)) {
+            if let text = KnownHostsEntry.printable(Array(candidate.utf8)) { names.append(text) }
+        }
+        return names
+    }
+
+    /// "|1|" base64(salt) "|" base64(HMAC-SHA1(salt, name)), salt and hash 20 bytes each.
+    static func hashed(_ field: [UInt8], matches name: String) -> Bool {
+        let parts = field.split(separator: UInt8(ascii: "|"), omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0].isEmpty, parts[1] == [UInt8(ascii: "1")],
+              let salt = SSHBase64.decode(bytes: Array(parts[2]), limit: 64), salt.count == 20,
+              let hash = SSHBase64.decode(bytes: Array(parts[3]), limit: 64), hash.count == 20,
+              let mac = SSHDigest.hmac(.sha1, key: salt, Array(name.utf8)) else { return false }
+        // Not a secret comparison: both sides are the user's own file and command line.
+        return mac == hash
+    }
+
+    static func lower(_ byte: UInt8) -> UInt8 {
+        byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte
+    }
+
+    /// A name fit for a prompt: UTF-8 without control characters or spaces.
+    static func printable(_ bytes: [UInt8]) -> String? {
+        guard !bytes.isEmpty, let text = String(validating: bytes, as: UTF8.self),
+              text.unicodeScalars.allSatisfy({ $0.value > 0x20 && !(0x7f...0x9f).contains($0.value) }) else { return nil }
+        return text
+    }
+}
+
+/// OpenSSH's host patterns: '*' any run of bytes, '?' any one byte, nothing else special.
+enum Glob {
+    /// Iterative, with one backtrack point: linear in practice, at most |pattern|·|name|.
+    static func matches(_ pattern: [UInt8], _ name: [UInt8]) -> Bool {
+        var p = 0, n = 0
+        var star = -1, resume = 0
+        while n < name.count {
+            if p < pattern.count, pattern[p] == UInt8(ascii: "?") || pattern[p] == name[n] {
+                p += 1
+                n += 1
+            } else if p < pattern.count, pattern[p] == UInt8(ascii: "*") {
+                star = p
+                resume = n
+                p += 1
+            } else if star >= 0 {
+                p = star + 1
+                resume += 1
+                n = resume
+            } else {
+                return false
+            }
+        }
+        while p < pattern.count, pattern[p] == UInt8(ascii: "*") { p += 1 }
+        return p == pattern.count
+    }
+}
