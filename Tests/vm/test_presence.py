@@ -686,6 +686,68 @@ def service_facts(entries: list[dict]) -> dict:
             "success_from_the_services_helper": bool(succeeded) and succeeded <= started}
 
 
+# --- localauthd as alice's ssh-agent: a remote login's request gets no scan --------------------
+
+AGENT_SOCKET = "/run/localauth/ssh-agent"
+
+
+def agent_signs(guest, term, pub: str, name: str) -> dict:
+    """``ssh-keygen -Y sign`` on ``term`` with the packaged agent (the socket's unit), its
+    key named by ``pub``; whenever fprintd wants a finger, alice's (at most one). The facts:
+    whether a scan was offered, the scans, whether it succeeded, whether a signature was written,
+    and the helper's lines meanwhile."""
+    data = f"/tmp/la-vm/{name}.txt"
+    guest.sh(f"echo {name} > {data} && chown alice: {data}")
+    command = f"SSH_AUTH_SOCK={AGENT_SOCKET} ssh-keygen -Y sign -n file -f {pub} {data}"
+    mark = guest.mark()
+    if isinstance(term, SshTerminal):
+        term.run(command)
+    else:
+        term.clear()
+        term.run(f"la-run {name} {command}")
+    scans: list[str] = []
+    end = time.monotonic() + WAIT
+    while True:
+        obs = guest.observe(mark, rc=None if isinstance(term, SshTerminal) else name, vt=getattr(term, "vt", None))
+        rc = term.done() if isinstance(term, SshTerminal) else obs["rc"]
+        if rc is not None:
+            break
+        if obs["finger"] and obs["finger"][-1] and not scans:
+            guest.scan(PRINTS["alice"])
+            scans.append(PRINTS["alice"])
+        if time.monotonic() > end:
+            raise GuestError(f"{command!r} did not finish within {WAIT} s; the terminal:\n{term.text()}")
+        time.sleep(POLL)
+    signed = guest.sh(f"test -s {data}.sig && echo yes || echo no").strip() == "yes"
+    helper = [e.get("MESSAGE", "") for e in guest.journal(mark) if e.get("SYSLOG_IDENTIFIER") == "localauth-helper"]
+    print(f"--- {command!r} on {term.kind}: rc {rc}, scans {scans}\nhelper:\n" + "\n".join(helper)
+          + f"\nterminal:\n{term.text()}")
+    return {"finger_offered": True in guest.finger(mark), "scans": scans, "succeeded": int(rc) == 0, "signed": signed}
+
+
+def test_an_agent_request_from_alice_s_ssh_session_gets_no_scan_and_her_next_local_one_does(guest, tty1, cleanup):
+    """alice's key in the packaged agent (its own socket unit). From her SSH login into the
+    machine (a remote logind session) ssh-keygen asks for a signature: no scan is offered and
+    nothing is signed. Back at the console (her local session on seat0), the same request
+    takes her finger."""
+    state = guest.sh("systemctl is-enabled localauth-ssh-agent.socket; systemctl is-active localauth-ssh-agent.socket; "
+                     f"stat -c '%U %a %F' {AGENT_SOCKET}").split("\n")[:3]
+    assert state == ["enabled", "active", "root 666 socket"], state
+    key = guest.unique("vm-key-")
+    pub = f"/tmp/la-vm/{key}.pub"
+    guest.sh(f"runuser -u alice -- localauthctl ssh create {key} && "
+             f"runuser -u alice -- localauthctl ssh public-key {key} > {pub} && chmod 644 {pub}")
+    term = SshTerminal(guest, "alice")
+    cleanup(lambda: (term.close(), guest.wait_no_remote_session("alice")))
+    remote = agent_signs(guest, term, pub, guest.unique("remote-sign-"))
+    term.close()
+    guest.wait_no_remote_session("alice")
+    local = agent_signs(guest, tty1, pub, guest.unique("local-sign-"))
+    assert {"remote": remote, "local": local} == {
+        "remote": {"finger_offered": False, "scans": [], "succeeded": False, "signed": False},
+        "local": {"finger_offered": True, "scans": [PRINTS["alice"]], "succeeded": True, "signed": True}}, (remote, local)
+
+
 # --- last: a reboot, then the password first ---------------------------------------------
 
 def test_after_a_reboot_the_password_comes_first_then_the_finger(guest, machine):
