@@ -524,7 +524,7 @@ def _read_exactly(s: socket.socket, n: int) -> bytes:
 def create_args(name, requirement="biometry", reuse=0, forwarding=False) -> list:
     """``localauthctl ssh`` arguments that create a key with this policy (one place)."""
     return ["create", name, "--requirement", requirement, "--reuse", str(reuse),
-            "--forwarding", "allow" if forwarding else "refuse"]
+            *(["--allow-forwarding"] if forwarding else [])]
 
 
 def _machine_class():
@@ -560,7 +560,7 @@ def _machine_class():
             return line
 
         def allowed_signers(self, name, principal="tester@example.org") -> str:
-            return self.ctl_ssh("allowed-signers", name, principal).stdout.strip()
+            return self.ctl_ssh("allowed-signers", name, "--principal", principal).stdout.strip()
 
         def present(self, pt, print_id, timeout=20) -> str:
             """A finger once the terminal asks for one (the agent's prompt on the
