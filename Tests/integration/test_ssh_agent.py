@@ -72,7 +72,7 @@ def m(inst, bed):
 
 # --- the bed, proved with OpenSSH's own agent -----------------------------------------------
 
-def test_the_bed_with_openssh_s_own_agent(tmp_path):
+def test_the_bed_with_openssh_s_own_agent():
     with system.ThrowawayUser() as user, sshbed.Sshd(user) as sshd:
         home = sshbed.SshHome(user, sshd, "/nonexistent")
         with sshbed.OpenSshAgent(user, home.home) as agent:
