@@ -13,13 +13,13 @@ import Testing
     }()
     static let sessionID = [UInt8](repeating: 0x5a, count: 32)
 
-    static func userauth(method: String = "publickey", user: String = "alice", hasSignature: UInt8 = 1,
-                         hostKey: [UInt8]? = nil) -> [UInt8] {
+    static func userauth(method: String = "publickey", user: String = "alice", service: String = "ssh-connection",
+                         hasSignature: UInt8 = 1, sessionID: [UInt8] = sessionID, hostKey: [UInt8]? = nil) -> [UInt8] {
         var w = SSHWriter()
         w.string(sessionID)
         w.byte(50)
         w.string(user)
-        w.string("ssh-connection")
+        w.string(service)
         w.string(method)
         w.byte(hasSignature)
         w.string("ecdsa-sha2-nistp256")
@@ -29,9 +29,29 @@ import Testing
     }
 
     @Test func aPublickeyRequestIsAUserauth() {
-        let expected = SignedData.UserAuth(sessionID: Self.sessionID, user: "alice", service: "ssh-connection",
+        let expected = SignedData.UserAuth(sessionID: Self.sessionID, user: "alice",
                                            algorithm: "ecdsa-sha2-nistp256", keyBlob: Self.key, hostKey: nil)
         #expect(SignedData.classify(Self.userauth()) == .userauth(expected))
+        #expect(expected.names(keyBlob: Self.key))
+        #expect(!expected.names(keyBlob: Self.hostKey))
+    }
+
+    /// What OpenSSH's agent would take for a user authentication is one here, whatever the
+    /// user name holds; the name is made fit to show.
+    @Test func aUserNameThatCouldRewriteAPromptIsShownDefused() {
+        let data = Self.userauth(user: "alice\u{1b}[2J\u{202e}toor")
+        guard case .userauth(let auth) = SignedData.classify(data) else {
+            Issue.record("not a userauth")
+            return
+        }
+        #expect(auth.user == "alice?[2J?toor")
+        var invalid = Self.userauth(user: "ab")
+        invalid[4 + 32 + 1 + 4] = 0xff
+        guard case .userauth(let lossy) = SignedData.classify(invalid) else {
+            Issue.record("not a userauth")
+            return
+        }
+        #expect(lossy.user == "\u{fffd}b")
     }
 
     @Test func aHostboundRequestCarriesTheHostKey() {
@@ -49,7 +69,8 @@ import Testing
     @Test func almostAUserauthIsOther() {
         #expect(SignedData.classify(Self.userauth(method: "password")) == .other)
         #expect(SignedData.classify(Self.userauth(hasSignature: 0)) == .other)
-        #expect(SignedData.classify(Self.userauth(user: "alice\u{1b}[2J")) == .other)
+        #expect(SignedData.classify(Self.userauth(service: "ssh-userauth")) == .other)
+        #expect(SignedData.classify(Self.userauth(sessionID: [])) == .other)
         var wrongNumber = Self.userauth()
         wrongNumber[4 + 32] = 51
         #expect(SignedData.classify(wrongNumber) == .other)
@@ -82,16 +103,24 @@ import Testing
         }
         #expect(SignedData.classify(whole + [0]) == .other)
         #expect(SignedData.classify(SSHTool.signedData(message: [1], namespace: "")) == .other)
-        #expect(SignedData.classify(SSHTool.signedData(message: [1], namespace: "git\nsign a file")) == .other)
-        // A hash whose length is not its algorithm's.
+        #expect(SignedData.classify(Array("SSHSIG".utf8)) == .other)
         var w = SSHWriter()
         w.raw(Array("SSHSIG".utf8))
         w.string("git")
         w.string([UInt8]())
         w.string("sha512")
-        w.string([UInt8](repeating: 0, count: 32))
+        w.string([UInt8](repeating: 0, count: 65))
         #expect(SignedData.classify(w.bytes) == .other)
-        #expect(SignedData.classify(Array("SSHSIG".utf8)) == .other)
+    }
+
+    /// A namespace is shown defused, so it is "git" only if it is.
+    @Test func aNamespaceWithControlCharactersIsShownDefused() {
+        let data = SSHTool.signedData(message: [1], namespace: "git\nsign a file")
+        guard case .sshsig(let sig) = SignedData.classify(data) else {
+            Issue.record("not an sshsig")
+            return
+        }
+        #expect(sig.namespace == "git?sign a file")
     }
 
     @Test func otherDataIsOther() {
