@@ -38,6 +38,7 @@ FINGER = "right-index-finger"
 # argv[2] (JSON) in order, printing one line for each reply:
 #   ["ask", HEX]        a message; its reply's body in hex, or "closed"
 #   ["raw", HEX]        bytes as they are (a frame the test made itself), then the reply
+#   ["wait", ""]        "READY", then waits for a line on its standard input
 #   ["hand-off", HEX]   the message sent, the connection given to a child, and this process
 #                       (the peer the service pinned) waits to be killed; the child prints
 #                       what comes back ("CHILD ...")
@@ -54,9 +55,14 @@ for op, arg in json.loads(sys.argv[2]):
     elif op == "raw":
         c.send_raw(bytes.fromhex(arg))
         show("REPLY", c.read_reply())
+    elif op == "wait":
+        print("READY", flush=True)
+        sys.stdin.readline()
     elif op == "hand-off":
         c.send_raw(wire.frame(bytes.fromhex(arg)))
         if os.fork() == 0:
+            import signal
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)   # its session's leader is killed
             show("CHILD", c.read_reply())
             os._exit(0)
         print("PEER WAITS", flush=True)
@@ -102,9 +108,17 @@ class AgentWorld:
         return replies(p.stdout), self.bed.events(mark)
 
     def on_pty(self, user, ops):
-        """The driver as ``user`` on a pseudo-terminal of its own (its controlling terminal)."""
-        return system.run_on_pty(self.argv(ops), env=system.default_env(), user=user,
-                                 prefix=namespace_prefix(self.syslog), timeout=60)
+        """The driver as ``user`` on a pseudo-terminal of its own (its controlling terminal),
+        which is made the user's before the driver goes on, as a terminal emulator's is
+        (pexpect opens it as root): the agent prompts only on a terminal of the user's."""
+        pt = system.run_on_pty(self.argv([["wait", ""]] + ops), env=system.default_env(), user=user,
+                               prefix=namespace_prefix(self.syslog), timeout=60)
+        pt.expect("READY", timeout=40)
+        tty = os.readlink(f"/proc/{driver_pid(user)}/fd/0")
+        assert tty.startswith("/dev/pts/"), tty
+        os.chown(tty, user.uid, -1)
+        pt.sendline("")
+        return pt
 
     def log_since(self, mark, ident="localauth-helper"):
         self.syslog._sync()
@@ -114,6 +128,13 @@ class AgentWorld:
         self.service.stop()
 
 
+def driver_pid(user) -> int:
+    """The driver's first process of ``user`` (a hand-off's child comes later)."""
+    pids = [int(p) for p in subprocess.run(["pgrep", "-u", str(user.uid), "-f", "driver.py"],
+                                           capture_output=True, text=True).stdout.split()]
+    return min(pids, key=lambda p: int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[19]))
+
+
 def replies(text):
     out = []
     for line in text.replace("\r", "").splitlines():
@@ -121,6 +142,14 @@ def replies(text):
             word = line.split(" ", 1)[1]
             out.append(None if word == "closed" else bytes.fromhex(word))
     return out
+
+
+def expect(world, pt, log_mark, pattern, timeout=40):
+    """``pt.expect``, with the helper's lines in the failure."""
+    try:
+        pt.expect(pattern, timeout=timeout)
+    except Exception:
+        raise AssertionError(f"{pattern!r} not shown; the helper said {world.log_since(log_mark)}") from None
 
 
 def scans(events):
@@ -223,7 +252,7 @@ def test_a_git_signature_asks_the_finger_on_the_requesters_terminal_and_verifies
     data = wire.sshsig_data("git", b"tree 1\n")
     mark, log_mark = world.bed.mark(), world.syslog.mark()
     pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, data).hex()]])
-    pt.expect("SSH key work: sign a git commit", timeout=40)
+    expect(world, pt, log_mark, "SSH key work: sign a git commit")
     pt.expect(r"requested by python3", timeout=10)
     world.bed.inject_async([f"SCAN {ENROLLED}"]).wait(30)
     res = pt.finish(timeout=40)
@@ -272,11 +301,8 @@ def test_a_peer_that_exits_mid_request_gets_nothing(world):
     while not scans(world.bed.events(mark)):
         assert time.monotonic() < deadline, "no scan started"
         time.sleep(0.05)
-    peer = [int(p) for p in subprocess.run(["pgrep", "-u", str(world.alice.uid), "-f", "driver.py"],
-                                           capture_output=True, text=True).stdout.split()]
-    # The peer is the oldest of the driver's two processes (the child was forked from it).
-    peer.sort(key=lambda p: int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[19]))
-    os.kill(peer[0], 9)
+    # The peer is the older of the driver's two processes (the child was forked from it).
+    os.kill(driver_pid(world.alice), 9)
     res = pt.finish(timeout=40)
     assert replies(res.output) == [bytes([wire.FAILURE])], res.output
     log = world.log_since(log_mark)
