@@ -256,7 +256,8 @@ def test_the_system_layouts_uninstall_stops_the_units_unloads_the_profiles_and_r
     # unloaded the profiles while their files were there, then reloaded systemd.
     assert calls[0].startswith("aa-enabled --quiet") and calls[1].startswith("apparmor_parser -r -T -W"), calls
     rest = calls[2:]
-    assert rest[0] == ("systemctl disable --now localauth.socket localauth.service units=there profiles=there"), rest
+    assert rest[0] == ("systemctl disable --now localauth.socket localauth.service localauth-ssh-agent.socket"
+                       " units=there profiles=there"), rest
     assert rest[1].startswith("aa-enabled --quiet")
     unloads = [c for c in rest if c.startswith("apparmor_parser -R")]
     assert sorted(c.split()[2] for c in unloads) == ["/etc/apparmor.d/usr.libexec.localauth.localauth-helper",

@@ -75,10 +75,10 @@ struct KnownHostsEntry {
         byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte
     }
 
-    /// A name fit for a prompt: UTF-8 without control characters or spaces.
+    /// A name fit for a prompt: UTF-8, showable (`SSHText`), no spaces; others are left out.
     static func printable(_ bytes: [UInt8]) -> String? {
-        guard !bytes.isEmpty, let text = String(validating: bytes, as: UTF8.self),
-              text.unicodeScalars.allSatisfy({ $0.value > 0x20 && !(0x7f...0x9f).contains($0.value) }) else { return nil }
+        guard !bytes.isEmpty, let text = String(validating: bytes, as: UTF8.self), SSHText.isShowable(text),
+              !text.contains(" ") else { return nil }
         return text
     }
 }

@@ -1,0 +1,309 @@
+"""localauthd's ssh-agent door (localauthd(8), AGENT) driven on its socket by Python clients
+(ssh_agent_wire), without ssh: hostile peers, one uid against another, a peer that goes away
+mid-request, frames that are not the protocol, the messages it does not serve, and the
+session-bind rules, each before any scan; then a signature with the finger, its prompt on
+the requester's terminal, and the reuse window.
+
+The service runs from build/ with ``--listen`` and ``--agent-listen`` (servicebed), the
+installation's helper, the test bed's fprintd and virtual reader; keys are placed in root's
+state directory as SSHKeyRecord text (``P256Key.record``), as ``localauthctl ssh create``
+leaves them. Clients run as throwaway users, on a pseudo-terminal where a scan is wanted
+(the prompt goes to the requester's controlling terminal).
+
+Run as root: /usr/bin/python3 -m pytest Tests/integration/test_ssh_agent_door.py
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import system  # noqa: E402
+import ssh_agent_wire as wire  # noqa: E402
+from installations import service_inst  # noqa: E402,F401  (the inst fixture)
+from servicebed import Service, namespace_prefix  # noqa: E402
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
+
+ENROLLED, OTHER = "f1", "f9"
+FINGER = "right-index-finger"
+
+# A client as the user: connects to the agent socket (argv[1]) and runs the operations of
+# argv[2] (JSON) in order, printing one line for each reply:
+#   ["ask", HEX]        a message; its reply's body in hex, or "closed"
+#   ["raw", HEX]        bytes as they are (a frame the test made itself), then the reply
+#   ["wait", ""]        "READY", then waits for a line on its standard input
+#   ["hand-off", HEX]   the message sent, the connection given to a child, and this process
+#                       (the peer the service pinned) waits to be killed; the child prints
+#                       what comes back ("CHILD ...")
+DRIVER = r"""
+import json, os, sys, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
+import ssh_agent_wire as wire
+c = wire.Client(sys.argv[1], timeout=60)
+def show(tag, r):
+    print(tag, "closed" if r is None else r.hex(), flush=True)
+for op, arg in json.loads(sys.argv[2]):
+    if op == "ask":
+        show("REPLY", c.ask(bytes.fromhex(arg)))
+    elif op == "raw":
+        c.send_raw(bytes.fromhex(arg))
+        show("REPLY", c.read_reply())
+    elif op == "wait":
+        print("READY", flush=True)
+        sys.stdin.readline()
+    elif op == "hand-off":
+        c.send_raw(wire.frame(bytes.fromhex(arg)))
+        if os.fork() == 0:
+            import signal
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)   # its session's leader is killed
+            show("CHILD", c.read_reply())
+            os._exit(0)
+        print("PEER WAITS", flush=True)
+        time.sleep(120)
+"""
+
+
+class AgentWorld:
+    """Two throwaway users (alice enrolled with the virtual print f1), a state directory, the
+    service with its agent socket, and the client driver where the users can run it."""
+
+    def __init__(self, inst, bed, syslog, alice, bob, tmp: Path):
+        self.inst, self.bed, self.syslog, self.alice, self.bob, self.dir = inst, bed, syslog, alice, bob, tmp
+        self.state = tmp / "state"
+        self.state.mkdir(mode=0o700)
+        inst.write_bed_config(bed, self.state)
+        bed.enroll(alice.name, FINGER, ENROLLED)
+        shutil.copy2(Path(__file__).with_name("ssh_agent_wire.py"), tmp / "ssh_agent_wire.py")
+        (tmp / "driver.py").write_text(DRIVER)
+        self.socket = tmp / "ssh-agent"
+        self.service = Service(inst, syslog, "--agent-listen", str(self.socket))
+
+    def add_key(self, user, name="work", **policy) -> wire.P256Key:
+        """A key of ``user``'s in root's store, as `localauthctl ssh create` leaves it."""
+        key = wire.P256Key()
+        d = self.state / "ssh" / str(user.uid)
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        (self.state / "ssh").chmod(0o700)
+        f = d / f"{name}.key"
+        f.write_text(key.record(name, user.uid, **policy))
+        f.chmod(0o600)
+        return key
+
+    def argv(self, ops) -> list:
+        return ["/usr/bin/python3", str(self.dir / "driver.py"), str(self.socket), json.dumps(ops)]
+
+    def run(self, user, ops, timeout=60):
+        """The driver as ``user``, no terminal: its reply lines, and what the reader saw."""
+        mark = self.bed.mark()
+        p = subprocess.run(system.as_user(user, self.argv(ops)), capture_output=True, text=True,
+                           timeout=timeout, env=system.default_env())
+        assert p.returncode == 0, p.stderr
+        return replies(p.stdout), self.bed.events(mark)
+
+    def on_pty(self, user, ops):
+        """The driver as ``user`` on a pseudo-terminal of its own (its controlling terminal),
+        which is made the user's before the driver goes on, as a terminal emulator's is
+        (pexpect opens it as root): the agent prompts only on a terminal of the user's."""
+        pt = system.run_on_pty(self.argv([["wait", ""]] + ops), env=system.default_env(), user=user,
+                               prefix=namespace_prefix(self.syslog), timeout=60)
+        pt.expect("READY", timeout=40)
+        tty = os.readlink(f"/proc/{driver_pid(user)}/fd/0")
+        assert tty.startswith("/dev/pts/"), tty
+        os.chown(tty, user.uid, -1)
+        pt.sendline("")
+        return pt
+
+    def log_since(self, mark, ident="localauth-helper"):
+        self.syslog._sync()
+        return [m for i, m in self.syslog.lines[mark:] if i == ident]
+
+    def close(self):
+        self.service.stop()
+
+
+def driver_pid(user) -> int:
+    """The driver's first process of ``user`` (a hand-off's child comes later)."""
+    pids = [int(p) for p in subprocess.run(["pgrep", "-u", str(user.uid), "-f", "driver.py"],
+                                           capture_output=True, text=True).stdout.split()]
+    return min(pids, key=lambda p: int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[19]))
+
+
+def replies(text):
+    out = []
+    for line in text.replace("\r", "").splitlines():
+        if line.startswith(("REPLY ", "CHILD ")):
+            word = line.split(" ", 1)[1]
+            out.append(None if word == "closed" else bytes.fromhex(word))
+    return out
+
+
+def expect(world, pt, log_mark, pattern, timeout=40):
+    """``pt.expect``, with the helper's lines in the failure."""
+    try:
+        pt.expect(pattern, timeout=timeout)
+    except Exception:
+        raise AssertionError(f"{pattern!r} not shown; the helper said {world.log_since(log_mark)}") from None
+
+
+def scans(events):
+    return [e for e in events if e.name == "VerifyFingerSelected"]
+
+
+@pytest.fixture
+def world(inst, bed, syslog):
+    tmp = Path(tempfile.mkdtemp(prefix="localauth-agent-"))
+    tmp.chmod(0o755)
+    try:
+        with system.ThrowawayUser(prefix="la-ag-") as alice, system.ThrowawayUser(prefix="la-ag-") as bob:
+            w = AgentWorld(inst, bed, syslog, alice, bob, tmp)
+            try:
+                yield w
+            finally:
+                w.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_each_uid_sees_only_its_own_keys_and_cannot_sign_with_anothers(world):
+    key = world.add_key(world.alice, "work")
+    ask = [["ask", wire.request_identities().hex()]]
+    (mine,), _ = world.run(world.alice, ask)
+    assert wire.identities(mine) == [(key.blob, "work")]
+    data = wire.sshsig_data("git", b"tree 0\n")
+    (theirs, signed), events = world.run(world.bob, ask + [["ask", wire.sign_request(key.blob, data).hex()]])
+    assert wire.identities(theirs) == []
+    assert signed == bytes([wire.FAILURE]) and scans(events) == []
+
+
+def test_messages_it_does_not_serve_get_failure_and_the_connection_goes_on(world):
+    world.add_key(world.alice, "work")
+    bodies = [bytes([wire.ADD_IDENTITY]) + wire.string("ecdsa-sha2-nistp256"),
+              bytes([wire.REMOVE_ALL]), bytes([wire.LOCK]) + wire.string("pw"), bytes([wire.UNLOCK]),
+              bytes([99]), wire.extension("query"), wire.extension("no-such@example.org", b"\0\0")]
+    got, events = world.run(world.alice, [["ask", b.hex()] for b in bodies]
+                            + [["ask", wire.request_identities().hex()]])
+    assert got[:-1] == [bytes([wire.FAILURE])] * len(bodies)
+    assert len(wire.identities(got[-1])) == 1 and scans(events) == []
+
+
+@pytest.mark.parametrize("raw, why", [
+    (wire.u32(wire.MAX_FRAME + 1) + b"\x0b", "a frame of 262145 bytes"),
+    (wire.u32(0), "an empty frame"),
+    (wire.frame(bytes([wire.SIGN_REQUEST]) + wire.u32(1000) + b"short"), "a message that does not decode"),
+], ids=["oversized", "empty", "garbled"])
+def test_a_frame_that_is_not_the_protocol_closes_the_connection_with_a_line(world, raw, why):
+    mark = world.syslog.mark()
+    got, events = world.run(world.alice, [["raw", raw.hex()]])
+    assert got == [None] and scans(events) == []
+    lines = [m for m in world.log_since(mark) if "ssh-agent connection closed" in m]
+    assert len(lines) == 1 and why in lines[0], world.log_since(mark)
+
+
+def test_session_binds_are_verified_and_never_rebound_all_before_any_scan(world):
+    key = world.add_key(world.alice, "work")
+    host, stranger = wire.HostKey(), wire.HostKey()
+    sid, other = os.urandom(32), os.urandom(32)
+    forged = wire.session_bind(host.blob, sid, stranger.sign(sid), False)
+    good = wire.session_bind(host.blob, sid, host.sign(sid), False)
+    again = wire.session_bind(host.blob, other, host.sign(other), False)
+    wrong_session = wire.sign_request(key.blob, wire.userauth_data(other, "git", key.blob, host.blob))
+    wrong_host = wire.sign_request(key.blob, wire.userauth_data(sid, "git", key.blob, stranger.blob))
+    mark = world.syslog.mark()
+    got, events = world.run(world.alice, [["ask", forged.hex()], ["ask", good.hex()], ["ask", again.hex()],
+                                          ["ask", wrong_session.hex()], ["ask", wrong_host.hex()]])
+    assert got == [bytes([wire.FAILURE]), bytes([wire.SUCCESS]), bytes([wire.FAILURE]),
+                   bytes([wire.FAILURE]), bytes([wire.FAILURE])]
+    assert scans(events) == []
+    log = world.log_since(mark)
+    assert any("session-bind refused: the host key's signature over the session identifier does not verify" in m
+               for m in log), log
+    assert any("session-bind refused: the connection is bound for authentication already" in m for m in log), log
+    assert sum("refused-session" in m for m in log) == 2, log
+
+
+def test_a_forwarded_request_is_refused_without_a_scan_for_a_key_that_does_not_allow_it(world):
+    key = world.add_key(world.alice, "work")
+    hop = wire.HostKey()
+    sid = os.urandom(32)
+    bind = wire.session_bind(hop.blob, sid, hop.sign(sid), True)
+    sign = wire.sign_request(key.blob, wire.sshsig_data("git", b"commit\n"))
+    mark = world.syslog.mark()
+    got, events = world.run(world.alice, [["ask", bind.hex()], ["ask", sign.hex()]])
+    assert got == [bytes([wire.SUCCESS]), bytes([wire.FAILURE])] and scans(events) == []
+    assert any("refused-forwarded" in m and f"forwarded through host key ED25519 {hop.fingerprint()}" in m
+               for m in world.log_since(mark)), world.log_since(mark)
+
+
+def test_data_that_is_neither_a_login_nor_an_sshsig_signature_is_refused(world):
+    key = world.add_key(world.alice, "work")
+    got, events = world.run(world.alice, [["ask", wire.sign_request(key.blob, b"anything at all").hex()]])
+    assert got == [bytes([wire.FAILURE])] and scans(events) == []
+
+
+def test_a_git_signature_asks_the_finger_on_the_requesters_terminal_and_verifies(world):
+    key = world.add_key(world.alice, "work")
+    data = wire.sshsig_data("git", b"tree 1\n")
+    mark, log_mark = world.bed.mark(), world.syslog.mark()
+    pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, data).hex()]])
+    expect(world, pt, log_mark, "SSH key work: sign a git commit")
+    pt.expect(r"requested by python3", timeout=10)
+    world.bed.inject_async([f"SCAN {ENROLLED}"]).wait(30)
+    res = pt.finish(timeout=40)
+    (reply,) = replies(res.output)
+    assert key.verify(wire.signature(reply), data), res.output
+    assert len(scans(world.bed.events(mark))) == 1
+    log = world.log_since(log_mark)
+    assert any(f"user {world.alice.name} key work signed: SSH key work: sign a git commit; program python3" in m
+               for m in log), log
+
+
+def test_a_wrong_finger_signs_nothing(world):
+    key = world.add_key(world.alice, "work")
+    data = wire.sshsig_data("file", b"x")
+    pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, data).hex()]])
+    pt.expect(r"SSH key work: sign a file \(namespace file\)", timeout=40)
+    world.bed.inject_async([f"SCAN {OTHER}"] * 3).wait(60)
+    res = pt.finish(timeout=40)
+    assert replies(res.output) == [bytes([wire.FAILURE])], res.output
+
+
+def test_inside_the_reuse_window_the_same_scope_signs_without_a_scan(world):
+    key = world.add_key(world.alice, "work", reuse=60)
+    first, second = wire.sshsig_data("git", b"one\n"), wire.sshsig_data("git", b"two\n")
+    other_scope = wire.sshsig_data("file", b"three\n")
+    pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, first).hex()]])
+    pt.expect("sign a git commit", timeout=40)
+    world.bed.inject_async([f"SCAN {ENROLLED}"]).wait(30)
+    assert key.verify(wire.signature(replies(pt.finish(timeout=40).output)[0]), first)
+    got, events = world.run(world.alice, [["ask", wire.sign_request(key.blob, second).hex()],
+                                          ["ask", wire.sign_request(key.blob, other_scope).hex()]])
+    assert key.verify(wire.signature(got[0]), second) and scans(events) == []
+    # Another namespace is another scope; without a terminal there is no prompt: refused.
+    assert got[1] == bytes([wire.FAILURE])
+
+
+def test_a_peer_that_exits_mid_request_gets_nothing(world):
+    """The connecting process (the pinned peer) asks, hands the connection to a child and
+    is killed while the reader waits: the scan ends, and the child reads FAILURE."""
+    key = world.add_key(world.alice, "work")
+    data = wire.sshsig_data("git", b"tree 2\n")
+    mark, log_mark = world.bed.mark(), world.syslog.mark()
+    pt = world.on_pty(world.alice, [["hand-off", wire.sign_request(key.blob, data).hex()]])
+    pt.expect("PEER WAITS", timeout=40)
+    deadline = time.monotonic() + 30
+    while not scans(world.bed.events(mark)):
+        assert time.monotonic() < deadline, "no scan started"
+        time.sleep(0.05)
+    # The peer is the older of the driver's two processes (the child was forked from it).
+    os.kill(driver_pid(world.alice), 9)
+    res = pt.finish(timeout=40)
+    assert replies(res.output) == [bytes([wire.FAILURE])], res.output
+    log = world.log_since(log_mark)
+    assert any("the requesting program ended" in m for m in log), log
