@@ -9,7 +9,8 @@ Everything is the test's own and goes on every exit path; nothing of the machine
   file per user), public keys only, no PAM, ``AllowUsers`` the test's user; started with
   its PID recorded and stopped by that PID (and the connections it forked, found below it
   before the stop); its directory removed. ``authorize(line)``, ``host_key`` (the public
-  line), ``host_private`` (the key file), ``port``, ``log()``.
+  line), ``host_fingerprint`` (``SHA256:...``), ``host_private`` (the key file), ``port``,
+  ``log()``.
 * ``SshHome(user, sshd, agent_socket)``: the user's home (``/home/USER``, which
   ``system.ThrowawayUser``'s removal takes away) with ``~/.ssh/config`` of one host,
   ``la-sshbed`` (127.0.0.1, the port, ``HostKeyAlias la-sshbed``), and the one line a user
@@ -161,6 +162,9 @@ class Sshd:
                         "-f", str(key)], check=True, capture_output=True)
         self.host_private = key
         self.host_key = (self.dir / "host_ed25519.pub").read_text().strip()
+        # "SHA256:..." as ssh-keygen -l prints it (the prompt names the destination by it).
+        self.host_fingerprint = subprocess.run(["ssh-keygen", "-l", "-f", f"{key}.pub"], check=True,
+                                               capture_output=True, text=True).stdout.split()[1]
         self.keys = self.dir / "authorized_keys"
         self.keys.mkdir(mode=0o755)
         self.authorized = self.keys / self.user.name

@@ -53,8 +53,8 @@ def test_a_commit_signed_by_finger_verifies_with_the_printed_allowed_signers(m):
     assert (result, res.status) == ("verify-match", 0), screen
     assert [e.args[0] for e in m.bed.events(mark) if e.name == "VerifyStatus"] == ["verify-match"]
     # The prompt, built by root: what is signed, which key, and who asks (git, then below it).
-    assert SIGN_A_GIT_COMMIT in screen and "git-signing" in screen, screen
-    assert re.search(r"ssh-keygen\s*(←|<-)\s*git\b", screen), f"no program chain from git: {screen}"
+    assert f"SSH key git-signing: {SIGN_A_GIT_COMMIT}" in screen, screen
+    assert re.search(r"requested by ssh-keygen \u2190 git\b", screen), f"no program chain from git: {screen}"
     signers_line = m.allowed_signers("git-signing", PRINCIPAL)
     assert signers_line.startswith(f"{PRINCIPAL} ") and " ".join(line.split()[:2]) in signers_line, signers_line
     signers = m.home.write(m.home.home / "allowed_signers", signers_line + "\n", 0o644)

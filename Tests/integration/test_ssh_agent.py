@@ -44,7 +44,7 @@ from installations import shared_inst  # noqa: E402,F401  (the inst fixture)
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs as root")
 
 FORWARDED = f"forwarded through {HOST}"
-SIGN_A_FILE = "sign a file"
+SIGN_A_FILE = "sign a file (namespace file)"
 PASSWORD_PROMPT = re.compile(r"[Pp]assword[^\r\n]*: ?")
 DENIED = "Permission denied (publickey)"
 
@@ -144,8 +144,10 @@ def test_ssh_logs_in_after_one_matching_finger_and_the_prompt_names_the_key_and_
     screen = flat(res.output)
     assert (result, res.status, scans(m, mark)) == ("verify-match", 0, ["verify-match"]), screen
     assert f"in-as-{m.user.name}" in screen
-    assert "laptop" in screen and HOST in screen, screen
-    assert re.search(r"\bssh\b", screen), f"no program chain with ssh: {screen}"
+    # Root's words: the key, the destination as known_hosts names it with its verified host
+    # key, the account, and the program chain from ssh.
+    assert f"SSH key laptop: log in to {HOST} (" in screen and m.sshd.host_fingerprint in screen, screen
+    assert f"as {m.user.name}" in screen and "requested by ssh" in screen, screen
 
 
 def test_ssh_fails_after_three_wrong_fingers_and_a_finger_only_key_asks_no_password(m):
