@@ -15,8 +15,10 @@ Everything is the test's own and goes on every exit path; nothing of the machine
   ``system.ThrowawayUser``'s removal takes away) with ``~/.ssh/config`` of one host,
   ``la-sshbed`` (127.0.0.1, the port, ``HostKeyAlias la-sshbed``), and the one line a user
   writes to opt in: ``IdentityAgent SOCKET``; ``~/.ssh/known_hosts`` with the host key
-  under that name. ``ssh(...)``, ``ssh_add_list()``, ``keygen_sign(...)``, ``git(...)`` run
-  them as the user (on a pseudo-terminal where a prompt may come: the agent asks there).
+  under that name. ``on_pty(argv)`` runs a program as the user on a pseudo-terminal that
+  is the user's own (``own_terminal``: the agent asks there, and only on a terminal the
+  user owns); ``ssh_argv``, ``keygen_sign_argv``, ``git_signing_argv`` make the argvs;
+  ``ssh_add_list()``, ``git(...)`` run without one.
 * ``OpenSshAgent(user)``: OpenSSH's own ``ssh-agent -D -a SOCKET`` as the user (its PID
   recorded, stopped by it), with an ecdsa-sha2-nistp256 key added: the control the bed is
   proved with, and the bench's counterpart.
@@ -262,6 +264,13 @@ def user_env(user, **more) -> dict:
     return env
 
 
+def own_terminal(user) -> list:
+    """An argv prefix (run as root, on the new pseudo-terminal) that gives the terminal to
+    ``user`` before the program starts, as sshd, login and a terminal emulator running as the
+    user leave it: the agent's prompt goes only to a terminal the requester's user owns."""
+    return ["sh", "-c", 'chown "$0" "$(tty)" && exec "$@"', str(user.uid)]
+
+
 def as_user(user, argv) -> list:
     return ["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--init-groups", "--", *argv]
 
@@ -325,7 +334,8 @@ class SshHome:
     def on_pty(self, argv, timeout=30):
         """``argv`` as the user on a pseudo-terminal of its own (the agent's prompt comes there)."""
         import system
-        return system.run_on_pty(list(argv), env=self.env(), user=self.user, timeout=timeout)
+        return system.run_on_pty(list(argv), env=self.env(), user=self.user, timeout=timeout,
+                                 prefix=own_terminal(self.user))
 
     def ssh_add_list(self) -> subprocess.CompletedProcess:
         return run_as(self.user, ["ssh-add", "-L"], env=self.env())
@@ -424,7 +434,7 @@ class AgentClient:
         import system
         self.pt = system.run_on_pty(["/usr/bin/python3", "-u", str(Path(__file__).resolve()), "client",
                                      str(socket_path or home.agent_socket)],
-                                    env=home.env(), user=home.user, timeout=60)
+                                    env=home.env(), user=home.user, timeout=60, prefix=own_terminal(home.user))
         self.pt.expect("CLIENT-READY")
 
     def ask(self, *words, timeout=60) -> dict:
@@ -569,9 +579,17 @@ def _machine_class():
         def present(self, pt, print_id, timeout=20) -> str:
             """A finger once the terminal asks for one (the agent's prompt on the
             requester's terminal); the reader's result."""
+            import pexpect
             from terminal_finger import ASK_FINGER
-            pt.expect(ASK_FINGER, timeout=timeout)
+            try:
+                pt.expect(ASK_FINGER, timeout=timeout)
+            except (pexpect.EOF, pexpect.TIMEOUT):
+                raise AssertionError(f"no finger asked for; the terminal:\n{pt.output}\n{self.service_lines()}") from None
             return self.bed.reader.inject(f"SCAN {print_id}", timeout=timeout)
+
+        def service_lines(self) -> str:
+            """localauthd's and its helpers' lines so far (for a failure's message)."""
+            return "localauthd and helpers:\n" + "\n".join(f"{i}: {m}" for i, m in self.localauthd.syslog.lines)
 
         def serving_helpers(self) -> list:
             return self.localauthd.helpers()
