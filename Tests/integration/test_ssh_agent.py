@@ -278,17 +278,21 @@ def test_200_signatures_in_one_connection_inside_the_reuse_window_grow_nothing(m
     mark = m.bed.mark()
     client = AgentClient(m.home)
     try:
-        warm = client.ask("sign", sshbed.blob_of(line).hex(), "file", 20)
+        # The first fifty settle the helper's allocator (its resident set grows over them
+        # once; 800 more grew it by 8 KiB when measured): the next 150 must grow nothing.
+        warm = client.ask("sign", sshbed.blob_of(line).hex(), "file", 50)
         helpers = m.serving_helpers()
         assert len(helpers) == 1, helpers
         before = fds_and_rss(helpers[0])
-        rest = client.ask("sign", sshbed.blob_of(line).hex(), "file", 180, timeout=120)
+        rest = client.ask("sign", sshbed.blob_of(line).hex(), "file", 150, timeout=120)
         after = fds_and_rss(helpers[0])
     finally:
         client.close()
-    assert (warm["ok"], rest["ok"], offered(m, mark)) == (20, 180, False), (warm, rest)
+    print(f"serving helper {helpers[0]}: descriptors {before[0]} -> {after[0]}, "
+          f"resident {before[1]} -> {after[1]} KiB over signatures 51-200")
+    assert (warm["ok"], rest["ok"], offered(m, mark)) == (50, 150, False), (warm, rest)
     assert after[0] == before[0], f"descriptors {before[0]} -> {after[0]}"
-    assert after[1] - before[1] <= 64, f"resident set {before[1]} -> {after[1]} KiB over 180 signatures"
+    assert after[1] - before[1] <= 64, f"resident set {before[1]} -> {after[1]} KiB over 150 signatures"
 
 
 def test_a_peer_that_exits_mid_request_gets_nothing(m):
