@@ -41,7 +41,7 @@ enum SSHService {
         defer { if interrupt >= 0 { close(interrupt) } }
         let deadline = MonotonicClock.millis() + deadlineMillis
         while MonotonicClock.millis() < deadline {
-            switch wait(fd, interrupt) {
+            switch channel.hasBufferedFrame ? .readable : wait(fd, interrupt) {
             case .interrupted:
                 drain(interrupt)
                 _ = channel.send(Frame(.cancel, text: "cancel"))
@@ -74,6 +74,8 @@ enum SSHService {
 
     private enum Wake { case readable, interrupted, idle }
 
+    /// The socket or Ctrl-C, a second at most. A frame the channel already holds (two came
+    /// in one read) is asked first: poll would not see it.
     private static func wait(_ fd: Int32, _ interrupt: Int32) -> Wake {
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: interrupt, events: Int16(POLLIN), revents: 0)]
