@@ -25,7 +25,7 @@ enum SSHCommand {
 
     static let spec = CommandSpec(
         name: "ssh", synopsis: "ssh SUBCOMMAND [NAME] [OPTIONS]",
-        summary: "your SSH keys behind the finger: create, list, public-key, allowed-signers, delete, policy, log, setup",
+        summary: "your SSH keys behind the finger (create, list, public-key, delete, ...)",
         help: """
         Keys that localauthd keeps on root's side and signs with only after your finger (its
         ssh-agent socket, /run/localauth/ssh-agent).
