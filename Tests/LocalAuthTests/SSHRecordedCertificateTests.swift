@@ -68,4 +68,19 @@ import Testing
             #expect(throws: HostKeySignature.Failure.bad) { try other.verify() }
         }
     }
+
+    /// Every byte of a certificate is signed or is the signature: any one changed, the
+    /// certificate is refused.
+    @Test func aCertificateWithAnyByteChangedIsRefused() throws {
+        var generator = SystemRandomNumberGenerator()
+        for (_, hex) in Self.binds {
+            let blob = try SSHRecordedVectorTests.bind(hex).hostKey
+            for _ in 0..<200 {
+                var changed = blob
+                let index = Int.random(in: 0..<changed.count, using: &generator)
+                changed[index] ^= UInt8.random(in: 1...255, using: &generator)
+                #expect(throws: HostKeySignature.Failure.self, "byte \(index)") { try SSHCertificate(blob: changed) }
+            }
+        }
+    }
 }
