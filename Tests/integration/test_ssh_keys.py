@@ -174,6 +174,28 @@ def test_a_second_uid_sees_none_of_the_first_users_keys(world):
     assert (keys_dir(world) / "work.key").exists()
 
 
+def test_a_damaged_record_is_named_kept_aside_and_deleted_with_the_finger(world):
+    created(world, "work")
+    record = keys_dir(world) / "work.key"
+    record.write_text("version=1\nname=work\n")
+    j = listed(world)
+    assert j == {"keys": [], "damaged": ["work"]}, j
+    plain = ssh(world, "list")
+    assert "the record of key work is damaged" in text(plain), plain.output
+    # Created again: the damaged bytes are kept aside, never read as the key.
+    _, line = created(world, "work")
+    assert Path(str(record) + ".damaged").read_text() == "version=1\nname=work\n"
+    j = listed(world)
+    assert [k["public_key"] for k in j["keys"]] == [line] and j["damaged"] == ["work"], j
+    # Deleting asks for the finger and takes both.
+    no = ssh(world, "delete", "work", fingers=[OTHER] * 3)
+    assert no.status == 1 and record.exists(), no.output
+    yes = ssh(world, "delete", "work", fingers=[ENROLLED])
+    assert yes.status == 0, yes.output
+    assert list(keys_dir(world).glob("work.key*")) == []
+    assert listed(world) == {"keys": [], "damaged": []}
+
+
 # --- hostile input ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["../x", "a/b", ".hidden", "x" * 65, "a b", "é"])
