@@ -11,6 +11,8 @@ struct AgentPeer {
     let configPath: String
     let pid: Int32
     let acceptedAt: UInt64
+    /// The account's home, where its known_hosts is (AgentDestination).
+    let home: String?
 }
 
 /// One ssh-agent connection (draft-miller-ssh-agent), served until the client closes it or
@@ -54,8 +56,10 @@ enum AgentMode {
                 exit(0)
             }
             HardDeadline.set(seconds: HardDeadline.seconds(for: options))
-            let reply = session.answer(message, connection: connection)
-            guard connection.send(reply) else {
+            let (reply, afterwards) = session.answer(message, connection: connection)
+            let sent = connection.send(reply)
+            afterwards?()
+            guard sent else {
                 log.log(.info, "user \(peer.name) (pid \(peer.pid)): the ssh-agent client went away before its answer")
                 exit(0)
             }
@@ -78,13 +82,21 @@ struct AgentSession {
 
     var store: SSHKeyStore { SSHKeyStore(stateDirectory: options.stateDir, uid: peer.uid) }
 
-    mutating func answer(_ message: AgentMessage, connection: AgentConnection) -> AgentReply {
+    /// The reply, and what is to be done once it has been sent.
+    mutating func answer(_ message: AgentMessage, connection: AgentConnection) -> (AgentReply, (() -> Void)?) {
+        if case .signRequest(let request) = message {
+            return AgentSign(peer: peer, options: options, bindings: bindings, connection: connection, log: log)
+                .sign(request)
+        }
+        return (answerAtOnce(message), nil)
+    }
+
+    private mutating func answerAtOnce(_ message: AgentMessage) -> AgentReply {
         switch message {
         case .requestIdentities:
             return identities()
-        case .signRequest(let request):
-            return AgentSign(peer: peer, options: options, bindings: bindings, connection: connection, log: log)
-                .sign(request)
+        case .signRequest:
+            return .failure
         case .sessionBind(let b):
             if let why = bindings.bind(b, verifies: { HostKeySignature.isValid(hostKey: $0.hostKey, signature: $0.signature, data: $0.sessionID) }) {
                 log.log(.warning, "user \(peer.name) (pid \(peer.pid)): session-bind refused: \(why) "

@@ -37,25 +37,26 @@ struct AgentSign {
 
     var store: SSHKeyStore { SSHKeyStore(stateDirectory: options.stateDir, uid: peer.uid) }
 
-    func sign(_ request: AgentMessage.SignRequest) -> AgentReply {
+    /// The reply, and what is recorded once it has been sent (the log line and the use: a
+    /// record is written and synced to disk, and the requester need not wait for that).
+    func sign(_ request: AgentMessage.SignRequest) -> (AgentReply, afterwards: (() -> Void)?) {
         let record: SSHKeyRecord
         do {
             guard let found = try store.find(publicBlob: request.keyBlob) else {
                 // ssh offers what IDENTITIES listed; anything else is no key of this user.
                 log.log(.info, "user \(peer.name) (pid \(peer.pid)): a signature asked with key "
                         + "\(SSHPublicKey.fingerprint(request.keyBlob)), which is not one of the user's: refused")
-                return .failure
+                return (.failure, nil)
             }
             record = found
         } catch {
             log.log(.warning, "user \(peer.name): the SSH keys cannot be read: \(error)")
-            return .failure
+            return (.failure, nil)
         }
         let chain = ProgramChain.of(peer: peer.pid, uid: peer.uid, stillRuns: { Self.peerRuns(peer.pid) })
         let (prompt, scope, early) = judge(request, record: record, chain: chain)
         let outcome = early ?? approveAndSign(request, record: record, prompt: prompt, scope: scope)
-        keep(outcome, record: record, prompt: prompt, chain: chain)
-        return outcome.reply
+        return (outcome.reply, { keep(outcome, record: record, prompt: prompt, chain: chain) })
     }
 
     // MARK: - Before any scan
@@ -63,9 +64,8 @@ struct AgentSign {
     /// The prompt and the reuse scope of the request, and its refusal when it has one.
     private func judge(_ request: AgentMessage.SignRequest, record: SSHKeyRecord,
                        chain: ProgramChain) -> (AgentPrompt, String, Outcome?) {
-        let home = getpwuid(peer.uid).flatMap { $0.pointee.pw_dir.map { String(cString: $0) } }
         func destination(_ key: [UInt8]) -> AgentDestination {
-            AgentDestination.of(hostKey: key, peer: peer.pid, uid: peer.uid, home: home, log: log)
+            AgentDestination.of(hostKey: key, peer: peer.pid, uid: peer.uid, home: peer.home, log: log)
         }
         let through = bindings.forwardedThrough.map { destination($0.hostKey) }
         var action = AgentPrompt.Action.signFile(namespace: "?")

@@ -90,7 +90,8 @@ enum Launch {
               let name = try? UserName(String(cString: raw)) else {
             return .refused("uid \(uid) has no usable entry in the user database")
         }
-        return .agent(AgentPeer(uid: uid, name: name, configPath: config, pid: pid, acceptedAt: acceptedAt))
+        let home = pw.pointee.pw_dir.map { String(cString: $0) }
+        return .agent(AgentPeer(uid: uid, name: name, configPath: config, pid: pid, acceptedAt: acceptedAt, home: home))
     }
 
     /// A decimal uid as localauthd writes it: digits only, no sign, not root.

@@ -109,7 +109,8 @@ enum SSHKeysMode {
             }
             if let problem = SSHKeyRecord.reuseProblem(reuse) { throw Refusal.invalid(problem) }
             if let problem = SSHKeyRecord.commentProblem(comment) { throw Refusal.invalid(problem) }
-            if try store.load(name: name) != nil {
+            // A damaged record under the name is no key: create moves it aside.
+            if (try? store.load(name: name)) ?? nil != nil {
                 throw Refusal(code: .invalidContext, reason: "exists", cause: "a key named \(name) exists already")
             }
             // As a right saved with biometryCurrentSet: bound to the set enrolled now.
@@ -163,23 +164,33 @@ enum SSHKeysMode {
 
         private func delete(name: String) throws -> Frame {
             if let problem = SSHKeyRecord.nameProblem(name) { throw Refusal.invalid(problem) }
-            let record: SSHKeyRecord?
-            do { record = try store.load(name: name) } catch SSHKeyStore.Failure.damaged {
+            let record = try loadOrDamaged(name)
+            let damaged = try record == nil && store.damagedNames().contains(name)
+            if let record {
+                // A void key (its fingers changed) can never sign again: removing it takes
+                // nothing from anyone (SSHKeyRule.isVoid). fprintd is asked only for a key
+                // bound to the enrolled set.
+                let void = record.requirement == .biometryCurrentSet
+                    && SSHKeyRule.isVoid(record, enrolled: knownEnrolledSet())
+                if !void { try authorize(record, what: "delete the key") }
+            } else if damaged {
                 // A damaged record's requirement cannot be read: the finger, as the default.
-                try authorize(nil, what: "delete the damaged key")
-                try store.remove(name: name)
-                note(name, what: "delete the damaged key", outcome: "deleted")
-                return success("deleted", keys: [])
-            }
-            guard let record else { throw Refusal.notFound(name) }
-            // A void key (its fingers changed) can never sign again: removing it takes
-            // nothing from anyone (SSHKeyRule.isVoid).
-            if !SSHKeyRule.isVoid(record, enrolled: knownEnrolledSet()) {
-                try authorize(record, what: "delete the key")
+                try authorize(nil, name: name, what: "delete the damaged key")
+            } else {
+                throw Refusal.notFound(name)
             }
             guard try store.remove(name: name) else { throw Refusal.notFound(name) }
-            note(name, what: "delete the key", outcome: "deleted")
+            note(name, what: record == nil ? "delete the damaged key" : "delete the key", outcome: "deleted")
             return success("deleted", keys: [])
+        }
+
+        /// The key named; nil when there is none or its record is damaged (`damagedNames`
+        /// says which).
+        private func loadOrDamaged(_ name: String) throws -> SSHKeyRecord? {
+            do { return try store.load(name: name) } catch {
+                if case .damaged = error { return nil }
+                throw error
+            }
         }
 
         private func policy(name: String, requirement text: String?, reuse: Int?, forwarding: Bool?) throws -> Frame {
@@ -211,13 +222,13 @@ enum SSHKeysMode {
 
         /// The evaluation of the key's requirement (nil: a damaged record, the finger), on
         /// localauthctl's terminal; throws the refusal's frame as it is.
-        private func authorize(_ record: SSHKeyRecord?, what: String) throws {
+        private func authorize(_ record: SSHKeyRecord?, name: String? = nil, what: String) throws {
             let requirement = record?.requirement ?? .biometry
             let policy: AppMode.Policy = SSHKeyRule.policy(requirement) == .deviceOwnerAuthentication ? .owner : .biometrics
             switch AppMode.authenticate(request, policy: policy, unprivileged: true, options: options,
                                         channel: channel, log: log) {
             case .refused(let frame):
-                note(record?.name ?? "-", what: what, outcome: "refused")
+                note(record?.name ?? name ?? "-", what: what, outcome: "refused")
                 throw Answered(frame: frame)
             case .matched(_, let domainState):
                 if let record, !SSHKeyRule.matchAuthorizes(record, matchedDomainState: domainState) {

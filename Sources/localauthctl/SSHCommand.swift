@@ -25,7 +25,7 @@ enum SSHCommand {
 
     static let spec = CommandSpec(
         name: "ssh", synopsis: "ssh SUBCOMMAND [NAME] [OPTIONS]",
-        summary: "your SSH keys behind the finger: create, list, public-key, allowed-signers, delete, policy, log, setup",
+        summary: "your SSH keys behind the finger (create, list, public-key, delete, ...)",
         help: """
         Keys that localauthd keeps on root's side and signs with only after your finger (its
         ssh-agent socket, /run/localauth/ssh-agent).
@@ -165,7 +165,7 @@ struct SSHContext {
             say("\(padCells(key.name, width))  \(SSHKeyText.keyType)  \(key.fingerprint)  \(policyText(key))")
         }
         for name in damaged {
-            warn(tr(cliLanguage, "the record of key %s is damaged: localauthctl ssh delete %s removes it", name, name))
+            warn(tr(cliLanguage, "the record of key %s is damaged: localauthctl ssh delete %s removes it", shownLine(name), shownLine(name)))
         }
         return Exit.ok
     }
@@ -255,7 +255,7 @@ struct SSHContext {
         }
         if uses.isEmpty { warn(tr(cliLanguage, "no uses of your SSH keys recorded yet")) }
         for use in uses {
-            say("\(SSHContext.timeText(use.at))  \(use.key)  \(use.outcome)  \(printable(use.what))  \(printable(use.chain))")
+            say("\(SSHContext.timeText(use.at))  \(use.key)  \(use.outcome)  \(shownLine(use.what))  \(shownLine(use.chain))")
         }
         return Exit.ok
     }
@@ -268,7 +268,7 @@ struct SSHContext {
         case .failure(let e): return .failure(Stop(status: fail(spec, e)))
         case .success(let answer) where answer.isSuccess: return .success(answer)
         case .success(let answer):
-            warn("ssh: \(printable(answer.cause ?? answer.name))")
+            warn("ssh: \(shownLine(answer.cause ?? answer.name))")
             return .failure(Stop(status: SSHService.status(answer)))
         }
     }

@@ -41,7 +41,7 @@ enum SSHService {
         defer { if interrupt >= 0 { close(interrupt) } }
         let deadline = MonotonicClock.millis() + deadlineMillis
         while MonotonicClock.millis() < deadline {
-            switch wait(fd, interrupt) {
+            switch channel.hasBufferedFrame ? .readable : wait(fd, interrupt) {
             case .interrupted:
                 drain(interrupt)
                 _ = channel.send(Frame(.cancel, text: "cancel"))
@@ -57,7 +57,7 @@ enum SSHService {
             case .started:
                 continue
             case .info, .error:
-                warn(printable(frame.text ?? ""))
+                warn(shownLine(frame.text ?? ""))
             case .promptEchoOff, .promptEchoOn:
                 answerPrompt(frame, channel)
             case .result:
@@ -74,6 +74,8 @@ enum SSHService {
 
     private enum Wake { case readable, interrupted, idle }
 
+    /// The socket or Ctrl-C, a second at most. A frame the channel already holds (two came
+    /// in one read) is asked first: poll would not see it.
     private static func wait(_ fd: Int32, _ interrupt: Int32) -> Wake {
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: interrupt, events: Int16(POLLIN), revents: 0)]
@@ -91,7 +93,7 @@ enum SSHService {
     /// The password, from the terminal (never from stdin's pipe): none there, or Ctrl-C,
     /// is a cancel.
     private static func answerPrompt(_ frame: Frame, _ channel: FrameChannel) {
-        let prompt = printable(frame.text ?? "Password:")
+        let prompt = shownLine(frame.text ?? "Password:", limit: 200)
         guard var secret = readSecret(prompt: prompt.hasSuffix(" ") ? prompt : prompt + " ") else {
             _ = channel.send(Frame(.cancel, text: "cancel"))
             return
@@ -116,4 +118,18 @@ enum SSHService {
         default: return Exit.failed
         }
     }
+}
+
+/// Text from root's side or from a record, for the terminal: one line, whole (printable()
+/// cuts at 80), with controls and format characters (bidi overrides) shown as `?`, so that
+/// nothing in it moves the cursor or reorders what follows.
+func shownLine(_ text: String, limit: Int = 2000) -> String {
+    var out = String.UnicodeScalarView()
+    for scalar in text.unicodeScalars.prefix(limit) {
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: out.append("?")
+        default: out.append(scalar)
+        }
+    }
+    return String(out)
 }

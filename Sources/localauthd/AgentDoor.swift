@@ -5,40 +5,160 @@ import LocalAuth
 
 /// The ssh-agent door: `/run/localauth/ssh-agent` (localauth-ssh-agent.socket, or
 /// `--agent-listen PATH`), one for every user. Its peers are pinned as the main socket's
-/// are (Peer.swift), and each connection goes at once, unread, to a helper of its own that
-/// speaks the ssh-agent protocol until the client closes (AgentMode in the helper): ssh
-/// opens its agent connection before it needs it, so there is no request to wait for here.
+/// are (Peer.swift); then each connection is held here until its first message:
+/// * SSH_AGENTC_REQUEST_IDENTITIES is answered here, from root's store, with the public
+///   keys of the peer's own uid (as a preflight is answered without a helper): `ssh-add -L`
+///   and the listing ssh and ssh-keygen do first start no root process;
+/// * anything else goes, unread, with the connection to a helper of its own, which speaks
+///   the ssh-agent protocol until the client closes (AgentMode in the helper): signatures,
+///   session binds, and every judgement of what the client wrote.
 ///
 /// Agent connections have a limit and a rate of their own per user, apart from the
 /// requests' (Shares.swift, RateLimit.swift): a user's `git fetch` in a loop, or many
 /// forwarded sessions, never takes the slots their `sudo` needs, and never more than
-/// `perUserLimit` root helpers of theirs serve the agent at once.
+/// `perUserLimit` connections of theirs are held or served at once.
 struct AgentDoor {
     let listener: Listener
     let perUserLimit: Int
-    /// Helper starts per user; more than the requests' rate, since `ssh-add -L`, `git
-    /// fetch` and an editor's git integration open connections without a person behind
-    /// each one (none of them scans before its own evaluation's rules say so).
+    /// Helper starts per user: more than the requests' rate (a signature inside a key's
+    /// reuse window is one helper, and git signs in bursts), bounded all the same.
     private var rate: HelperStartRate
+    private(set) var held: [Held] = []
+
+    static let rateBurst = 64
+    static let ratePerSecond = 32
+    /// A held connection silent this long is closed (the helper's own bound, AgentMode).
+    static let idleMillis: Int64 = 600_000
+    /// The start of a frame is looked at again this much later (poll would say readable):
+    /// at once the first time, since OpenSSH writes a message's length and its body in two
+    /// writes, then less often (a client that stalls mid-frame costs a wake-up per 20 ms).
+    static let firstRecheckMillis: Int64 = 1
+    static let recheckMillis: Int64 = 20
+
+    /// A pinned connection whose next message has not come (or was REQUEST_IDENTITIES).
+    struct Held {
+        let waiting: Waiting
+        var idleUntil: Int64
+        var recheckAt: Int64 = 0
+        /// How often the start of the current frame was looked at.
+        var rechecks = 0
+    }
 
     init(listener: Listener, perUserLimit: Int) {
         self.listener = listener
         self.perUserLimit = perUserLimit
-        rate = HelperStartRate(userBurst: 32, userPerSecond: 16)
+        rate = HelperStartRate(userBurst: Self.rateBurst, userPerSecond: Self.ratePerSecond)
     }
 
-    /// Why a pinned peer's agent connection gets no helper, nil when it gets one. Counted
-    /// by the peer's own uid: an ssh-agent peer is served for its uid's keys, whatever its
-    /// real uid.
-    mutating func refusal(_ peer: Peer, running: [Worker]) -> String? {
+    /// Why a pinned peer's new connection is refused, nil when it is taken. Counted by the
+    /// peer's own uid (an ssh-agent peer is served its uid's keys, whatever its real uid):
+    /// the helpers serving its connections and the connections held here.
+    func refusal(_ peer: Peer, running: [Worker]) -> String? {
         let already = running.filter { $0.agent && $0.uid == peer.uid }.count
-        if already >= perUserLimit {
-            return "\(already) agent connections of this user are served already (the limit)"
+            + held.filter { $0.waiting.peer.uid == peer.uid }.count
+        return already >= perUserLimit ? "\(already) agent connections of this user are open already (the limit)" : nil
+    }
+
+    /// Whether this uid may start one more helper now (its own share of agent starts; root's
+    /// own ssh is a user's here).
+    mutating func mayStartHelper(_ peer: Peer) -> Bool {
+        rate.take(share: peer.uid == 0 ? uid_t.max - 1 : peer.uid)
+    }
+
+    mutating func hold(_ waiting: Waiting) {
+        held.append(Held(waiting: waiting, idleUntil: MonotonicClock.millis() + Self.idleMillis))
+    }
+
+    var pollFDs: [pollfd] {
+        let now = MonotonicClock.millis()
+        return held.map { pollfd(fd: $0.waiting.connection, events: $0.recheckAt > now ? pollReadHangUp : Int16(POLLIN) | pollReadHangUp,
+                                 revents: 0) }
+    }
+
+    /// What a held connection's readiness led to.
+    enum Step {
+        /// Still held (answered, or not a whole message yet).
+        case held
+        /// Closed here (the client went away).
+        case closed
+        /// Its next message is for a helper: taken out of `held`.
+        case handOff(Waiting)
+    }
+
+    /// Answers REQUEST_IDENTITIES as often as they come first; hands over at the first
+    /// other message. `identities` gives the answer's body for a uid.
+    mutating func serve(_ fd: Int32, revents: Int16, identities: (uid_t) -> [UInt8]) -> Step {
+        guard let index = held.firstIndex(where: { $0.waiting.connection == fd }) else { return .held }
+        while true {
+            var buffer = [UInt8](repeating: 0, count: 8)
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_PEEK | MSG_DONTWAIT)) }
+            let hungUp = revents & (Int16(POLLHUP | POLLERR) | pollReadHangUp) != 0
+            if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { return close(at: index) }
+            // Nothing yet: poll says so when something comes (no recheck needed).
+            if n < 0 { held[index].recheckAt = 0; return .held }
+            switch AgentPeek.classify(Array(buffer[0..<max(0, n)])) {
+            case .notYet where hungUp:
+                return close(at: index)
+            case .notYet:
+                held[index].recheckAt = MonotonicClock.millis()
+                    + (held[index].rechecks == 0 ? Self.firstRecheckMillis : Self.recheckMillis)
+                held[index].rechecks += 1
+                return .held
+            case .message:
+                return .handOff(held.remove(at: index).waiting)
+            case .requestIdentities:
+                var taken = [UInt8](repeating: 0, count: AgentPeek.requestIdentities.count)
+                _ = taken.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                let answer = identities(held[index].waiting.peer.uid)
+                let sent = answer.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                guard sent == answer.count else { return close(at: index) }
+                held[index].idleUntil = MonotonicClock.millis() + Self.idleMillis
+                held[index].recheckAt = 0
+                held[index].rechecks = 0
+            }
         }
-        // Root's agent connections (root's own ssh) are a user's: a share of their own.
-        guard rate.take(share: peer.uid == 0 ? uid_t.max - 1 : peer.uid) else {
-            return "over its rate of agent connections (32 at once, 16 a second)"
+    }
+
+    private mutating func close(at index: Int) -> Step {
+        held.remove(at: index).waiting.release()
+        return .closed
+    }
+
+    /// Closes the connections silent past their bound; how many.
+    mutating func closeIdle(now: Int64 = MonotonicClock.millis()) -> Int {
+        let idle = held.filter { $0.idleUntil <= now }
+        held.removeAll { $0.idleUntil <= now }
+        idle.forEach { $0.waiting.release() }
+        return idle.count
+    }
+
+    var nextDeadline: Int64? {
+        let now = MonotonicClock.millis()
+        return (held.map(\.idleUntil) + held.map(\.recheckAt).filter { $0 > now }).min()
+    }
+}
+
+/// The first bytes of an agent connection, as localauthd decides on them (pure, for the
+/// unit tests and scripts/fuzz).
+enum AgentPeek {
+    /// uint32 1, SSH_AGENTC_REQUEST_IDENTITIES (11).
+    static let requestIdentities: [UInt8] = [0, 0, 0, 1, 11]
+
+    enum Kind: Equatable {
+        /// Not enough to tell yet.
+        case notYet
+        /// A whole REQUEST_IDENTITIES frame first.
+        case requestIdentities
+        /// Anything else: the helper reads and judges it.
+        case message
+    }
+
+    static func classify(_ bytes: [UInt8]) -> Kind {
+        guard bytes.count >= 4 else {
+            return bytes.elementsEqual(requestIdentities.prefix(bytes.count)) ? .notYet : .message
         }
-        return nil
+        guard bytes.prefix(4).elementsEqual(requestIdentities.prefix(4)) else { return .message }
+        guard bytes.count >= 5 else { return .notYet }
+        return bytes[4] == requestIdentities[4] ? .requestIdentities : .message
     }
 }

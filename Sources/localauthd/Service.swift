@@ -93,8 +93,8 @@ struct Service {
         while true {
             // The listener, logind's bus (or -1: ignored by poll), the configuration's
             // directory, the spare helper's exit, the ssh-agent socket, the helpers, the
-            // connections waiting for their request, then the connections kept open for
-            // preflights.
+            // connections waiting for their request, the connections kept open for
+            // preflights, then the ssh-agent connections held for their first message.
             var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: logind?.fd ?? -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: configWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0),
@@ -103,6 +103,8 @@ struct Service {
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
                 + waiting.map { pollfd(fd: $0.connection, events: $0.pollEvents(), revents: 0) }
                 + kept.fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+                + (agent?.pollFDs ?? [])
+            let counts = (running: running.count, waiting: waiting.count, kept: kept.fds.count)
             let ready = la_ppoll_millis(&fds, UInt(fds.count), pollTimeout(watchdog), &waitMask)
             let sig = stopRequested.load(ordering: .relaxed)
             if sig != 0 { return "signal \(sig)" }
@@ -120,21 +122,25 @@ struct Service {
                 if fds[1].revents != 0 { followLogind() }
                 if fds[3].revents != 0 { spareEnded() }
                 let first = 5
-                let helpers = fds[first..<(first + running.count)]
-                let requests = fds[(first + running.count)..<(first + running.count + waiting.count)]
-                let keptReady = fds[(first + running.count + waiting.count)...].filter { $0.revents != 0 }
+                let helpers = fds[first..<(first + counts.running)]
+                let requests = fds[(first + counts.running)..<(first + counts.running + counts.waiting)]
+                let keptStart = first + counts.running + counts.waiting
+                let keptReady = fds[keptStart..<(keptStart + counts.kept)].filter { $0.revents != 0 }
+                let agentReady = fds[(keptStart + counts.kept)...].filter { $0.revents != 0 }
                 reap(helpers.filter { $0.revents != 0 }.map(\.fd))
                 serve(requests.filter { $0.revents != 0 })
                 for ready in keptReady { serveKept(ready.fd, revents: ready.revents) }
+                for ready in agentReady { serveAgent(ready.fd, revents: ready.revents) }
                 if fds[0].revents != 0 { acceptWaiting() }
                 if fds[4].revents != 0 { acceptAgentConnections() }
             }
             for due in turn.due(running: running) { start(due.waiting, due.request, heldAs: due.claim) }
             closeOverdue()
             kept.closeIdle(now: MonotonicClock.millis())
+            _ = agent?.closeIdle()
             quiet.flush(log: log)
             if !running.isEmpty || !waiting.isEmpty { idleSince = MonotonicClock.millis() }
-            if arguments.idleExitSeconds > 0, running.isEmpty, waiting.isEmpty,
+            if arguments.idleExitSeconds > 0, running.isEmpty, waiting.isEmpty, agent?.held.isEmpty ?? true,
                MonotonicClock.millis() - idleSince >= Int64(arguments.idleExitSeconds) * 1000 {
                 return "idle for \(arguments.idleExitSeconds) s"
             }
@@ -169,6 +175,7 @@ struct Service {
         if let summary = quiet.nextDeadline { bound(summary - MonotonicClock.millis()) }
         if let idle = kept.nextIdleDeadline { bound(idle - MonotonicClock.millis()) }
         if let held = turn.nextDeadline { bound(held - MonotonicClock.millis()) }
+        if let agentDue = agent?.nextDeadline { bound(agentDue - MonotonicClock.millis()) }
         return Int32(clamping: ms)
     }
 
@@ -362,8 +369,7 @@ struct Service {
     }
 
     /// ssh-agent connections: each peer pinned as on the main socket, counted against the
-    /// agent's own limit and rate (AgentDoor), then handed at once to a helper (the spare,
-    /// as a request is), which serves it until the client closes.
+    /// agent's own limit (AgentDoor), then held for its first message (serveAgent).
     private mutating func acceptAgentConnections() {
         guard let listener = agent?.listener else { return }
         while let connection = listener.accept() {
@@ -381,15 +387,37 @@ struct Service {
                 continue
             }
             let held = Waiting(connection: connection, peer: peer, acceptedAt: acceptedAt, deadline: 0)
-            defer { held.release() }
             if let why = agent?.refusal(peer, running: running) {
                 // The client reads the end of the connection: ssh goes on without the agent.
                 quiet.note(.warning, uid: peer.uid, kind: "agent connections refused",
-                           first: "an ssh-agent connection of uid \(peer.uid) (pid \(peer.pid)) refused, no helper: \(why)", log: log)
+                           first: "an ssh-agent connection of uid \(peer.uid) (pid \(peer.pid)) refused: \(why)", log: log)
+                held.release()
                 continue
             }
-            startAgentHelper(held)
+            agent?.hold(held)
+            // A client writes as it connects: often its message is here already.
+            serveAgent(connection, revents: 0)
         }
+    }
+
+    /// A held agent connection that became readable: REQUEST_IDENTITIES answered here from
+    /// root's store; any other message hands the connection to a helper, within the
+    /// user's rate of agent helper starts.
+    private mutating func serveAgent(_ fd: Int32, revents: Int16) {
+        let stateDir = options.stateDir
+        let log = self.log
+        guard case .handOff(let held)? = agent?.serve(fd, revents: revents, identities: {
+            AgentIdentities.answer(uid: $0, stateDirectory: stateDir, log: log)
+        }) else { return }
+        defer { held.release() }
+        guard agent?.mayStartHelper(held.peer) == true else {
+            quiet.note(.warning, uid: held.peer.uid, kind: "agent connections refused: over the rate of helper starts",
+                       first: "an ssh-agent connection of uid \(held.peer.uid) (pid \(held.peer.pid)) closed, no helper: "
+                           + "over its rate of agent helper starts (\(AgentDoor.rateBurst) at once, "
+                           + "\(AgentDoor.ratePerSecond) a second)", log: log)
+            return
+        }
+        startAgentHelper(held)
     }
 
     private mutating func startAgentHelper(_ held: Waiting) {

@@ -67,13 +67,6 @@ import Testing
         #expect(fp.hasPrefix("SHA256:") && fp.count == 7 + 43 && !fp.hasSuffix("="))
     }
 
-    @Test func base64IsRFC4648s() {
-        let cases: [(String, String)] = [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="),
-                                         ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")]
-        for (plain, coded) in cases { #expect(SSHKeyText.base64(Array(plain.utf8)) == coded) }
-        #expect(SSHKeyText.base64([0xfb, 0xff]) == "+/8=")
-    }
-
     @Test func aPrincipalIsOneWord() {
         #expect(SSHKeyText.principalProblem("alice@example.org") == nil)
         for bad in ["", "a b", "a,b", "\"a\"", "#a", "a\nb", String(repeating: "a", count: 257)] {

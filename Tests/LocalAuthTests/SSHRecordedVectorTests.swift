@@ -205,4 +205,26 @@ import Testing
                 == .sshsig(.init(namespace: "git", hashAlgorithm: "sha512", messageHash: SSHDigest.hash(.sha512, message)!)))
         #expect(request.data == SSHTool.signedData(message: message, namespace: "git"))
     }
+
+    /// Random single-byte changes to the recorded binds: each either fails to decode or,
+    /// if it changed the host key, session or signature, fails to verify. Never a trap.
+    @Test func everyChangedBindFailsToVerify() throws {
+        var generator = SystemRandomNumberGenerator()
+        var changed = 0
+        for (_, hex) in Self.sessionBinds {
+            let original = Self.bytes(hex)
+            let bind = try Self.bind(hex)
+            for _ in 0..<150 {
+                var bytes = original
+                let index = Int.random(in: 1..<bytes.count, using: &generator)
+                bytes[index] ^= UInt8.random(in: 1...255, using: &generator)
+                guard case .sessionBind(let other) = try? AgentMessage.decode(bytes) else { continue }
+                guard other.hostKey != bind.hostKey || other.sessionID != bind.sessionID || other.signature != bind.signature
+                else { continue }
+                changed += 1
+                #expect(throws: HostKeySignature.Failure.self, "byte \(index)") { try other.verify() }
+            }
+        }
+        #expect(changed > 100)
+    }
 }
