@@ -695,10 +695,12 @@ def agent_signs(guest, term, pub: str, name: str) -> dict:
     """``ssh-keygen -Y sign`` on ``term`` with the packaged agent (the socket's unit), its
     key named by ``pub``; whenever fprintd wants a finger, alice's (at most one). The facts:
     whether a scan was offered, the scans, whether it succeeded, whether a signature was written,
-    and the helper's lines meanwhile."""
-    data = f"/tmp/la-vm/{name}.txt"
+    and whether the helper's line says presence refused it (its lines, localauthd's and
+    ssh-keygen's own are printed: a failure shows them)."""
+    data, err = f"/tmp/la-vm/{name}.txt", f"/tmp/la-vm/{name}.err"
     guest.sh(f"echo {name} > {data} && chown alice: {data}")
-    command = f"SSH_AUTH_SOCK={AGENT_SOCKET} ssh-keygen -Y sign -n file -f {pub} {data}"
+    # ssh-keygen's own messages into a file (the agent's prompt goes to the terminal itself).
+    command = f"env SSH_AUTH_SOCK={AGENT_SOCKET} ssh-keygen -Y sign -n file -f {pub} {data} 2> {err}"
     mark = guest.mark()
     if isinstance(term, SshTerminal):
         term.run(command)
@@ -719,10 +721,12 @@ def agent_signs(guest, term, pub: str, name: str) -> dict:
             raise GuestError(f"{command!r} did not finish within {WAIT} s; the terminal:\n{term.text()}")
         time.sleep(POLL)
     signed = guest.sh(f"test -s {data}.sig && echo yes || echo no").strip() == "yes"
-    helper = [e.get("MESSAGE", "") for e in guest.journal(mark) if e.get("SYSLOG_IDENTIFIER") == "localauth-helper"]
-    print(f"--- {command!r} on {term.kind}: rc {rc}, scans {scans}\nhelper:\n" + "\n".join(helper)
-          + f"\nterminal:\n{term.text()}")
-    return {"finger_offered": True in guest.finger(mark), "scans": scans, "succeeded": int(rc) == 0, "signed": signed}
+    lines = [f"{e.get('SYSLOG_IDENTIFIER')}: {e.get('MESSAGE', '')}" for e in guest.journal(mark)
+             if e.get("SYSLOG_IDENTIFIER") in ("localauthd", "localauth-helper")]
+    print(f"--- {command!r} on {term.kind}: rc {rc}, scans {scans}\nlocalauthd and its helper:\n"
+          + "\n".join(lines) + f"\nssh-keygen said: {guest.sh(f'cat {err}', check=False)}\nterminal:\n{term.text()}")
+    return {"finger_offered": True in guest.finger(mark), "scans": scans, "succeeded": int(rc) == 0, "signed": signed,
+            "refused_by_presence": any(l.startswith("localauth-helper: ") and "presence:" in l for l in lines)}
 
 
 def test_an_agent_request_from_alice_s_ssh_session_gets_no_scan_and_her_next_local_one_does(guest, tty1, cleanup):
@@ -744,8 +748,10 @@ def test_an_agent_request_from_alice_s_ssh_session_gets_no_scan_and_her_next_loc
     guest.wait_no_remote_session("alice")
     local = agent_signs(guest, tty1, pub, guest.unique("local-sign-"))
     assert {"remote": remote, "local": local} == {
-        "remote": {"finger_offered": False, "scans": [], "succeeded": False, "signed": False},
-        "local": {"finger_offered": True, "scans": [PRINTS["alice"]], "succeeded": True, "signed": True}}, (remote, local)
+        "remote": {"finger_offered": False, "scans": [], "succeeded": False, "signed": False,
+                   "refused_by_presence": True},
+        "local": {"finger_offered": True, "scans": [PRINTS["alice"]], "succeeded": True, "signed": True,
+                  "refused_by_presence": False}}, (remote, local)
 
 
 # --- last: a reboot, then the password first ---------------------------------------------
