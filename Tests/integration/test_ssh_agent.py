@@ -262,10 +262,24 @@ def test_a_session_bind_with_a_bad_signature_is_refused_before_any_scan(m):
 # --- one connection, many signatures; a peer that leaves --------------------------------------
 
 def fds_and_rss(pid):
-    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    """The helper's open descriptors and resident set (KiB) once it is between requests:
+    it answers a signature before it records the use, so a record being written (the key
+    store's lock and a ``*.tmp`` file open, for some tens of milliseconds) is waited out,
+    at most 5 s."""
+    deadline = time.monotonic() + 5
+    while True:
+        targets = []
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                targets.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:
+                continue                       # closed meanwhile
+        if not any(t.endswith((".tmp", ".lock")) for t in targets) or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
     status = Path(f"/proc/{pid}/status").read_text()
     rss = next(int(l.split()[1]) for l in status.splitlines() if l.startswith("VmRSS:"))
-    return fds, rss
+    return len(targets), rss
 
 
 def test_200_signatures_in_one_connection_inside_the_reuse_window_grow_nothing(m):
