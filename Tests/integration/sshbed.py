@@ -573,6 +573,12 @@ def _machine_class():
                 self.sshd.authorize(line)
             return line
 
+        def uses(self) -> list:
+            """``localauthctl ssh log --json``: the last uses and refusals, oldest first, as
+            (outcome, what) pairs (the key's creation is the first)."""
+            import json as _json
+            return [(u["outcome"], u["what"]) for u in reversed(_json.loads(self.ctl_ssh("log", "--json").stdout)["uses"])]
+
         def allowed_signers(self, name, principal="tester@example.org") -> str:
             return self.ctl_ssh("allowed-signers", name, "--principal", principal).stdout.strip()
 

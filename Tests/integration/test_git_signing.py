@@ -6,7 +6,7 @@ Run as root: /usr/bin/python3 -m pytest Tests/integration/test_git_signing.py
 * ``git -c gpg.format=ssh -c user.signingkey=key::LINE commit -S``: one matching finger,
   the prompt on git's terminal says it signs a git commit, names the key and the program
   chain from git; then ``git verify-commit`` with the ``allowed_signers`` line localauthctl
-  printed: ``Good "git" signature``.
+  printed: ``Good "git" signature``; ``localauthctl ssh log`` has the use.
 * A wrong finger three times: no commit is made, nothing signed.
 """
 import os
@@ -61,6 +61,7 @@ def test_a_commit_signed_by_finger_verifies_with_the_printed_allowed_signers(m):
     verified = m.home.git(repo, "verify-commit", "HEAD", allowed_signers=signers)
     assert verified.returncode == 0, verified.stderr
     assert f'Good "git" signature for {PRINCIPAL}' in verified.stderr, verified.stderr
+    assert m.uses()[-1] == ("signed", f"SSH key git-signing: {SIGN_A_GIT_COMMIT}"), m.uses()
 
 
 def test_three_wrong_fingers_make_no_commit(m):

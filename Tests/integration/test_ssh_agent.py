@@ -21,6 +21,7 @@ Run as root: /usr/bin/python3 -m pytest Tests/integration/test_ssh_agent.py
   descriptors and memory do not grow.
 * A peer that exits while its request waits for the finger gets nothing: the helper ends,
   the reader stops, no window opens.
+* Each use and refusal is in ``localauthctl ssh log`` with what it approved.
 """
 import os
 import re
@@ -147,6 +148,7 @@ def test_ssh_logs_in_after_one_matching_finger_and_the_prompt_names_the_key_and_
     # key, the account, and the program chain from ssh.
     assert f"SSH key laptop: log in to {HOST} (" in screen and m.sshd.host_fingerprint in screen, screen
     assert f"as {m.user.name}" in screen and "requested by ssh" in screen, screen
+    assert [o for o, _ in m.uses()] == ["created", "signed"], m.uses()
 
 
 def test_ssh_fails_after_three_wrong_fingers_and_a_finger_only_key_asks_no_password(m):
@@ -161,6 +163,8 @@ def test_ssh_fails_after_three_wrong_fingers_and_a_finger_only_key_asks_no_passw
     assert (asked, res.status, f"in-as-{m.user.name}" in screen) == (1, 255, False), screen
     assert scans(m, mark) == ["verify-no-match"] * 3
     assert m.state_file()["failures"] == "3"
+    outcomes = [o for o, _ in m.uses()]
+    assert outcomes[0] == "created" and len(outcomes) == 2 and outcomes[1] != "signed", outcomes
 
 
 def test_a_key_that_allows_the_password_takes_it_after_three_wrong_fingers(m):
@@ -217,6 +221,8 @@ def test_a_forwarded_request_for_a_key_that_does_not_allow_it_is_refused_without
     facts = {"status": res.status != 0, "results": results, "scans": seen, "signed": Path(f"{data}.sig").exists()}
     assert facts == {"status": True, "results": ["verify-match"], "scans": ["verify-match"], "signed": False}, \
         f"{facts}\n{screen}"
+    outcome, what = m.uses()[-1]              # the refusal is recorded, and says why
+    assert outcome == "refused-forwarded" and FORWARDED in what, m.uses()
 
 
 def test_a_forwarded_request_for_a_key_that_allows_it_says_forwarded_through_the_host(m):
@@ -226,6 +232,8 @@ def test_a_forwarded_request_for_a_key_that_allows_it_says_forwarded_through_the
     assert (res.status, results, seen) == (0, ["verify-match"] * 2, ["verify-match"] * 2), screen
     assert FORWARDED in screen and SIGN_A_FILE in screen, screen
     assert m.home.verify_sshsig(line, data).returncode == 0
+    outcome, what = m.uses()[-1]
+    assert outcome == "signed" and FORWARDED in what, m.uses()
 
 
 # --- session-bind ---------------------------------------------------------------------------
@@ -324,8 +332,9 @@ def test_a_peer_that_exits_mid_request_gets_nothing(m):
     while (set(helpers) & set(m.serving_helpers()) or m.bed.reader.finger_needed()) and time.monotonic() < deadline:
         time.sleep(0.1)
     facts = {"helper_left": sorted(set(helpers) & set(m.serving_helpers())),
-             "reader_waits": m.bed.reader.finger_needed(), "failures": m.state_file()["failures"]}
-    assert facts == {"helper_left": [], "reader_waits": False, "failures": "0"}, facts
+             "reader_waits": m.bed.reader.finger_needed(), "failures": m.state_file()["failures"],
+             "signed": [w for o, w in m.uses() if o == "signed"]}
+    assert facts == {"helper_left": [], "reader_waits": False, "failures": "0", "signed": []}, facts
     # No window was opened by the abandoned request: the next one asks for the finger again.
     data, pub = m.home.data_file(), m.home.pubkey_file(line)
     pt = m.home.on_pty(m.home.keygen_sign_argv(pub, data))
