@@ -19,13 +19,15 @@ public enum Request: Equatable, Sendable {
     case app(Caller, App)
     /// An application's `LARightStore` and `LAPersistedRight`.
     case right(Caller, Right)
+    /// `localauthctl ssh`: the user's SSH keys on root's side (RequestSSH.swift).
+    case ssh(Caller, SSH)
 
     /// The only version there is.
     public static let version = "1"
 
     /// The `mode` key's values.
     public enum Mode: String, CaseIterable, Sendable {
-        case authenticate, authsucc, status, app, right
+        case authenticate, authsucc, status, app, right, ssh
     }
 
     /// What every request says about who asks, from where (the module's PAM items, or a
@@ -230,7 +232,8 @@ public enum Request: Equatable, Sendable {
     public static let singleKeys = ["version", "mode", "user", "service", "tty", "rhost", "ruser", "silent",
                                     "locale", "language", "pid", "first_line", "stdin_tty", "display", "proof",
                                     "caller_uid", "op", "policy", "reader", "identifier", "requirement", "secret",
-                                    "digest", "localized_reason", "capability", "capabilities", "keep"]
+                                    "digest", "localized_reason", "capability", "capabilities", "keep",
+                                    "name", "reuse", "forwarding", "comment", "after", "skip"]
 
     // MARK: - the fields every mode has
 
@@ -241,13 +244,15 @@ public enum Request: Equatable, Sendable {
         case .status: return .status
         case .app: return .app
         case .right: return .right
+        case .ssh: return .ssh
         }
     }
 
     public var caller: Caller {
         get {
             switch self {
-            case .authenticate(let c), .authsucc(let c, _), .status(let c), .app(let c, _), .right(let c, _): return c
+            case .authenticate(let c), .authsucc(let c, _), .status(let c), .app(let c, _), .right(let c, _),
+                 .ssh(let c, _): return c
             }
         }
         set {
@@ -257,6 +262,7 @@ public enum Request: Equatable, Sendable {
             case .status: self = .status(newValue)
             case .app(_, let a): self = .app(newValue, a)
             case .right(_, let r): self = .right(newValue, r)
+            case .ssh(_, let o): self = .ssh(newValue, o)
             }
         }
     }
@@ -281,6 +287,9 @@ public enum Request: Equatable, Sendable {
         case .right(_, let right):
             kv.add("op", right.op)
             for (key, value) in right.keys { kv.add(key, value) }
+        case .ssh(_, let ssh):
+            kv.add("op", ssh.op)
+            for (key, value) in ssh.keys { kv.add(key, value) }
         case .authenticate, .authsucc, .status:
             break
         }
@@ -364,6 +373,8 @@ public enum Request: Equatable, Sendable {
                 return .failure(Problem("mode=right needs a known op (\(Right.operations.joined(separator: "|")))"))
             }
             return .success(.right(caller, right))
+        case .ssh:
+            return SSH.decode(op: kv.value("op"), kv).map { .ssh(caller, $0) }
         }
     }
 }

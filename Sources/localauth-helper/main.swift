@@ -88,4 +88,6 @@ case .app:
            log: log)
 case .right:
     finish(RightsMode.run(request, launch: launch, options: options, channel: channel, log: log), log: log)
+case .ssh:
+    finish(SSHKeysMode.run(request, launch: launch, options: options, channel: channel, log: log), log: log)
 }

@@ -43,6 +43,7 @@ enum Commands {
         ConfigCommand.spec,
         SensorVerifyCommand.spec,
         EnrolledSetCommand.spec,
+        SSHCommand.spec,
     ]
 
     static func run(_ args: [String]) -> Int32 {

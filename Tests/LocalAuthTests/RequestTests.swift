@@ -28,6 +28,7 @@ import Testing
         .right(caller, .remove(identifier: "6e6f746573", capability: nil)),
         .right(caller, .removeAll(capabilities: ["aa", "bb"])),
         .right(caller, .removeAll(capabilities: [])),
+        .ssh(caller, .list(after: nil)),
     ]
 
     @Test func everyModeAndOperationDecodesAsItWasEncoded() throws {

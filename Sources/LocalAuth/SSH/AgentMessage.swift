@@ -57,6 +57,13 @@ public enum AgentMessage: Equatable {
             self.signature = signature
             self.isForwarding = isForwarding
         }
+
+        /// Returns when the host key signed the session identifier; throws saying why not.
+        /// An empty session identifier is refused (ssh never sends one).
+        public func verify() throws(HostKeySignature.Failure) {
+            guard !sessionID.isEmpty else { throw .malformedSignature("an empty session identifier") }
+            try HostKeySignature.verify(hostKey: hostKey, signature: signature, data: sessionID)
+        }
     }
 
     /// Bounds on the fields (a frame is at most 256 KiB anyway).

@@ -38,6 +38,8 @@ enum HostKey: Equatable {
     static func parse(_ blob: [UInt8]) throws(HostKeySignature.Failure) -> HostKey {
         guard blob.count <= AgentMessage.Limit.keyBlob else { throw .malformedKey("a blob of \(blob.count) bytes") }
         guard let type = SSHPublicKey.typeName(of: blob) else { throw .malformedKey("no type name") }
+        // A certificate's key signs; the certificate itself must carry its CA's good signature.
+        if type.hasSuffix(SSHCertificate.suffix) { return try parse(SSHCertificate(blob: blob).publicKey) }
         guard type == ed25519Name || type == rsaName || Curve.all.contains(where: { $0.name == type }) else {
             throw .unsupported("the key type \(type)")
         }

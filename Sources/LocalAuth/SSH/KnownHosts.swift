@@ -11,7 +11,8 @@ public enum KnownHosts {
     public static let maxCandidates = 16
     /// At most this many names are returned.
     public static let maxNames = 32
-    /// A name or pattern longer than this is ignored (DNS names are at most 253 bytes).
+    /// Longer candidates are ignored (DNS names are at most 253 bytes); a line's host list
+    /// may be four times as long.
     static let maxNameBytes = 1024
 
     public struct Match: Equatable {
@@ -41,26 +42,48 @@ public enum KnownHosts {
 
     /// The names `text` gives `hostKey` (an SSH public key blob). `candidates` are the names
     /// the destination may have (see `candidate(host:port:)`); beyond `maxCandidates` they
-    /// are ignored.
-    public static func match(text: [UInt8], hostKey: [UInt8], candidates: [String]) throws(Failure) -> Match {
+    /// are ignored. For a host certificate (whose CA signature `HostKeySignature` has
+    /// checked), a "@cert-authority" line holding its CA gives each candidate it matches that
+    /// the certificate is valid for at `now` (seconds since the epoch; nil: none), as ssh
+    /// accepts it; plain lines holding its embedded key give their names as for a plain key.
+    public static func match(text: [UInt8], hostKey: [UInt8], candidates: [String],
+                             now: UInt64? = nil) throws(Failure) -> Match {
         guard text.count <= maxBytes else { throw .tooLarge(text.count) }
         let wanted = candidates.prefix(maxCandidates).map { $0.lowercased() }.filter { $0.utf8.count <= maxNameBytes }
+        let certificate = SSHCertificate.isCertificate(hostKey) ? try? SSHCertificate(blob: hostKey) : nil
+        let keys = [hostKey] + (certificate.map { [$0.publicKey] } ?? [])
         var names: [String] = []
+        func add(_ found: [String]) {
+            for name in found where names.count < maxNames && !names.contains(name) { names.append(name) }
+        }
         for line in text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
-            guard let entry = KnownHostsEntry(line), entry.holds(hostKey) else { continue }
+            guard let entry = KnownHostsEntry(line) else { continue }
+            // Past the last name that can be returned, only a revocation still matters.
+            guard names.count < maxNames || entry.marker == .revoked else { continue }
             switch entry.marker {
-            case .revoked: return Match(names: [], revoked: true)
-            case .certificateAuthority: continue
-            case .none: break
-            }
-            for name in entry.names(candidates: wanted) where names.count < maxNames && !names.contains(name) {
-                names.append(name)
+            case .revoked:
+                if (keys + (certificate.map { [$0.signatureKey] } ?? [])).contains(where: entry.holds) {
+                    return Match(names: [], revoked: true)
+                }
+            case .certificateAuthority:
+                guard let certificate, let now, entry.holds(certificate.signatureKey) else { continue }
+                add(wanted.filter { entry.matches($0) && certificate.isValidHostCertificate(for: bare($0), now: now) })
+            case .none:
+                if keys.contains(where: entry.holds) { add(entry.names(candidates: wanted)) }
             }
         }
         return Match(names: names, revoked: false)
     }
 
-    public static func match(text: String, hostKey: [UInt8], candidates: [String]) throws(Failure) -> Match {
-        try match(text: Array(text.utf8), hostKey: hostKey, candidates: candidates)
+    /// The host of a lookup name: "host" of "[host]:port".
+    static func bare(_ name: String) -> String {
+        guard name.hasPrefix("["), let close = name.lastIndex(of: "]"),
+              name[name.index(after: close)...].hasPrefix(":") else { return name }
+        return String(name[name.index(after: name.startIndex)..<close])
+    }
+
+    public static func match(text: String, hostKey: [UInt8], candidates: [String],
+                             now: UInt64? = nil) throws(Failure) -> Match {
+        try match(text: Array(text.utf8), hostKey: hostKey, candidates: candidates, now: now)
     }
 }

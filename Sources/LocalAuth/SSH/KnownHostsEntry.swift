@@ -26,38 +26,59 @@ struct KnownHostsEntry {
         patterns = Array(first)
         keyType = Array(type)
         keyBase64 = Array(key)
-        // Patterns and keys far over any real one are not read further.
-        guard patterns.count <= 64 * 1024, keyBase64.count <= 4 * AgentMessage.Limit.keyBlob / 3 + 4 else { return nil }
+        // Patterns and keys far over any real one are not read further (a host list of a
+        // few names is a few hundred bytes; this bounds the pattern matching per line).
+        guard patterns.count <= KnownHosts.maxNameBytes * 4, keyBase64.count <= 4 * AgentMessage.Limit.keyBlob / 3 + 4 else { return nil }
     }
 
     /// Whether the line's key is `blob` (and its type field says so).
     func holds(_ blob: [UInt8]) -> Bool {
-        guard let decoded = SSHBase64.decode(bytes: keyBase64), decoded == blob else { return false }
-        return SSHPublicKey.typeName(of: blob).map { Array($0.utf8) == keyType } ?? false
+        guard let type = SSHPublicKey.typeName(of: blob), Array(type.utf8) == keyType else { return false }
+        return SSHBase64.decode(bytes: keyBase64) == blob
+    }
+
+    /// Whether the line's patterns take `name` (a lowercased lookup name), as ssh matches
+    /// them: a hashed entry if it is the hash of `name`; a plain list if a pattern matches
+    /// and no negated one does.
+    func matches(_ name: String) -> Bool {
+        if hashed { return KnownHostsEntry.hashed(patterns, matches: name) }
+        return list.allows(Array(name.utf8))
     }
 
     /// The names this entry gives: for a hashed entry, the candidate it hashes; for a plain
     /// one, its literal names no negation excludes, and the candidates it matches.
     func names(candidates: [String]) -> [String] {
-        if patterns.first == UInt8(ascii: "|") {
-            return candidates.filter { KnownHostsEntry.hashed(patterns, matches: $0) }
-        }
-        let list = patterns.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true)
-            .filter { $0.count <= KnownHosts.maxNameBytes }
-            .map { Array($0).map(KnownHostsEntry.lower) }
-        let negated = list.filter { $0.first == UInt8(ascii: "!") }.map { Array($0.dropFirst()) }
-        let positive = list.filter { $0.first != UInt8(ascii: "!") }
-        func allowed(_ name: [UInt8]) -> Bool {
-            positive.contains { Glob.matches($0, name) } && !negated.contains { Glob.matches($0, name) }
-        }
+        if hashed { return candidates.filter(matches) }
+        let list = self.list
         var names: [String] = []
-        for literal in positive where !literal.contains(where: { $0 == UInt8(ascii: "*") || $0 == UInt8(ascii: "?") }) {
-            if allowed(literal), let text = KnownHostsEntry.printable(literal) { names.append(text) }
+        for literal in list.positive where !literal.contains(where: { $0 == UInt8(ascii: "*") || $0 == UInt8(ascii: "?") }) {
+            if list.allows(literal), let text = KnownHostsEntry.printable(literal) { names.append(text) }
         }
-        for candidate in candidates where allowed(Array(candidate.utf8)) {
+        for candidate in candidates where list.allows(Array(candidate.utf8)) {
             if let text = KnownHostsEntry.printable(Array(candidate.utf8)) { names.append(text) }
         }
         return names
+    }
+
+    private var hashed: Bool { patterns.first == UInt8(ascii: "|") }
+
+    /// A plain pattern list, lowercased: positive patterns and negated ones (without '!').
+    struct Patterns {
+        var positive: [[UInt8]] = []
+        var negated: [[UInt8]] = []
+
+        func allows(_ name: [UInt8]) -> Bool {
+            positive.contains { Glob.matches($0, name) } && !negated.contains { Glob.matches($0, name) }
+        }
+    }
+
+    private var list: Patterns {
+        var list = Patterns()
+        for pattern in patterns.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
+            let lowered = pattern.map(KnownHostsEntry.lower)
+            if lowered.first == UInt8(ascii: "!") { list.negated.append(Array(lowered.dropFirst())) } else { list.positive.append(lowered) }
+        }
+        return list
     }
 
     /// "|1|" base64(salt) "|" base64(HMAC-SHA1(salt, name)), salt and hash 20 bytes each.
@@ -75,10 +96,10 @@ struct KnownHostsEntry {
         byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte
     }
 
-    /// A name fit for a prompt: UTF-8 without control characters or spaces.
+    /// A name fit for a prompt: UTF-8, showable (`SSHText`), no spaces; others are left out.
     static func printable(_ bytes: [UInt8]) -> String? {
-        guard !bytes.isEmpty, let text = String(validating: bytes, as: UTF8.self),
-              text.unicodeScalars.allSatisfy({ $0.value > 0x20 && !(0x7f...0x9f).contains($0.value) }) else { return nil }
+        guard !bytes.isEmpty, let text = String(validating: bytes, as: UTF8.self), SSHText.isShowable(text),
+              !text.contains(" ") else { return nil }
         return text
     }
 }

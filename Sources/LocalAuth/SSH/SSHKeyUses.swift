@@ -26,9 +26,9 @@ public struct SSHKeyReuse: Equatable, Sendable {
         Crypto.hex(Array(Crypto.sha256(record.publicKey).prefix(16)))
     }
 
-    var line: String { "\(name) \(keyID) \(Crypto.hex(Array(scope.utf8))) \(at.bootID) \(at.millis)" }
+    public var line: String { "\(name) \(keyID) \(Crypto.hex(Array(scope.utf8))) \(at.bootID) \(at.millis)" }
 
-    init?(line: Substring) {
+    public init?(line: Substring) {
         let w = line.split(separator: " ", omittingEmptySubsequences: false)
         guard w.count == 5, SSHKeyRecord.nameProblem(String(w[0])) == nil, w[1].utf8.count == 32,
               let scope = Hex.decode(String(w[2])), let at = BootStamp(text: "\(w[3]) \(w[4])") else { return nil }
@@ -57,14 +57,14 @@ public struct SSHKeyUse: Equatable, Sendable {
     }
 
     /// Longest `what` and `chain` kept (bytes; longer ones are cut).
-    public static let maxText = 512
+    public static let maxText = 200
 
-    var line: String {
+    public var line: String {
         let outcome = self.outcome.isEmpty ? "-" : self.outcome
         return "\(at) \(key.isEmpty ? "-" : key) \(outcome) \(Self.hexText(what)) \(Self.hexText(chain))"
     }
 
-    init?(line: Substring) {
+    public init?(line: Substring) {
         let w = line.split(separator: " ", omittingEmptySubsequences: false)
         guard w.count == 5, let at = Timestamp(w[0]), let what = Hex.decode(String(w[3])),
               let chain = Hex.decode(String(w[4])) else { return nil }

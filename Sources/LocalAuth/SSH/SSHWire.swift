@@ -38,6 +38,8 @@ public struct SSHReader {
     }
 
     public var remaining: Int { bytes.count - index }
+    /// How many bytes have been read.
+    public var offset: Int { index }
     public var isAtEnd: Bool { index >= bytes.count }
 
     public mutating func byte() throws(SSHWireError) -> UInt8 {
@@ -49,6 +51,11 @@ public struct SSHReader {
     public mutating func uint32() throws(SSHWireError) -> UInt32 {
         let raw = try take(4)
         return raw.reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    public mutating func uint64() throws(SSHWireError) -> UInt64 {
+        let raw = try take(8)
+        return raw.reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// A boolean: any byte but zero is true (RFC 4251: "all non-zero values MUST be

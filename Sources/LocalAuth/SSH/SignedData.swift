@@ -8,21 +8,31 @@ public enum SignedData: Equatable {
     /// Anything else.
     case other
 
+    /// Read as OpenSSH's agent reads it (ssh-agent.c): what it would take for a user
+    /// authentication is one here, whatever the names in it say. The names are for showing.
     public struct UserAuth: Equatable {
         /// The session identifier the client says this is for (compare with the bound one).
         public var sessionID: [UInt8]
+        /// The user on the server, fit to show (`SSHText.display`).
         public var user: String
-        public var service: String
         /// The signature algorithm named in the request ("ecdsa-sha2-nistp256").
         public var algorithm: String
         /// The public key blob named in the request.
         public var keyBlob: [UInt8]
-        /// The server's host key, in "publickey-hostbound-v00@openssh.com" requests only.
+        /// The server's host key, in "publickey-hostbound-v00@openssh.com" requests only
+        /// (compare with the bound one).
         public var hostKey: [UInt8]?
+
+        /// Whether the request names `keyBlob` as the key, with its own algorithm (what
+        /// OpenSSH's agent requires of a request for the key asked to sign).
+        public func names(keyBlob expected: [UInt8]) -> Bool {
+            keyBlob == expected && SSHPublicKey.typeName(of: expected) == algorithm
+        }
     }
 
     public struct SSHSig: Equatable {
-        /// "git" for git's signatures, "file" for ssh-keygen's default, anything else.
+        /// "git" for git's signatures, "file" for ssh-keygen's default, anything else;
+        /// fit to show (`SSHText.display`), so "git" only if it is "git".
         public var namespace: String
         public var hashAlgorithm: String
         public var messageHash: [UInt8]
@@ -44,18 +54,19 @@ public enum SignedData: Equatable {
     static func userauth(_ data: [UInt8]) throws(SSHWireError) -> UserAuth {
         var r = SSHReader(data)
         let sessionID = try r.string(limit: AgentMessage.Limit.sessionID)
+        guard !sessionID.isEmpty else { throw .malformed("an empty session identifier") }
         guard try r.byte() == userauthRequest else { throw .malformed("not a user authentication request") }
-        let user = try r.text(limit: 1024)
-        let service = try r.text(limit: 256)
-        let method = try r.text(limit: 256)
-        guard method == "publickey" || method == hostboundMethod else { throw .malformed("method \(method)") }
+        let user = try r.string(limit: 1024)
+        guard try r.string(limit: 64) == Array("ssh-connection".utf8) else { throw .malformed("not ssh-connection") }
+        let method = try r.string(limit: 64)
+        let hostbound = method == Array(hostboundMethod.utf8)
+        guard hostbound || method == Array("publickey".utf8) else { throw .malformed("not a publickey method") }
         guard try r.byte() == 1 else { throw .malformed("a publickey request without a signature") }
-        guard plain(user), plain(service) else { throw .malformed("control characters in a name") }
-        let algorithm = try r.text(limit: 64)
+        let algorithm = try r.string(limit: 64)
         let keyBlob = try r.string(limit: AgentMessage.Limit.keyBlob)
-        let hostKey = method == hostboundMethod ? try r.string(limit: AgentMessage.Limit.keyBlob) : nil
+        let hostKey = hostbound ? try r.string(limit: AgentMessage.Limit.keyBlob) : nil
         try r.finish()
-        return UserAuth(sessionID: sessionID, user: user, service: service, algorithm: algorithm,
+        return UserAuth(sessionID: sessionID, user: SSHText.display(user), algorithm: SSHText.display(algorithm),
                         keyBlob: keyBlob, hostKey: hostKey)
     }
 
@@ -63,20 +74,12 @@ public enum SignedData: Equatable {
     static func sshsig(_ data: [UInt8]) throws(SSHWireError) -> SSHSig {
         var r = SSHReader(data)
         _ = try r.take(sshsigMagic.count)
-        let namespace = try r.text(limit: 256)
-        guard !namespace.isEmpty, plain(namespace) else { throw .malformed("an empty namespace or one with control characters") }
+        let namespace = try r.string(limit: 256)
+        guard !namespace.isEmpty else { throw .malformed("an empty namespace") }
         _ = try r.string(limit: 1024)  // reserved
-        let hash = try r.text(limit: 64)
+        let hash = try r.string(limit: 64)
         let digest = try r.string(limit: 64)
         try r.finish()
-        guard (hash == "sha256" && digest.count == 32) || (hash == "sha512" && digest.count == 64) else {
-            throw .malformed("hash \(hash) of \(digest.count) bytes")
-        }
-        return SSHSig(namespace: namespace, hashAlgorithm: hash, messageHash: digest)
-    }
-
-    /// No control characters (C0, DEL, C1): these names reach a prompt.
-    static func plain(_ text: String) -> Bool {
-        text.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7f...0x9f).contains($0.value) }
+        return SSHSig(namespace: SSHText.display(namespace), hashAlgorithm: SSHText.display(hash), messageHash: digest)
     }
 }
