@@ -40,8 +40,9 @@ FINGER = "right-index-finger"
 #   ["raw", HEX]        bytes as they are (a frame the test made itself), then the reply
 #   ["wait", ""]        "READY", then waits for a line on its standard input
 #   ["hand-off", HEX]   the message sent, the connection given to a child, and this process
-#                       (the peer the service pinned) waits to be killed; the child prints
-#                       what comes back ("CHILD ...")
+#                       (the peer the service pinned) waits to be killed; the child writes
+#                       what comes back ("CHILD ...") to the file $CHILD_OUT (the terminal
+#                       hangs up when the peer, its session's leader, is killed)
 DRIVER = r"""
 import json, os, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
@@ -63,7 +64,9 @@ for op, arg in json.loads(sys.argv[2]):
         if os.fork() == 0:
             import signal
             signal.signal(signal.SIGHUP, signal.SIG_IGN)   # its session's leader is killed
-            show("CHILD", c.read_reply())
+            r = c.read_reply()
+            with open(os.environ["CHILD_OUT"], "w") as out:
+                out.write("CHILD " + ("closed" if r is None else r.hex()) + "\n")
             os._exit(0)
         print("PEER WAITS", flush=True)
         time.sleep(120)
@@ -107,11 +110,11 @@ class AgentWorld:
         assert p.returncode == 0, p.stderr
         return replies(p.stdout), self.bed.events(mark)
 
-    def on_pty(self, user, ops):
+    def on_pty(self, user, ops, env=None):
         """The driver as ``user`` on a pseudo-terminal of its own (its controlling terminal),
         which is made the user's before the driver goes on, as a terminal emulator's is
         (pexpect opens it as root): the agent prompts only on a terminal of the user's."""
-        pt = system.run_on_pty(self.argv([["wait", ""]] + ops), env=system.default_env(), user=user,
+        pt = system.run_on_pty(self.argv([["wait", ""]] + ops), env=system.default_env(**(env or {})), user=user,
                                prefix=namespace_prefix(self.syslog), timeout=60)
         pt.expect("READY", timeout=40)
         tty = os.readlink(f"/proc/{driver_pid(user)}/fd/0")
@@ -295,7 +298,11 @@ def test_a_peer_that_exits_mid_request_gets_nothing(world):
     key = world.add_key(world.alice, "work")
     data = wire.sshsig_data("git", b"tree 2\n")
     mark, log_mark = world.bed.mark(), world.syslog.mark()
-    pt = world.on_pty(world.alice, [["hand-off", wire.sign_request(key.blob, data).hex()]])
+    out = world.dir / "child.out"
+    out.touch()
+    os.chown(out, world.alice.uid, -1)
+    pt = world.on_pty(world.alice, [["hand-off", wire.sign_request(key.blob, data).hex()]],
+                      env={"CHILD_OUT": str(out)})
     pt.expect("PEER WAITS", timeout=40)
     deadline = time.monotonic() + 30
     while not scans(world.bed.events(mark)):
@@ -303,7 +310,15 @@ def test_a_peer_that_exits_mid_request_gets_nothing(world):
         time.sleep(0.05)
     # The peer is the older of the driver's two processes (the child was forked from it).
     os.kill(driver_pid(world.alice), 9)
-    res = pt.finish(timeout=40)
-    assert replies(res.output) == [bytes([wire.FAILURE])], res.output
+    pt.finish(timeout=40)
+    deadline = time.monotonic() + 30
+    while not out.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert replies(out.read_text()) == [bytes([wire.FAILURE])], out.read_text()
     log = world.log_since(log_mark)
     assert any("the requesting program ended" in m for m in log), log
+
+
+def test_a_client_that_keeps_asking_for_what_it_cannot_have_is_closed_after_16_refusals(world):
+    got, _ = world.run(world.alice, [["ask", bytes([wire.REMOVE_ALL]).hex()]] * 17)
+    assert got == [bytes([wire.FAILURE])] * 16 + [None]
