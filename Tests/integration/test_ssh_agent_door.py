@@ -39,6 +39,7 @@ FINGER = "right-index-finger"
 #   ["ask", HEX]        a message; its reply's body in hex, or "closed"
 #   ["raw", HEX]        bytes as they are (a frame the test made itself), then the reply
 #   ["wait", ""]        "READY", then waits for a line on its standard input
+#   ["echo", ""]        "ECHO on" or "ECHO off": its terminal's echo setting now
 #   ["hand-off", HEX]   the message sent, the connection given to a child, and this process
 #                       (the peer the service pinned) waits to be killed; the child writes
 #                       what comes back ("CHILD ...") to the file $CHILD_OUT (the terminal
@@ -56,6 +57,9 @@ for op, arg in json.loads(sys.argv[2]):
     elif op == "raw":
         c.send_raw(bytes.fromhex(arg))
         show("REPLY", c.read_reply())
+    elif op == "echo":
+        import termios
+        print("ECHO", "on" if termios.tcgetattr(0)[3] & termios.ECHO else "off", flush=True)
     elif op == "wait":
         print("READY", flush=True)
         sys.stdin.readline()
@@ -267,16 +271,6 @@ def test_a_git_signature_asks_the_finger_on_the_requesters_terminal_and_verifies
                for m in log), log
 
 
-def test_a_wrong_finger_signs_nothing(world):
-    key = world.add_key(world.alice, "work")
-    data = wire.sshsig_data("file", b"x")
-    pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, data).hex()]])
-    pt.expect(r"SSH key work: sign a file \(namespace file\)", timeout=40)
-    world.bed.inject_async([f"SCAN {OTHER}"] * 3).wait(60)
-    res = pt.finish(timeout=40)
-    assert replies(res.output) == [bytes([wire.FAILURE])], res.output
-
-
 def test_inside_the_reuse_window_the_same_scope_signs_without_a_scan(world):
     key = world.add_key(world.alice, "work", reuse=60)
     first, second = wire.sshsig_data("git", b"one\n"), wire.sshsig_data("git", b"two\n")
@@ -322,3 +316,30 @@ def test_a_peer_that_exits_mid_request_gets_nothing(world):
 def test_a_client_that_keeps_asking_for_what_it_cannot_have_is_closed_after_16_refusals(world):
     got, _ = world.run(world.alice, [["ask", bytes([wire.REMOVE_ALL]).hex()]] * 17)
     assert got == [bytes([wire.FAILURE])] * 16 + [None]
+
+
+def test_a_key_that_allows_the_password_takes_it_on_the_terminal_with_echo_off_and_puts_echo_back(world):
+    key = world.add_key(world.alice, "work", requirement="biometry-or-password")
+    data = wire.sshsig_data("git", b"tree 3\n")
+    log_mark = world.syslog.mark()
+    pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, data).hex()], ["echo", ""]])
+    expect(world, pt, log_mark, "sign a git commit")
+    world.bed.inject_async([f"SCAN {OTHER}"] * 3).wait(60)
+    expect(world, pt, log_mark, "Password: ")
+    pt.send_secret(world.alice.password)
+    res = pt.finish(timeout=40)
+    (reply,) = replies(res.output)
+    assert key.verify(wire.signature(reply), data), res.output
+    assert world.alice.password not in res.output           # not echoed
+    assert "ECHO on" in res.output, res.output
+    assert any("key work signed" in m and "matched (password)" in m for m in world.log_since(log_mark))
+
+
+def test_a_finger_only_key_asks_no_password_after_three_wrong_fingers(world):
+    key = world.add_key(world.alice, "work")
+    log_mark = world.syslog.mark()
+    pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, wire.sshsig_data("git", b"t")).hex()]])
+    expect(world, pt, log_mark, "sign a git commit")
+    world.bed.inject_async([f"SCAN {OTHER}"] * 3).wait(60)
+    res = pt.finish(timeout=40)
+    assert replies(res.output) == [bytes([wire.FAILURE])] and "Password" not in res.output, res.output
