@@ -29,6 +29,10 @@ enum AgentMode {
     /// ssh, git and ssh-keygen close their agent connection once they have signed; a
     /// connection kept open and silent this long is closed.
     static let idleSeconds: Int64 = 600
+    /// Refusals one connection gets before it is closed: ssh offers each key once, so only
+    /// a client that asks again and again for what it cannot have gets this far, and each
+    /// refusal is a log line and a record on root's disk.
+    static let maxRefusals = 16
 
     static func serve(_ peer: AgentPeer, log: LogSink) -> Never {
         let options = Options.load(configPath: peer.configPath, arguments: [], allowingArgument: { _ in false }, log: log)
@@ -36,6 +40,7 @@ enum AgentMode {
         PolkitAgent.helperSocket = options.polkitAgentSocket
         var connection = AgentConnection(input: 0, output: 1)
         var session = AgentSession(peer: peer, options: options, log: log)
+        var refusals = 0
         while true {
             HardDeadline.set(seconds: idleSeconds + 5)
             let body: [UInt8]
@@ -61,6 +66,11 @@ enum AgentMode {
             afterwards?()
             guard sent else {
                 log.log(.info, "user \(peer.name) (pid \(peer.pid)): the ssh-agent client went away before its answer")
+                exit(0)
+            }
+            if reply == .failure { refusals += 1 }
+            if refusals >= maxRefusals {
+                log.log(.warning, "user \(peer.name) (pid \(peer.pid)): ssh-agent connection closed after \(refusals) refusals")
                 exit(0)
             }
         }

@@ -200,6 +200,11 @@ struct AgentApproval {
         if let refusal = presence.refusal {
             return .denied(.refused(refusal.code.name, "presence: \(refusal.cause)"))
         }
+        // localauthd's word about a scan (a suspend, the lock screen's turn) that came while
+        // this connection was idle between signatures was for no scan of this one.
+        if let stale = SleepSignal.pendingStop() {
+            log.log(.debug, "user \(peer.name): a word that came between signatures dropped: \(stale.cause)")
+        }
         guard let ui else {
             return AgentDialog(peer: peer, options: options, request: request, watch: watch, log: log)
                 .approve(record, prompt: prompt, language: language)

@@ -52,7 +52,8 @@ struct ProgramChain: Equatable {
             let v = scalar.value
             out.unicodeScalars.append(v < 0x20 || (0x7f...0x9f).contains(v) || (0x202a...0x202e).contains(v)
                                       || (0x2066...0x2069).contains(v) ? "?" : scalar)
-            if out.utf8.count >= maxNameBytes { return out + "…" }
+            // ASCII dots: the Linux console's font has no ellipsis.
+            if out.utf8.count >= maxNameBytes { return out + "..." }
         }
         return out.isEmpty ? "?" : out
     }

@@ -138,8 +138,8 @@ struct AgentDoor {
     }
 }
 
-/// The first bytes of an agent connection, as localauthd decides on them (pure, for the
-/// unit tests and scripts/fuzz).
+/// The first bytes of an agent connection, as localauthd decides on them: a pure function
+/// of the bytes, so that nothing a client writes is read twice in two ways.
 enum AgentPeek {
     /// uint32 1, SSH_AGENTC_REQUEST_IDENTITIES (11).
     static let requestIdentities: [UInt8] = [0, 0, 0, 1, 11]

@@ -36,8 +36,9 @@ struct Listener: CustomStringConvertible {
     }
 
     /// sd_listen_fds_with_names checks LISTEN_PID and unsets the variables: a helper never
-    /// sees them. A socket without a name (`unknown`: a unit older than the names) is the
-    /// service's own, as when there was only one.
+    /// sees them. A unit without `FileDescriptorName=` names its socket after itself
+    /// (`localauth.socket`; `unknown` where systemd passed no names): the service's own
+    /// socket is taken by either, as when there was only one.
     private static func fromSystemd() -> Result<(main: Listener, agent: Listener?), Problem> {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
         let count = sd_listen_fds_with_names(1, &names)
@@ -57,9 +58,9 @@ struct Listener: CustomStringConvertible {
         for (i, name) in named.enumerated() {
             let fd = SD_LISTEN_FDS_START + Int32(i)
             switch name {
-            case "ssh-agent" where agent == nil:
+            case "ssh-agent" where agent == nil, "localauth-ssh-agent.socket" where agent == nil:
                 agent = prepared(fd, description: "the ssh-agent socket from systemd")
-            case "socket" where main == nil, "unknown" where main == nil:
+            case "socket" where main == nil, "unknown" where main == nil, "localauth.socket" where main == nil:
                 main = prepared(fd, description: "the socket from systemd")
             default:
                 Glibc.close(fd)

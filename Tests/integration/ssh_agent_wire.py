@@ -216,7 +216,11 @@ class Client:
         return self._exactly(n)
 
     def ask(self, body: bytes) -> Optional[bytes]:
-        self.send_raw(frame(body))
+        """The reply's body; None when the agent closed first (before or after the message)."""
+        try:
+            self.send_raw(frame(body))
+        except (BrokenPipeError, ConnectionResetError):
+            return None
         return self.read_reply()
 
     def _exactly(self, n: int) -> Optional[bytes]:

@@ -41,7 +41,8 @@ CTL = "/usr/bin/localauthctl"
 SERVICE = "/usr/libexec/localauth/localauthd"
 # What earlier versions installed for callers that are not root; localauthd serves them now.
 OLD_LAUNCHER = "/usr/libexec/localauth/localauth-launcher"
-UNITS = ("/lib/systemd/system/localauth.socket", "/lib/systemd/system/localauth.service")
+UNITS = ("/lib/systemd/system/localauth.socket", "/lib/systemd/system/localauth.service",
+         "/lib/systemd/system/localauth-ssh-agent.socket")
 # What enabling the socket and the service writes (deb-systemd-helper, with or without a
 # running systemd): the service runs from boot, to follow logind's sessions.
 ENABLED = [Path("/etc/systemd/system/sockets.target.wants/localauth.socket"),
@@ -53,7 +54,13 @@ ENABLED = [Path("/etc/systemd/system/sockets.target.wants/localauth.socket"),
            Path("/etc/systemd/system/localauth.socket"),          # masks, after remove
            Path("/etc/systemd/system/localauth.service"),
            Path("/var/lib/systemd/deb-systemd-helper-masked/localauth.socket"),
-           Path("/var/lib/systemd/deb-systemd-helper-masked/localauth.service")]
+           Path("/var/lib/systemd/deb-systemd-helper-masked/localauth.service"),
+           # The ssh-agent's socket, enabled as the service's own (localauthd(8), AGENT).
+           Path("/etc/systemd/system/sockets.target.wants/localauth-ssh-agent.socket"),
+           Path("/var/lib/systemd/deb-systemd-helper-enabled/localauth-ssh-agent.socket.dsh-also"),
+           Path("/var/lib/systemd/deb-systemd-helper-enabled/sockets.target.wants/localauth-ssh-agent.socket"),
+           Path("/etc/systemd/system/localauth-ssh-agent.socket"),
+           Path("/var/lib/systemd/deb-systemd-helper-masked/localauth-ssh-agent.socket")]
 STATE = Path("/var/lib/localauth")
 # The AppArmor profiles of localauthd and the helper (conffiles), and what postinst makes
 # for each: an empty file for site additions, removed on purge.
@@ -92,7 +99,7 @@ def test_the_files_are_where_a_debian_system_expects_them(deb):
     m = deb_members(deb)
     expect = {
         MODULE[1:]: "-rw-r--r--", HELPER[1:]: "-rwxr-xr-x", CTL[1:]: "-rwxr-xr-x",
-        SERVICE[1:]: "-rwxr-xr-x", UNITS[0][1:]: "-rw-r--r--", UNITS[1][1:]: "-rw-r--r--",
+        SERVICE[1:]: "-rwxr-xr-x", **{unit[1:]: "-rw-r--r--" for unit in UNITS},
         "usr/share/man/man8/localauthd.8.gz": "-rw-r--r--",
         "etc/security/localauth.conf": "-rw-r--r--", "etc/pam.d/localauthctl": "-rw-r--r--",
         "usr/share/pam-configs/localauth": "-rw-r--r--",
@@ -393,6 +400,7 @@ def test_install_authenticate_and_purge(deb, bed, tmp_path, machine_to_ourselves
         # it without systemd, `localauthd --listen`, on a socket of the test's own).
         assert os.readlink(ENABLED[0]) == UNITS[0], os.readlink(ENABLED[0])
         assert os.readlink(ENABLED[1]) == UNITS[1], os.readlink(ENABLED[1])
+        assert os.readlink(ENABLED[10]) == UNITS[2], os.readlink(ENABLED[10])
         assert not Path("/run/localauth/socket").exists()
         # dh_apparmor's place for site additions to each profile, made empty.
         assert [p.stat().st_size for p in APPARMOR_LOCAL] == [0] * len(APPARMOR_LOCAL)

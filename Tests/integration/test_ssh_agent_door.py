@@ -39,9 +39,11 @@ FINGER = "right-index-finger"
 #   ["ask", HEX]        a message; its reply's body in hex, or "closed"
 #   ["raw", HEX]        bytes as they are (a frame the test made itself), then the reply
 #   ["wait", ""]        "READY", then waits for a line on its standard input
+#   ["echo", ""]        "ECHO on" or "ECHO off": its terminal's echo setting now
 #   ["hand-off", HEX]   the message sent, the connection given to a child, and this process
-#                       (the peer the service pinned) waits to be killed; the child prints
-#                       what comes back ("CHILD ...")
+#                       (the peer the service pinned) waits to be killed; the child writes
+#                       what comes back ("CHILD ...") to the file $CHILD_OUT (the terminal
+#                       hangs up when the peer, its session's leader, is killed)
 DRIVER = r"""
 import json, os, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
@@ -55,6 +57,9 @@ for op, arg in json.loads(sys.argv[2]):
     elif op == "raw":
         c.send_raw(bytes.fromhex(arg))
         show("REPLY", c.read_reply())
+    elif op == "echo":
+        import termios
+        print("ECHO", "on" if termios.tcgetattr(0)[3] & termios.ECHO else "off", flush=True)
     elif op == "wait":
         print("READY", flush=True)
         sys.stdin.readline()
@@ -63,7 +68,9 @@ for op, arg in json.loads(sys.argv[2]):
         if os.fork() == 0:
             import signal
             signal.signal(signal.SIGHUP, signal.SIG_IGN)   # its session's leader is killed
-            show("CHILD", c.read_reply())
+            r = c.read_reply()
+            with open(os.environ["CHILD_OUT"], "w") as out:
+                out.write("CHILD " + ("closed" if r is None else r.hex()) + "\n")
             os._exit(0)
         print("PEER WAITS", flush=True)
         time.sleep(120)
@@ -107,11 +114,11 @@ class AgentWorld:
         assert p.returncode == 0, p.stderr
         return replies(p.stdout), self.bed.events(mark)
 
-    def on_pty(self, user, ops):
+    def on_pty(self, user, ops, env=None):
         """The driver as ``user`` on a pseudo-terminal of its own (its controlling terminal),
         which is made the user's before the driver goes on, as a terminal emulator's is
         (pexpect opens it as root): the agent prompts only on a terminal of the user's."""
-        pt = system.run_on_pty(self.argv([["wait", ""]] + ops), env=system.default_env(), user=user,
+        pt = system.run_on_pty(self.argv([["wait", ""]] + ops), env=system.default_env(**(env or {})), user=user,
                                prefix=namespace_prefix(self.syslog), timeout=60)
         pt.expect("READY", timeout=40)
         tty = os.readlink(f"/proc/{driver_pid(user)}/fd/0")
@@ -264,16 +271,6 @@ def test_a_git_signature_asks_the_finger_on_the_requesters_terminal_and_verifies
                for m in log), log
 
 
-def test_a_wrong_finger_signs_nothing(world):
-    key = world.add_key(world.alice, "work")
-    data = wire.sshsig_data("file", b"x")
-    pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, data).hex()]])
-    pt.expect(r"SSH key work: sign a file \(namespace file\)", timeout=40)
-    world.bed.inject_async([f"SCAN {OTHER}"] * 3).wait(60)
-    res = pt.finish(timeout=40)
-    assert replies(res.output) == [bytes([wire.FAILURE])], res.output
-
-
 def test_inside_the_reuse_window_the_same_scope_signs_without_a_scan(world):
     key = world.add_key(world.alice, "work", reuse=60)
     first, second = wire.sshsig_data("git", b"one\n"), wire.sshsig_data("git", b"two\n")
@@ -295,7 +292,11 @@ def test_a_peer_that_exits_mid_request_gets_nothing(world):
     key = world.add_key(world.alice, "work")
     data = wire.sshsig_data("git", b"tree 2\n")
     mark, log_mark = world.bed.mark(), world.syslog.mark()
-    pt = world.on_pty(world.alice, [["hand-off", wire.sign_request(key.blob, data).hex()]])
+    out = world.dir / "child.out"
+    out.touch()
+    os.chown(out, world.alice.uid, -1)
+    pt = world.on_pty(world.alice, [["hand-off", wire.sign_request(key.blob, data).hex()]],
+                      env={"CHILD_OUT": str(out)})
     pt.expect("PEER WAITS", timeout=40)
     deadline = time.monotonic() + 30
     while not scans(world.bed.events(mark)):
@@ -303,7 +304,42 @@ def test_a_peer_that_exits_mid_request_gets_nothing(world):
         time.sleep(0.05)
     # The peer is the older of the driver's two processes (the child was forked from it).
     os.kill(driver_pid(world.alice), 9)
-    res = pt.finish(timeout=40)
-    assert replies(res.output) == [bytes([wire.FAILURE])], res.output
+    pt.finish(timeout=40)
+    deadline = time.monotonic() + 30
+    while not out.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert replies(out.read_text()) == [bytes([wire.FAILURE])], out.read_text()
     log = world.log_since(log_mark)
     assert any("the requesting program ended" in m for m in log), log
+
+
+def test_a_client_that_keeps_asking_for_what_it_cannot_have_is_closed_after_16_refusals(world):
+    got, _ = world.run(world.alice, [["ask", bytes([wire.REMOVE_ALL]).hex()]] * 17)
+    assert got == [bytes([wire.FAILURE])] * 16 + [None]
+
+
+def test_a_key_that_allows_the_password_takes_it_on_the_terminal_with_echo_off_and_puts_echo_back(world):
+    key = world.add_key(world.alice, "work", requirement="biometry-or-password")
+    data = wire.sshsig_data("git", b"tree 3\n")
+    log_mark = world.syslog.mark()
+    pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, data).hex()], ["echo", ""]])
+    expect(world, pt, log_mark, "sign a git commit")
+    world.bed.inject_async([f"SCAN {OTHER}"] * 3).wait(60)
+    expect(world, pt, log_mark, "Password: ")
+    pt.send_secret(world.alice.password)
+    res = pt.finish(timeout=40)
+    (reply,) = replies(res.output)
+    assert key.verify(wire.signature(reply), data), res.output
+    assert world.alice.password not in res.output           # not echoed
+    assert "ECHO on" in res.output, res.output
+    assert any("key work signed" in m and "matched (password)" in m for m in world.log_since(log_mark))
+
+
+def test_a_finger_only_key_asks_no_password_after_three_wrong_fingers(world):
+    key = world.add_key(world.alice, "work")
+    log_mark = world.syslog.mark()
+    pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, wire.sshsig_data("git", b"t")).hex()]])
+    expect(world, pt, log_mark, "sign a git commit")
+    world.bed.inject_async([f"SCAN {OTHER}"] * 3).wait(60)
+    res = pt.finish(timeout=40)
+    assert replies(res.output) == [bytes([wire.FAILURE])] and "Password" not in res.output, res.output
