@@ -542,7 +542,9 @@ def create_args(name, requirement="biometry", reuse=0, forwarding=False) -> list
 
 
 def _machine_class():
-    from sudo_machine import Machine   # noqa: E402  (its bed needs gi: imported when used)
+    # Imported when a test asks for it: sudo_machine brings the bed (GLib, D-Bus), which the
+    # client below, run as the throwaway user by this same file, neither needs nor may load.
+    from sudo_machine import Machine   # noqa: E402
 
     class AgentMachine(Machine):
         """See the module docstring."""
