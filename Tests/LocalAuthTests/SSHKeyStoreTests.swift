@@ -209,5 +209,10 @@ import Testing
         try store.appendUse(SSHKeyUse(at: 100, key: "work", what: String(repeating: "w", count: 5000), outcome: "signed",
                                       chain: ""))
         #expect(try store.lastUses(limit: 1).first?.what.utf8.count == SSHKeyUse.maxText)
+        // Cut between scalars: no half of a character (U+2190 is three bytes).
+        try store.appendUse(SSHKeyUse(at: 101, key: "work", what: "w" + String(repeating: "\u{2190}", count: 100),
+                                      outcome: "signed", chain: ""))
+        let cut = try #require(try store.lastUses(limit: 1).first?.what)
+        #expect(cut.utf8.count == 1 + 3 * 66 && !cut.contains("\u{FFFD}"))
     }
 }

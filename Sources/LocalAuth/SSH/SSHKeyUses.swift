@@ -72,7 +72,16 @@ public struct SSHKeyUse: Equatable, Sendable {
                   chain: String(decoding: chain, as: UTF8.self))
     }
 
-    private static func hexText(_ text: String) -> String { Crypto.hex(Array(text.utf8.prefix(maxText))) }
+    /// At most `maxText` bytes, cut between characters' scalars (never inside one).
+    private static func hexText(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        for scalar in text.unicodeScalars {
+            let encoded = Array(String(scalar).utf8)
+            guard bytes.count + encoded.count <= maxText else { break }
+            bytes += encoded
+        }
+        return Crypto.hex(bytes)
+    }
 
     /// An outcome is a word of `a-z 0-9 -` (anything else becomes `other`).
     static func word(_ text: String) -> String {
