@@ -38,7 +38,8 @@ struct AgentDialog {
         }
         defer { tickets.remove(path) }
         let dialog = PolkitDialog(address: options.dbusAddress, busTimeout: options.busTimeout, log: log)
-        let message = prompt.lines(language).joined(separator: "\n")
+        // One line: an agent may show a message's first line only.
+        let message = prompt.lines(language).joined(separator: " \u{2014} ")
         let deadline = MonotonicClock.millis() + max(1000, min(HardDeadline.remainingMillis, 3_600_000) - 5000)
         let asked = dialog.ask(PolkitDialog.Subject(pid: peer.pid, startTime: peerStat.startTime, uid: peer.uid),
                                details: [("polkit.message", message), ("program", prompt.chain.names.first ?? "?")],

@@ -21,6 +21,7 @@ struct LockScreenTurn {
 
     private(set) var held: [Held] = []
     static let holdMillis: Int64 = 5000
+    static let agentHoldMillis: Int64 = 300
 
     /// The claim of a request, from the peer and the request (nil: not come yet).
     static func claim(_ peer: Peer, _ request: RequestPeek?) -> ReaderClaim {
@@ -44,13 +45,18 @@ struct LockScreenTurn {
     /// end and is held (true: the caller keeps the connection open and starts nothing now).
     mutating func holdsBack(_ waiting: Waiting, _ request: RequestPeek, _ claim: ReaderClaim,
                             running: [Worker], log: LogSink) -> Bool {
-        let losers = LockScreenRule.losers(to: claim, among: running.map(\.claim)).map { running[$0].pid }
+        let losing = LockScreenRule.losers(to: claim, among: running.map(\.claim)).map { running[$0] }
+        let losers = losing.map(\.pid)
         guard !losers.isEmpty else { return false }
         for pid in losers { kill(pid, SIGUSR2) }
+        // An ssh-agent connection's helper lives as long as its client's connection, scanning
+        // or not: told to end its scan, it is given a moment to release the reader, not
+        // waited for to exit.
+        let holdFor = losing.allSatisfy(\.agent) ? Self.agentHoldMillis : Self.holdMillis
         log.log(.notice, "a lock screen of \(claim.userName ?? "?") (pid \(waiting.peer.pid)): "
                 + "\(losers.count) other running request(s) of that user told to end their scan; it starts once they have")
         held.append(Held(waiting: waiting, request: request, claim: claim, losers: losers,
-                         until: MonotonicClock.millis() + Self.holdMillis))
+                         until: MonotonicClock.millis() + holdFor))
         return true
     }
 

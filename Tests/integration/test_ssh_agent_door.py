@@ -81,16 +81,17 @@ class AgentWorld:
     """Two throwaway users (alice enrolled with the virtual print f1), a state directory, the
     service with its agent socket, and the client driver where the users can run it."""
 
-    def __init__(self, inst, bed, syslog, alice, bob, tmp: Path):
+    def __init__(self, inst, bed, syslog, alice, bob, tmp: Path, socket_path=None, state=None):
         self.inst, self.bed, self.syslog, self.alice, self.bob, self.dir = inst, bed, syslog, alice, bob, tmp
-        self.state = tmp / "state"
-        self.state.mkdir(mode=0o700)
-        inst.write_bed_config(bed, self.state)
+        self.state = state or tmp / "state"
+        if state is None:
+            self.state.mkdir(mode=0o700)
+            inst.write_bed_config(bed, self.state)
         bed.enroll(alice.name, FINGER, ENROLLED)
         shutil.copy2(Path(__file__).with_name("ssh_agent_wire.py"), tmp / "ssh_agent_wire.py")
         (tmp / "driver.py").write_text(DRIVER)
         self.socket = tmp / "ssh-agent"
-        self.service = Service(inst, syslog, "--agent-listen", str(self.socket))
+        self.service = Service(inst, syslog, "--agent-listen", str(self.socket), socket_path=socket_path)
 
     def add_key(self, user, name="work", **policy) -> wire.P256Key:
         """A key of ``user``'s in root's store, as `localauthctl ssh create` leaves it."""
@@ -343,3 +344,71 @@ def test_a_finger_only_key_asks_no_password_after_three_wrong_fingers(world):
     world.bed.inject_async([f"SCAN {OTHER}"] * 3).wait(60)
     res = pt.finish(timeout=40)
     assert replies(res.output) == [bytes([wire.FAILURE])] and "Password" not in res.output, res.output
+
+
+# A program without a terminal gets the desktop's polkit dialog, as a right's authorization
+# does (test_rights.py): the bed's polkitd with the product's action and a rule giving it
+# auth_self, polkit_dialog.py as the agent registered for the program, polkit's agent helper
+# and pam.d/polkit-1 as shipped, in a desktop.Desktop sharing root's state directory with the
+# service's helper.
+POLICY = system.REPO / "polkit" / "org.localauth.right.policy"
+AUTH_SELF = """polkit.addRule(function(action, subject) {
+    if (action.id == "org.localauth.right.authorize") return polkit.Result.AUTH_SELF;
+});
+"""
+
+
+@pytest.fixture
+def dialog_world(inst, bed_factory, syslog):
+    from desktop import Desktop
+    bed = bed_factory(polkit_rules=AUTH_SELF, polkit_actions=[POLICY])
+    tmp = Path(tempfile.mkdtemp(prefix="localauth-agent-"))
+    tmp.chmod(0o755)
+    try:
+        with system.ThrowawayUser(prefix="la-ag-") as alice, system.ThrowawayUser(prefix="la-ag-") as bob, \
+                Desktop(inst, bed, syslog) as desktop:
+            desktop.pam_file("polkit-1", (system.REPO / "pam.d" / "polkit-1").read_text())
+            desktop.configure(dbus_address=bed.address, password_after_reboot="no",
+                              password_after_idle="0", password_stale="0")
+            # The module in the dialog's stack reaches this service at the installation's socket.
+            w = AgentWorld(inst, bed, syslog, alice, bob, tmp, socket_path=inst.service_socket,
+                           state=desktop.state)
+            w.desktop, w.user = desktop, alice
+            try:
+                yield w
+            finally:
+                w.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_without_a_terminal_the_polkit_dialog_shows_the_prompt_and_the_finger_signs(dialog_world):
+    from polkit_agents import dialog
+    world = dialog_world
+    key = world.add_key(world.alice, "work")
+    data = wire.sshsig_data("git", b"tree 4\n")
+    log_mark = world.syslog.mark()
+    run = dialog(world, command=world.argv([["ask", wire.sign_request(key.blob, data).hex()]]),
+                 fingers=[ENROLLED])
+    status, out = run.subject
+    assert status == 0, run
+    got = replies("\n".join(out))
+    assert len(got) == 1 and key.verify(wire.signature(got[0]), data), (run, world.log_since(log_mark))
+    [begin] = run.texts("BEGIN")
+    assert "org.localauth.right.authorize SSH key work: sign a git commit" in begin, begin
+    assert "requested by python3" in begin, begin
+    assert len(run.verify_starts) == 1
+    assert any("key work signed" in m and "matched (fingerprint)" in m for m in world.log_since(log_mark))
+
+
+def test_without_a_terminal_the_password_in_the_dialog_signs_nothing_for_a_finger_only_key(dialog_world):
+    from polkit_agents import dialog
+    world = dialog_world
+    key = world.add_key(world.alice, "work")
+    log_mark = world.syslog.mark()
+    run = dialog(world, command=world.argv([["ask", wire.sign_request(key.blob, wire.sshsig_data("git", b"t")).hex()]]),
+                 fingers=[OTHER] * 3, answers=[world.alice.password])
+    assert run.texts("HELPER") == ["SUCCESS"], run           # polkit said yes: the password
+    assert replies("\n".join(run.subject[1])) == [bytes([wire.FAILURE])], run
+    assert any("password-not-allowed" in m or "needs the finger" in m for m in world.log_since(log_mark)), \
+        world.log_since(log_mark)
