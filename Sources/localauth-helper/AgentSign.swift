@@ -9,7 +9,8 @@ import LocalAuthProtocol
 /// tries, the lockout, the password after boot, the enrolled set), unless the key's reuse
 /// window holds for the same scope. In order, each refusal a FAILURE before what follows:
 /// 1. the key, by its blob, among the peer uid's keys only;
-/// 2. the data: a user authentication (its session the bound one, AgentBindings) or an
+/// 2. the connection: none after a failed session-bind (AgentBindings.signRefusal);
+///    the data: a user authentication (its session the bound one, AgentBindings) or an
 ///    SSHSIG signature; anything else is refused, since no prompt could say what it is;
 /// 3. forwarded (a forwarding bind on the connection): refused unless the key allows it;
 /// 4. a `biometry-current-set` key whose fingers changed: void;
@@ -84,6 +85,7 @@ struct AgentSign {
         case .other:
             refusal = .refused("refused-unknown-data", "the data is neither a login nor an SSHSIG signature: no prompt could say what it is")
         }
+        if let why = bindings.signRefusal { refusal = .refused("refused-bind-failed", why) }
         if let through, !scope.isEmpty { scope = SSHKeyRule.forwardedScope(scope, through: through.fingerprint) }
         let prompt = AgentPrompt(key: record.name, action: action, forwardedThrough: through, chain: chain)
         if refusal == nil, SSHKeyRule.forwardingRefused(record, forwarded: bindings.forwarded) {

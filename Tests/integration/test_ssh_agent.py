@@ -15,8 +15,9 @@ Run as root: /usr/bin/python3 -m pytest Tests/integration/test_ssh_agent.py
 * Five wrong fingers: the lockout holds across ssh, sudo and the agent alike.
 * ``ssh -A``, then a signature asked from inside that session: refused without a scan for
   a key that does not allow forwarding; "forwarded through la-sshbed" for one that does.
-* A session-bind whose signature does not verify is refused before any scan (one that
-  verifies is taken, then never rebound); a login signature for another session refused.
+* A session-bind whose signature does not verify is refused before any scan, and so is
+  every signature asked after it on that connection (one that verifies is taken, then
+  never rebound); a login signature for another session refused.
 * 200 signatures in one connection inside the reuse window: the serving helper's
   descriptors and memory do not grow.
 * A peer that exits while its request waits for the finger gets nothing: the helper ends,
@@ -251,20 +252,25 @@ def test_a_session_bind_with_a_bad_signature_is_refused_before_any_scan(m):
     bad = AgentClient(m.home)
     try:
         refused = bad.ask("bind", host.hex(), session.hex(), wrong.hex(), 0)
+        # On a terminal, a git signature would be asked for with the finger; after a failed
+        # bind the connection signs nothing.
+        after_bad = bad.ask("sign", blob.hex(), "git", 1)
     finally:
         bad.close()
     good = AgentClient(m.home)
     try:
         bound = good.ask("bind", host.hex(), session.hex(), right.hex(), 0)
-        rebound = good.ask("bind", host.hex(), other.hex(), sshbed.ed25519_sign(m.sshd.host_private, other).hex(), 0)
         elsewhere = good.ask("signdata", blob.hex(), sshbed.userauth_data(other, m.user.name, blob, host).hex())
+        rebound = good.ask("bind", host.hex(), other.hex(), sshbed.ed25519_sign(m.sshd.host_private, other).hex(), 0)
     finally:
         good.close()
-    facts = {"bad_bind": refused, "good_bind": bound, "rebound": rebound,
-             "userauth_for_another_session": elsewhere, "scan_offered": offered(m, mark)}
-    assert facts == {"bad_bind": {"reply": sshbed.FAILURE}, "good_bind": {"reply": sshbed.SUCCESS},
+    facts = {"bad_bind": refused, "sign_after_bad_bind": after_bad["replies"], "good_bind": bound,
+             "rebound": rebound, "userauth_for_another_session": elsewhere, "scan_offered": offered(m, mark),
+             "why": "a session-bind on this connection was refused" in m.service_lines()}
+    assert facts == {"bad_bind": {"reply": sshbed.FAILURE}, "sign_after_bad_bind": [sshbed.FAILURE],
+                     "good_bind": {"reply": sshbed.SUCCESS},
                      "rebound": {"reply": sshbed.FAILURE}, "userauth_for_another_session": {"reply": sshbed.FAILURE},
-                     "scan_offered": False}, f"{facts}\n{m.service_lines()}"
+                     "scan_offered": False, "why": True}, f"{facts}\n{m.service_lines()}"
 
 
 # --- one connection, many signatures; a peer that leaves --------------------------------------

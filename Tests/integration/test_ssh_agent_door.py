@@ -218,22 +218,42 @@ def test_session_binds_are_verified_and_never_rebound_all_before_any_scan(world)
     key = world.add_key(world.alice, "work")
     host, stranger = wire.HostKey(), wire.HostKey()
     sid, other = os.urandom(32), os.urandom(32)
-    forged = wire.session_bind(host.blob, sid, stranger.sign(sid), False)
     good = wire.session_bind(host.blob, sid, host.sign(sid), False)
     again = wire.session_bind(host.blob, other, host.sign(other), False)
     wrong_session = wire.sign_request(key.blob, wire.userauth_data(other, "git", key.blob, host.blob))
     wrong_host = wire.sign_request(key.blob, wire.userauth_data(sid, "git", key.blob, stranger.blob))
     mark = world.syslog.mark()
-    got, events = world.run(world.alice, [["ask", forged.hex()], ["ask", good.hex()], ["ask", again.hex()],
-                                          ["ask", wrong_session.hex()], ["ask", wrong_host.hex()]])
-    assert got == [bytes([wire.FAILURE]), bytes([wire.SUCCESS]), bytes([wire.FAILURE]),
-                   bytes([wire.FAILURE]), bytes([wire.FAILURE])]
+    got, events = world.run(world.alice, [["ask", good.hex()], ["ask", wrong_session.hex()],
+                                          ["ask", wrong_host.hex()], ["ask", again.hex()]])
+    assert got == [bytes([wire.SUCCESS]), bytes([wire.FAILURE]), bytes([wire.FAILURE]), bytes([wire.FAILURE])]
     assert scans(events) == []
     log = world.log_since(mark)
-    assert any("session-bind refused: the host key's signature over the session identifier does not verify" in m
-               for m in log), log
     assert any("session-bind refused: the connection is bound for authentication already" in m for m in log), log
     assert sum("refused-session" in m for m in log) == 2, log
+
+
+def test_after_a_session_bind_that_fails_nothing_is_signed_on_the_connection(world):
+    """On the requester's terminal, where the same signature would ask for the finger
+    (test_a_git_signature_asks_the_finger...): refused at once, the prompt never shown,
+    even after a bind that verifies."""
+    key = world.add_key(world.alice, "work")
+    host, stranger = wire.HostKey(), wire.HostKey()
+    sid = os.urandom(32)
+    forged = wire.session_bind(host.blob, sid, stranger.sign(sid), False)
+    good = wire.session_bind(host.blob, sid, host.sign(sid), False)
+    sign = wire.sign_request(key.blob, wire.sshsig_data("git", b"tree 5\n"))
+    mark, log_mark = world.bed.mark(), world.syslog.mark()
+    pt = world.on_pty(world.alice, [["ask", forged.hex()], ["ask", sign.hex()], ["ask", good.hex()],
+                                     ["ask", sign.hex()]])
+    res = pt.finish(timeout=40)
+    assert replies(res.output) == [bytes([wire.FAILURE]), bytes([wire.FAILURE]), bytes([wire.SUCCESS]),
+                                   bytes([wire.FAILURE])], res.output
+    assert scans(world.bed.events(mark)) == [] and "sign a git commit" not in res.output, res.output
+    log = world.log_since(log_mark)
+    assert any("session-bind refused: the host key's signature over the session identifier does not verify" in m
+               for m in log), log
+    refused = [m for m in log if "key work refused-bind-failed" in m]
+    assert len(refused) == 2 and all("a session-bind on this connection was refused" in m for m in refused), log
 
 
 def test_a_forwarded_request_is_refused_without_a_scan_for_a_key_that_does_not_allow_it(world):
