@@ -16,17 +16,21 @@ import LocalAuth
 /// Agent connections have a limit and a rate of their own per user, apart from the
 /// requests' (Shares.swift, RateLimit.swift): a user's `git fetch` in a loop, or many
 /// forwarded sessions, never takes the slots their `sudo` needs, and never more than
-/// `perUserLimit` connections of theirs are held or served at once.
+/// `perUserLimit` connections of theirs are held or served at once. Over the rate, a
+/// connection whose message is for a helper waits here (held, and counted against the
+/// limit) until its user's next start: `ssh-keygen -Y sign` for each commit of a long
+/// `git rebase` inside a key's reuse window is answered a little later, never cut off
+/// (a closed agent connection kills it with SIGPIPE). Only the limit refuses.
 struct AgentDoor {
     let listener: Listener
     let perUserLimit: Int
     /// Helper starts per user: more than the requests' rate (a signature inside a key's
-    /// reuse window is one helper, and git signs in bursts), bounded all the same.
+    /// reuse window is one helper, and git signs in bursts), bounded all the same
+    /// (`--agent-start-rate`, 64 and 32 a second unless it says otherwise).
+    let startBurst: Int
+    let startsPerSecond: Int
     private var rate: HelperStartRate
     private(set) var held: [Held] = []
-
-    static let rateBurst = 64
-    static let ratePerSecond = 32
     /// A held connection silent this long is closed (the helper's own bound, AgentMode).
     static let idleMillis: Int64 = 600_000
     /// The start of a frame is looked at again this much later (poll would say readable):
@@ -42,12 +46,18 @@ struct AgentDoor {
         var recheckAt: Int64 = 0
         /// How often the start of the current frame was looked at.
         var rechecks = 0
+        /// Its next message is for a helper (left unread): it waits for its user's rate.
+        var forHelper = false
+        /// When its user's rate allows the next start (0: not waiting yet).
+        var due: Int64 = 0
     }
 
-    init(listener: Listener, perUserLimit: Int) {
+    init(listener: Listener, perUserLimit: Int, startBurst: Int = 64, startsPerSecond: Int = 32) {
         self.listener = listener
         self.perUserLimit = perUserLimit
-        rate = HelperStartRate(userBurst: Self.rateBurst, userPerSecond: Self.ratePerSecond)
+        self.startBurst = startBurst
+        self.startsPerSecond = max(1, startsPerSecond)
+        rate = HelperStartRate(userBurst: startBurst, userPerSecond: max(1, startsPerSecond))
     }
 
     /// Why a pinned peer's new connection is refused, nil when it is taken. Counted by the
@@ -59,10 +69,29 @@ struct AgentDoor {
         return already >= perUserLimit ? "\(already) agent connections of this user are open already (the limit)" : nil
     }
 
-    /// Whether this uid may start one more helper now (its own share of agent starts; root's
-    /// own ssh is a user's here).
-    mutating func mayStartHelper(_ peer: Peer) -> Bool {
-        rate.take(share: peer.uid == 0 ? uid_t.max - 1 : peer.uid)
+    /// Its own share of agent starts: root's own ssh is a user's here.
+    private static func share(_ peer: Peer) -> uid_t { peer.uid == 0 ? uid_t.max - 1 : peer.uid }
+
+    /// The connections whose message is for a helper that their user's rate lets start now,
+    /// in the order they came: taken out of `held`. The others stay held, `due` when their
+    /// user's next start is; `began` are those that began to wait just now (a log line).
+    mutating func takeDue(now: Int64 = MonotonicClock.millis()) -> (start: [Waiting], began: [Waiting]) {
+        var start: [Waiting] = [], began: [Waiting] = []
+        var spent: Set<uid_t> = []
+        var i = 0
+        while i < held.count {
+            guard held[i].forHelper else { i += 1; continue }
+            let share = Self.share(held[i].waiting.peer)
+            if !spent.contains(share), rate.take(share: share, now: now) {
+                start.append(held.remove(at: i).waiting)
+                continue
+            }
+            spent.insert(share)   // the ones behind wait too: first come, first started
+            if held[i].due == 0 { began.append(held[i].waiting) }
+            held[i].due = rate.nextToken(share: share, now: now)
+            i += 1
+        }
+        return (start, began)
     }
 
     mutating func hold(_ waiting: Waiting) {
@@ -71,7 +100,10 @@ struct AgentDoor {
 
     var pollFDs: [pollfd] {
         let now = MonotonicClock.millis()
-        return held.map { pollfd(fd: $0.waiting.connection, events: $0.recheckAt > now ? pollReadHangUp : Int16(POLLIN) | pollReadHangUp,
+        // A connection waiting for its helper is readable (its message, unread): only its
+        // end is watched (POLLHUP and POLLERR come unasked).
+        return held.map { pollfd(fd: $0.waiting.connection,
+                                 events: $0.forHelper ? 0 : $0.recheckAt > now ? pollReadHangUp : Int16(POLLIN) | pollReadHangUp,
                                  revents: 0) }
     }
 
@@ -81,14 +113,18 @@ struct AgentDoor {
         case held
         /// Closed here (the client went away).
         case closed
-        /// Its next message is for a helper: taken out of `held`.
-        case handOff(Waiting)
+        /// Its next message is for a helper: it waits for one (takeDue).
+        case forHelper
     }
 
-    /// Answers REQUEST_IDENTITIES as often as they come first; hands over at the first
-    /// other message. `identities` gives the answer's body for a uid.
+    /// Answers REQUEST_IDENTITIES as often as they come first; at the first other message
+    /// the connection is for a helper (takeDue). `identities` gives the answer's body for a uid.
     mutating func serve(_ fd: Int32, revents: Int16, identities: (uid_t) -> [UInt8]) -> Step {
         guard let index = held.firstIndex(where: { $0.waiting.connection == fd }) else { return .held }
+        if held[index].forHelper {
+            // Its client went away while it waited: nobody is left to answer.
+            return revents & Int16(POLLHUP | POLLERR) != 0 ? close(at: index) : .forHelper
+        }
         while true {
             var buffer = [UInt8](repeating: 0, count: 8)
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_PEEK | MSG_DONTWAIT)) }
@@ -105,7 +141,9 @@ struct AgentDoor {
                 held[index].rechecks += 1
                 return .held
             case .message:
-                return .handOff(held.remove(at: index).waiting)
+                held[index].forHelper = true
+                held[index].recheckAt = 0
+                return .forHelper
             case .requestIdentities:
                 var taken = [UInt8](repeating: 0, count: AgentPeek.requestIdentities.count)
                 _ = taken.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
@@ -134,7 +172,8 @@ struct AgentDoor {
 
     var nextDeadline: Int64? {
         let now = MonotonicClock.millis()
-        return (held.map(\.idleUntil) + held.map(\.recheckAt).filter { $0 > now }).min()
+        return (held.map(\.idleUntil) + held.map(\.recheckAt).filter { $0 > now }
+                + held.filter(\.forHelper).map(\.due)).min()
     }
 }
 

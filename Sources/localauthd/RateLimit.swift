@@ -50,6 +50,18 @@ struct HelperStartRate {
         return true
     }
 
+    /// When `share`'s bucket holds a whole token again (now, if it does): the moment a
+    /// start refused now would be taken. Never later than a second away at rates of 1 and
+    /// more; with a rate of 0, never (Int64.max).
+    func nextToken(share: uid_t, now: Int64 = MonotonicClock.millis()) -> Int64 {
+        let (burst, rate) = numbers(share)
+        guard let bucket = buckets[share] else { return now }
+        let tokens = min(burst, bucket.tokens + Double(max(0, now - bucket.at)) * rate / 1000)
+        guard tokens < 1 else { return now }
+        guard rate > 0 else { return Int64.max }
+        return now + Int64(((1 - tokens) * 1000 / rate).rounded(.up))
+    }
+
     private mutating func forgetFull(now: Int64) {
         buckets = buckets.filter { share, bucket in
             let (burst, rate) = numbers(share)

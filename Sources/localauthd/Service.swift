@@ -134,6 +134,7 @@ struct Service {
                 if fds[0].revents != 0 { acceptWaiting() }
                 if fds[4].revents != 0 { acceptAgentConnections() }
             }
+            startDueAgentHelpers()
             for due in turn.due(running: running) { start(due.waiting, due.request, heldAs: due.claim) }
             closeOverdue()
             kept.closeIdle(now: MonotonicClock.millis())
@@ -401,23 +402,31 @@ struct Service {
     }
 
     /// A held agent connection that became readable: REQUEST_IDENTITIES answered here from
-    /// root's store; any other message hands the connection to a helper, within the
-    /// user's rate of agent helper starts.
+    /// root's store; any other message makes the connection one for a helper, started by
+    /// startDueAgentHelpers within the user's rate of agent helper starts.
     private mutating func serveAgent(_ fd: Int32, revents: Int16) {
         let stateDir = options.stateDir
         let log = self.log
-        guard case .handOff(let held)? = agent?.serve(fd, revents: revents, identities: {
+        _ = agent?.serve(fd, revents: revents, identities: {
             AgentIdentities.answer(uid: $0, stateDirectory: stateDir, log: log)
-        }) else { return }
-        defer { held.release() }
-        guard agent?.mayStartHelper(held.peer) == true else {
-            quiet.note(.warning, uid: held.peer.uid, kind: "agent connections refused: over the rate of helper starts",
-                       first: "an ssh-agent connection of uid \(held.peer.uid) (pid \(held.peer.pid)) closed, no helper: "
-                           + "over its rate of agent helper starts (\(AgentDoor.rateBurst) at once, "
-                           + "\(AgentDoor.ratePerSecond) a second)", log: log)
-            return
+        })
+    }
+
+    /// Helpers for the agent connections whose user's rate allows them now; the others
+    /// wait, held (AgentDoor.takeDue), and the poll's timeout is bounded by their moment.
+    private mutating func startDueAgentHelpers() {
+        guard let door = agent, door.held.contains(where: \.forHelper) else { return }
+        guard let (start, began) = agent?.takeDue() else { return }
+        for held in began {
+            quiet.note(.info, uid: held.peer.uid, kind: "agent connections waiting: over the rate of helper starts",
+                       first: "an ssh-agent connection of uid \(held.peer.uid) (pid \(held.peer.pid)) waits for its helper: "
+                           + "over its rate of agent helper starts (\(door.startBurst) at once, "
+                           + "\(door.startsPerSecond) a second)", log: log)
         }
-        startAgentHelper(held)
+        for held in start {
+            startAgentHelper(held)
+            held.release()
+        }
     }
 
     private mutating func startAgentHelper(_ held: Waiting) {

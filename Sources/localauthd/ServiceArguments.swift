@@ -14,6 +14,10 @@ struct ServiceArguments {
     /// ssh-agent connections one user may have served at once (AgentDoor), apart from
     /// `perUserLimit`: ssh, git and an editor each hold one while they work.
     var agentPerUserLimit = 8
+    /// Agent helper starts one user may make at once, and again per second after that
+    /// (AgentDoor): `--agent-start-rate BURST/PER_SECOND`. Over it a connection waits.
+    var agentStartBurst = 64
+    var agentStartsPerSecond = 32
     var helperPath = ServiceArguments.installedHelper
     var configPath = ConfigFile.installedPath
     /// Seconds with no request running after which the service exits; 0: never. systemd
@@ -54,7 +58,7 @@ struct ServiceArguments {
     static let usage = """
         usage: localauthd [--listen PATH [--agent-listen PATH]] [--agent-per-user-limit N] [--helper PATH] [--config PATH] [--idle-exit SECONDS]
                           [--per-user-limit N] [--peer-pidfd kernel|pid] [--absent-answer yes|no]
-                          [--spare yes|no] [--start-rate BURST/PER_SECOND]
+                          [--spare yes|no] [--start-rate BURST/PER_SECOND] [--agent-start-rate BURST/PER_SECOND]
         """
 
     static func parse(_ words: [String]) -> Result<ServiceArguments, Problem> {
@@ -82,14 +86,21 @@ struct ServiceArguments {
                     return .failure(Problem(text: "\(word) takes yes or no, not `\(value)`"))
                 }
                 if word == "--spare" { parsed.spare = value == "yes" } else { parsed.answerAbsent = value == "yes" }
-            case "--start-rate":
+            case "--start-rate", "--agent-start-rate":
+                // An agent connection over its rate waits for the next start: it needs one.
+                let least = word == "--agent-start-rate" ? 1 : 0
                 let parts = value.split(separator: "/", omittingEmptySubsequences: false).map { Int($0) }
                 guard parts.count == 2, let burst = parts[0], let rate = parts[1], (1...1000).contains(burst),
-                      (0...1000).contains(rate) else {
-                    return .failure(Problem(text: "--start-rate takes BURST/PER_SECOND (1-1000, 0-1000), not `\(value)`"))
+                      (least...1000).contains(rate) else {
+                    return .failure(Problem(text: "\(word) takes BURST/PER_SECOND (1-1000, \(least)-1000), not `\(value)`"))
                 }
-                parsed.userStartBurst = burst
-                parsed.userStartsPerSecond = rate
+                if word == "--start-rate" {
+                    parsed.userStartBurst = burst
+                    parsed.userStartsPerSecond = rate
+                } else {
+                    parsed.agentStartBurst = burst
+                    parsed.agentStartsPerSecond = rate
+                }
             case "--idle-exit", "--per-user-limit":
                 guard let n = Int(value), (0...86_400).contains(n) else {
                     return .failure(Problem(text: "\(word) takes a number of 0 to 86400, not `\(value)`"))

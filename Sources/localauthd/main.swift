@@ -37,7 +37,9 @@ case .failure(let problem):
     exit(1)
 }
 
-var service = Service(listener: listener, agent: agentListener.map { AgentDoor(listener: $0, perUserLimit: arguments.agentPerUserLimit) },
+var service = Service(listener: listener, agent: agentListener.map { AgentDoor(listener: $0, perUserLimit: arguments.agentPerUserLimit,
+                                                                                   startBurst: arguments.agentStartBurst,
+                                                                                   startsPerSecond: arguments.agentStartsPerSecond) },
                       arguments: arguments, log: log)
 // Started (the socket, the bus, the configuration): from here on only what the service's
 // own code uses stays in effect (Capabilities).

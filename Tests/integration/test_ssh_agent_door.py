@@ -81,7 +81,7 @@ class AgentWorld:
     """Two throwaway users (alice enrolled with the virtual print f1), a state directory, the
     service with its agent socket, and the client driver where the users can run it."""
 
-    def __init__(self, inst, bed, syslog, alice, bob, tmp: Path, socket_path=None, state=None):
+    def __init__(self, inst, bed, syslog, alice, bob, tmp: Path, socket_path=None, state=None, extra=()):
         self.inst, self.bed, self.syslog, self.alice, self.bob, self.dir = inst, bed, syslog, alice, bob, tmp
         self.state = state or tmp / "state"
         if state is None:
@@ -91,7 +91,7 @@ class AgentWorld:
         shutil.copy2(Path(__file__).with_name("ssh_agent_wire.py"), tmp / "ssh_agent_wire.py")
         (tmp / "driver.py").write_text(DRIVER)
         self.socket = tmp / "ssh-agent"
-        self.service = Service(inst, syslog, "--agent-listen", str(self.socket), socket_path=socket_path)
+        self.service = Service(inst, syslog, "--agent-listen", str(self.socket), *extra, socket_path=socket_path)
 
     def add_key(self, user, name="work", **policy) -> wire.P256Key:
         """A key of ``user``'s in root's store, as `localauthctl ssh create` leaves it."""
@@ -164,19 +164,29 @@ def scans(events):
     return [e for e in events if e.name == "VerifyFingerSelected"]
 
 
-@pytest.fixture
-def world(inst, bed, syslog):
+def make_world(inst, bed, syslog, extra=()):
     tmp = Path(tempfile.mkdtemp(prefix="localauth-agent-"))
     tmp.chmod(0o755)
     try:
         with system.ThrowawayUser(prefix="la-ag-") as alice, system.ThrowawayUser(prefix="la-ag-") as bob:
-            w = AgentWorld(inst, bed, syslog, alice, bob, tmp)
+            w = AgentWorld(inst, bed, syslog, alice, bob, tmp, extra=extra)
             try:
                 yield w
             finally:
                 w.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def world(inst, bed, syslog):
+    yield from make_world(inst, bed, syslog)
+
+
+@pytest.fixture
+def slow_world(inst, bed, syslog):
+    """The agent's rate of helper starts for a user: one at once, two a second."""
+    yield from make_world(inst, bed, syslog, extra=("--agent-start-rate", "1/2"))
 
 
 def test_each_uid_sees_only_its_own_keys_and_cannot_sign_with_anothers(world):
@@ -305,6 +315,51 @@ def test_inside_the_reuse_window_the_same_scope_signs_without_a_scan(world):
     assert key.verify(wire.signature(got[0]), second) and scans(events) == []
     # Another namespace is another scope; without a terminal there is no prompt: refused.
     assert got[1] == bytes([wire.FAILURE])
+
+
+# Connections opened all at once, then one sign request written on each, then every reply
+# read: argv[1] the socket, argv[2] the key's blob (hex), argv[3] how many. One line per
+# connection: its reply's body in hex, or "closed".
+MANY = r"""
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
+import ssh_agent_wire as wire
+blob, n = bytes.fromhex(sys.argv[2]), int(sys.argv[3])
+clients = [wire.Client(sys.argv[1], timeout=60) for _ in range(n)]
+for i, c in enumerate(clients):
+    try:
+        c.send_raw(wire.frame(wire.sign_request(blob, wire.sshsig_data("git", b"commit %d\n" % i))))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+for c in clients:
+    r = c.read_reply()
+    print("REPLY", "closed" if r is None else r.hex(), flush=True)
+"""
+
+
+def test_over_the_rate_of_helper_starts_connections_wait_and_are_all_answered(slow_world):
+    """``git rebase`` of signed commits inside the reuse window: ssh-keygen for each commit,
+    faster than the rate (here one start at once, two a second). Every connection past the
+    rate waits for its helper, within the user's limit of 8, and none is cut off."""
+    world = slow_world
+    key = world.add_key(world.alice, "work", reuse=60)
+    first = wire.sshsig_data("git", b"first\n")
+    pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, first).hex()]])
+    pt.expect("sign a git commit", timeout=40)
+    world.bed.inject_async([f"SCAN {ENROLLED}"]).wait(30)
+    assert key.verify(wire.signature(replies(pt.finish(timeout=40).output)[0]), first)
+    (world.dir / "many.py").write_text(MANY)
+    n = 6
+    mark, log_mark = world.bed.mark(), world.syslog.mark()
+    p = subprocess.run(system.as_user(world.alice, ["/usr/bin/python3", str(world.dir / "many.py"),
+                                                    str(world.socket), key.blob.hex(), str(n)]),
+                       capture_output=True, text=True, timeout=120, env=system.default_env())
+    assert p.returncode == 0, p.stderr
+    got = replies(p.stdout)
+    assert len(got) == n and all(r is not None for r in got), (got, world.log_since(log_mark, "localauthd"))
+    for i, r in enumerate(got):
+        assert key.verify(wire.signature(r), wire.sshsig_data("git", b"commit %d\n" % i)), (i, r)
+    assert scans(world.bed.events(mark)) == []
 
 
 def test_a_peer_that_exits_mid_request_gets_nothing(world):
