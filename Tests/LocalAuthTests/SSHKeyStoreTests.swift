@@ -41,6 +41,29 @@ import Testing
         #expect(try store.list().isEmpty)
     }
 
+    @Test func thePublicListingHoldsNoPrivateBytesAndNeverDecodesThem() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let store = SSHKeyStore(stateDirectory: dir.path, uid: 1000)
+        let key = try record(store)
+        try store.create(key)
+        #expect(try store.publicListing() == [SSHKeyListing(key)])
+        #expect(try SSHKeyStore(stateDirectory: dir.path, uid: 1001).publicListing().isEmpty)
+        let publicOnly = try SSHKeyRecord.decode(key.encoded(), privateKey: false)
+        #expect(publicOnly.privateKey.isEmpty && publicOnly.publicKey == key.publicKey && publicOnly.name == key.name)
+        let privateHex = Crypto.hex(key.privateKey)
+        #expect(try !store.publicListing().contains { $0.line.contains(privateHex) })
+        // The private key's line is not read at all: one that is not hex still lists the key
+        // (signing, which reads the whole record, refuses it as damaged).
+        let text = String(decoding: key.encoded(), as: UTF8.self).split(separator: "\n")
+            .map { $0.hasPrefix("private_key=") ? "private_key=not hex" : String($0) }.joined(separator: "\n") + "\n"
+        let fd = open(store.file("work"), O_WRONLY | O_TRUNC)
+        _ = text.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
+        close(fd)
+        #expect(try store.publicListing().map(\.name) == ["work"])
+        #expect(try store.list().isEmpty)
+    }
+
     @Test(arguments: ["", "../x", "a/b", ".hidden", "-rf", "a b", "é", String(repeating: "k", count: 65), "a\nb"])
     func aNameThatIsNoFileNameIsRefused(_ name: String) throws {
         let dir = TempDir()

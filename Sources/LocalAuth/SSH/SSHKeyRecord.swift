@@ -121,8 +121,18 @@ public struct SSHKeyRecord: Equatable, Sendable {
     /// Anything but the shape above is damaged, a field out of its range included: a record
     /// that decodes is one `create` could have written.
     public static func decode(_ data: [UInt8]) throws(Damage) -> SSHKeyRecord {
+        try decode(data, privateKey: true)
+    }
+
+    /// The record's public facts only (`privateKey` false: its line is skipped as bytes,
+    /// never made a String nor decoded, and the record's `privateKey` is empty), for a
+    /// process that must hold no private key (SSHKeyStore.publicListing).
+    static func decode(_ data: [UInt8], privateKey: Bool) throws(Damage) -> SSHKeyRecord {
         var fields: [String: String] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+        let skipped = Array("private_key=".utf8)
+        for bytes in data.split(separator: UInt8(ascii: "\n")) {
+            if !privateKey, bytes.starts(with: skipped) { continue }
+            let line = String(decoding: bytes, as: UTF8.self)
             guard let eq = line.firstIndex(of: "=") else { throw Damage(why: "a line without `=`") }
             let key = String(line[..<eq])
             guard fields[key] == nil else { throw Damage(why: "`\(key)` twice") }
@@ -165,6 +175,6 @@ public struct SSHKeyRecord: Equatable, Sendable {
         return SSHKeyRecord(name: name, uid: uid, requirement: requirement, reuseSeconds: reuse,
                             forwardingAllowed: forwarding == "1", comment: comment,
                             domainState: domain.isEmpty ? nil : domain, created: created,
-                            privateKey: try bytes("private_key", count: 32), publicKey: publicKey)
+                            privateKey: privateKey ? try bytes("private_key", count: 32) : [], publicKey: publicKey)
     }
 }

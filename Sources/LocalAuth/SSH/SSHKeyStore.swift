@@ -76,6 +76,19 @@ public struct SSHKeyStore {
         return out
     }
 
+    /// The public facts of every key that reads whole, by name, for a process that must hold
+    /// no private key (localauthd answering REQUEST_IDENTITIES): each record's private key
+    /// line is skipped unread (SSHKeyRecord.decode(_:privateKey:)) and the bytes read are
+    /// wiped. A record damaged in its private key alone is listed; signing refuses it.
+    public func publicListing() throws(Failure) -> [SSHKeyListing] {
+        try prepare()
+        var out: [SSHKeyListing] = []
+        for name in try names().sorted() where name.hasSuffix(".key") {
+            if let record = try? load(name: String(name.dropLast(4)), privateKey: false) { out.append(SSHKeyListing(record)) }
+        }
+        return out
+    }
+
     /// Names of keys whose record does not read (kept where they are, or moved aside).
     public func damagedNames() throws(Failure) -> [String] {
         try prepare()
@@ -89,12 +102,17 @@ public struct SSHKeyStore {
 
     /// The key named `name`, nil when there is none.
     public func load(name: String) throws(Failure) -> SSHKeyRecord? {
+        try load(name: name, privateKey: true)
+    }
+
+    private func load(name: String, privateKey: Bool) throws(Failure) -> SSHKeyRecord? {
         if let problem = SSHKeyRecord.nameProblem(name) { throw .badName(problem) }
         try prepare()
         let path = file(name)
-        guard let bytes = try read(path, limit: Self.recordLimit) else { return nil }
+        guard var bytes = try read(path, limit: Self.recordLimit) else { return nil }
+        defer { if !privateKey { Crypto.wipe(&bytes) } }
         let record: SSHKeyRecord
-        do { record = try SSHKeyRecord.decode(bytes) } catch { throw .damaged(path: path, why: error.why) }
+        do { record = try SSHKeyRecord.decode(bytes, privateKey: privateKey) } catch { throw .damaged(path: path, why: error.why) }
         guard record.uid == uid, record.name == name else {
             throw .damaged(path: path, why: "it names another user or key")
         }
