@@ -27,7 +27,7 @@ import Glibc
 public struct RightsStore {
     public let directory: String
     public let uid: UInt32
-    private let owner: uid_t
+    let owner: uid_t
 
     /// Records per user, counting damaged ones kept aside.
     public static let maxRights = 64
@@ -176,70 +176,10 @@ public struct RightsStore {
         directory + "/" + Crypto.hex(Crypto.sha256(Array(program.utf8) + [0] + Array(identifier.utf8))) + suffix
     }
 
-    /// `rights/` and `rights/<uid>/`: created 0700 when missing, else they must be the
-    /// store's, directories (not symlinks) and closed to others.
-    private func prepare() throws(Failure) {
-        let parent = String(directory[..<directory.lastIndex(of: "/")!])
-        try checkDirectory(parent)
-        try checkDirectory(directory)
-    }
-
-    private func checkDirectory(_ path: String) throws(Failure) {
-        var st = stat()
-        if lstat(path, &st) != 0 {
-            guard errno == ENOENT else { throw .io(path: path, operation: "stat", errno: errno) }
-            guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-                throw .unsafe(path: path, why: "missing and cannot be created: \(errnoText(errno))")
-            }
-            guard lstat(path, &st) == 0 else { throw .io(path: path, operation: "stat", errno: errno) }
-        }
-        guard Posix.isDirectory(st) else { throw .unsafe(path: path, why: "not a directory (or a symlink)") }
-        guard st.st_uid == owner else { throw .unsafe(path: path, why: "owned by uid \(st.st_uid), expected \(owner)") }
-        guard st.st_mode & 0o077 == 0 else { throw .unsafe(path: path, why: "mode \(Posix.modeText(st)), expected 0700") }
-    }
-
     /// A record that decodes (a damaged one is kept aside before it is replaced).
     private func readable(_ path: String) -> Bool {
         guard let bytes = try? read(path, limit: 16 * 1024) else { return false }
         return (try? RightRecord.decode(bytes)) != nil
-    }
-
-    private func exists(_ path: String) -> Bool {
-        var st = stat()
-        return lstat(path, &st) == 0
-    }
-
-    /// The file's bytes; nil when there is none. Anything but the store's own regular file
-    /// closed to others is refused.
-    private func read(_ path: String, limit: Int) throws(Failure) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            if errno == ELOOP { throw .damaged(path: path, why: "a symlink") }
-            throw .io(path: path, operation: "open", errno: errno)
-        }
-        defer { close(fd) }
-        guard let st = Posix.fileStat(fd) else { throw .io(path: path, operation: "fstat", errno: errno) }
-        guard Posix.isRegular(st), st.st_uid == owner, st.st_mode & 0o077 == 0 else {
-            throw .damaged(path: path, why: "not a regular file of uid \(owner) with mode 0600")
-        }
-        switch Posix.readAll(fd, limit: limit) {
-        case .success(let bytes): return bytes
-        case .failure(let e): throw .io(path: path, operation: "read", errno: e.code)
-        }
-    }
-
-    private func names() throws(Failure) -> [String] {
-        guard let dir = opendir(directory) else { throw .io(path: directory, operation: "opendir", errno: errno) }
-        defer { closedir(dir) }
-        var out: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if !name.hasPrefix(".") { out.append(name) }
-        }
-        return out
     }
 
     /// The user's records and their bytes, with the new one in place of `replacing`, must
@@ -261,37 +201,11 @@ public struct RightsStore {
         if bytes > Self.maxBytes {
             throw .full(why: "uid \(uid)'s rights would take \(bytes) bytes, more than \(Self.maxBytes)")
         }
-        var fs = statvfs()
-        if statvfs(directory, &fs) == 0 {
-            let free = UInt64(fs.f_bavail) * UInt64(fs.f_frsize)
-            if free < Self.freeSpaceFloor + UInt64(size) {
-                throw .full(why: "\(free / 1024 / 1024) MiB free on the state directory's file system, below the \(Self.freeSpaceFloor / 1024 / 1024) MiB kept for others")
-            }
-        }
-    }
-
-    private func locked<T>(_ mode: Int32 = LOCK_EX, _ body: () throws(Failure) -> T) throws(Failure) -> T {
-        let path = directory + "/.lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: path, operation: "open", errno: errno) }
-        defer { close(fd) }
-        while flock(fd, mode) != 0 {
-            guard errno == EINTR else { throw .io(path: path, operation: "lock", errno: errno) }
-        }
-        return try body()
-    }
-
-    /// temp file → fsync → rename (Posix.replaceFile; the caller fsyncs the directory).
-    private func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(Failure) {
-        if let f = Posix.replaceFile(path, with: bytes, sync: { fsync($0) }) {
-            throw .io(path: f.path, operation: f.operation, errno: f.errno)
-        }
-    }
-
-    private func syncDirectory() throws(Failure) {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw .io(path: directory, operation: "open", errno: errno) }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw .io(path: directory, operation: "fsync", errno: errno) }
+        try checkFreeSpace(size)
     }
 }
+
+/// The store's files are kept as the SSH key store's are (OwnedFileStore).
+extension RightsStore: OwnedFileStore {}
+
+extension RightsStore.Failure: OwnedFileFailure {}
