@@ -6,7 +6,8 @@ SO_PEERPIDFD, so localauthd pins each peer by its pid (Peer.swift); sudo and pol
 helper are setuid (real uid the user's, effective uid 0), the callers the service must still
 recognise as the peer that connected; the ssh-agent socket's peers are pinned by pid too.
 Polkit 122 ships no /etc/pam.d/polkit-1: its agent helper runs ``other`` (common-auth with
-the pam-auth-update lines), and pkexec's own text agent fails ("No session for cookie"), so pkexec runs with pkttyagent (la-pkexec).
+the pam-auth-update lines), and pkexec's own text agent fails ("No session for cookie"), so
+pkexec runs with pkttyagent (la-pkexec).
 
 The guest is prepared as test_presence.py's (conftest.py: the .deb installed, the profiles
 enabled, the password once this boot); the packaged localauthd, socket-activated under
