@@ -8,11 +8,35 @@ import LocalAuth
 /// block the file has) to the caller's ~/.ssh/config, only when neither that file nor
 /// SSH_AUTH_SOCK names an agent yet: another agent is never replaced behind the user's back.
 /// A file that includes others is not written either (what they set cannot be seen here).
+/// Then it tells how git's signatures reach the agent: git signs through `ssh-keygen -Y sign`,
+/// which reads SSH_AUTH_SOCK only, never IdentityAgent; that variable is the user's to set
+/// (a shell profile is not a file to edit from here), and one naming another agent stays.
 enum SSHSetup {
     static let agentSocket = "/run/localauth/ssh-agent"
     static var line: String { "IdentityAgent \(agentSocket)" }
 
     static func run(write: Bool) -> Int32 {
+        let code = configure(write: write)
+        tellGitSigning()
+        return code
+    }
+
+    /// What git needs, on stdout the line to copy, on stderr why.
+    static func tellGitSigning() {
+        let current = getenv("SSH_AUTH_SOCK").map { String(cString: $0) } ?? ""
+        if current == agentSocket {
+            warn(tr(cliLanguage, "SSH_AUTH_SOCK names localauthd's agent: git signs through it"))
+        } else if current.isEmpty {
+            warn(tr(cliLanguage, "git signs with ssh-keygen, which reads SSH_AUTH_SOCK, not IdentityAgent: for signed commits add this line to your shell profile (~/.profile), or run git with SSH_AUTH_SOCK so set:"))
+            say("export SSH_AUTH_SOCK=\(agentSocket)")
+        } else {
+            warn(tr(cliLanguage, "git signs with ssh-keygen, which reads SSH_AUTH_SOCK, not IdentityAgent; yours names another agent (%s), left as it is: for a commit signed by localauthd's agent, run git so:",
+                    printable(current)))
+            say("SSH_AUTH_SOCK=\(agentSocket) git commit -S")
+        }
+    }
+
+    private static func configure(write: Bool) -> Int32 {
         guard write else {
             warn(tr(cliLanguage, "add this line to ~/.ssh/config (before any Host line), or run localauthctl ssh setup --write:"))
             say(line)

@@ -291,12 +291,21 @@ def test_setup_appends_the_line_only_where_no_agent_is_named(world):
         return subprocess.run(system.as_user(world.user, [str(world.app), "ssh", "setup", *args]),
                               env={**base, **env}, capture_output=True, text=True)
 
+    # Both lines: ssh's, and git's (ssh-keygen -Y sign reads SSH_AUTH_SOCK, never IdentityAgent).
     printed = setup()
-    assert printed.returncode == 0 and printed.stdout == "IdentityAgent /run/localauth/ssh-agent\n", printed
+    assert printed.returncode == 0 and printed.stdout == (
+        "IdentityAgent /run/localauth/ssh-agent\nexport SSH_AUTH_SOCK=/run/localauth/ssh-agent\n"), printed
+    assert "reads SSH_AUTH_SOCK, not IdentityAgent" in printed.stderr, printed
     assert not (home / ".ssh").exists()
-    # Another agent in the environment: nothing written.
+    # Already pointing at localauthd's: said so, no line for the profile.
+    r = setup(SSH_AUTH_SOCK="/run/localauth/ssh-agent")
+    assert r.returncode == 0 and r.stdout == "IdentityAgent /run/localauth/ssh-agent\n", r
+    assert "git signs through it" in r.stderr, r
+    # Another agent in the environment: nothing written, and git's line leaves it in place.
     r = setup("--write", SSH_AUTH_SOCK="/tmp/other-agent.sock")
     assert r.returncode == 2 and "another agent" in r.stderr and not (home / ".ssh").exists(), r
+    assert r.stdout.endswith("\nSSH_AUTH_SOCK=/run/localauth/ssh-agent git commit -S\n"), r
+    assert "/tmp/other-agent.sock), left as it is" in r.stderr, r
     r = setup("--write")
     assert r.returncode == 0, r
     config = home / ".ssh" / "config"

@@ -1,8 +1,9 @@
 """The init script for a machine without systemd (`etc/init.d/localauth`, shipped as an
-example): it starts the built localauthd with `--listen`, which answers on its socket as
-root, reports its status, and stops exactly that process, which removes its socket file.
-The script runs as written; only its paths are moved into a directory of the test's own,
-so nothing of the machine's (/run/localauth, /var/lib/localauth, a pid file) is touched."""
+example): it starts the built localauthd with `--listen` and `--agent-listen`, which answers
+on both sockets as root, reports its status, and stops exactly that process, which removes
+its socket files. The script runs as written; only its paths are moved into a directory of
+the test's own, so nothing of the machine's (/run/localauth and its ssh-agent socket,
+/var/lib/localauth, a pid file) is touched."""
 import os
 import socket
 import struct
@@ -25,11 +26,13 @@ def moved(script: str, root: Path) -> str:
     out = script
     for old, new in (("DAEMON=/usr/libexec/localauth/localauthd", f"DAEMON={SERVICE}"),
                      ("SOCKET=/run/localauth/socket", f"SOCKET={root}/run/socket"),
+                     ("AGENT_SOCKET=/run/localauth/ssh-agent", f"AGENT_SOCKET={root}/run/ssh-agent"),
                      ("PIDFILE=/run/localauth.pid", f"PIDFILE={root}/localauthd.pid"),
                      ("/run/localauth\n", f"{root}/run\n"),
                      ("/var/lib/localauth\n", f"{root}/state\n")):
         assert old in out, old
         out = out.replace(old, new)
+    assert "/run/localauth" not in out.replace("/run/localauth.pid", ""), "a path of the machine's left"
     return out
 
 
@@ -57,6 +60,7 @@ def test_the_init_script_starts_reports_and_stops_the_service():
         script.write_text(moved(SCRIPT.read_text(), root))
         script.chmod(0o755)
         sock, pidfile = root / "run" / "socket", root / "localauthd.pid"
+        agent = root / "run" / "ssh-agent"
         pid = None
         try:
             start = subprocess.run(["sh", str(script), "start"], capture_output=True, text=True, timeout=60)
@@ -65,6 +69,8 @@ def test_the_init_script_starts_reports_and_stops_the_service():
             pid = int(pidfile.read_text())
             assert os.readlink(f"/proc/{pid}/exe") == str(SERVICE)
             assert peer_uid(sock) == 0
+            assert wait_for(agent.exists), "no ssh-agent socket after start"
+            assert peer_uid(agent) == 0 and agent.stat().st_mode & 0o777 == 0o666
             assert (root / "state").stat().st_mode & 0o777 == 0o700
             # A second start leaves the running one alone.
             again = subprocess.run(["sh", str(script), "start"], capture_output=True, text=True, timeout=60)
@@ -76,6 +82,7 @@ def test_the_init_script_starts_reports_and_stops_the_service():
             assert stop.returncode == 0, stop
             assert wait_for(lambda: not Path(f"/proc/{pid}").exists()), "localauthd still runs after stop"
             assert not sock.exists(), "the socket file stayed after stop"
+            assert not agent.exists(), "the ssh-agent socket file stayed after stop"
             status = subprocess.run(["sh", str(script), "status"], capture_output=True, text=True, timeout=30)
             assert status.returncode != 0, status
             pid = None
