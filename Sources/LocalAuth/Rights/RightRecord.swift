@@ -71,43 +71,23 @@ public struct RightRecord: Equatable, Sendable {
         return Array((lines.joined(separator: "\n") + "\n").utf8)
     }
 
-    public struct Damage: Error, CustomStringConvertible {
-        public let why: String
-        public var description: String { why }
-    }
+    public typealias Damage = RecordDamage
 
     public static func decode(_ data: [UInt8]) throws(Damage) -> RightRecord {
-        var fields: [String: String] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-            guard let eq = line.firstIndex(of: "=") else { throw Damage(why: "a line without `=`") }
-            let key = String(line[..<eq])
-            guard fields[key] == nil else { throw Damage(why: "`\(key)` twice") }
-            fields[key] = String(line[line.index(after: eq)...])
-        }
-        guard fields["version"] == "1" else { throw Damage(why: "not version 1") }
-        func field(_ key: String) throws(Damage) -> String {
-            guard let v = fields[key] else { throw Damage(why: "no `\(key)`") }
-            return v
-        }
-        func bytes(_ key: String, count: Int? = nil) throws(Damage) -> [UInt8] {
-            guard let b = Hex.decode(try field(key)), count == nil || b.count == count else {
-                throw Damage(why: "`\(key)` is not \(count.map { "\($0) bytes of " } ?? "")hex")
-            }
-            return b
-        }
-        guard let uid = UInt32(try field("uid")) else { throw Damage(why: "`uid` is not a number") }
-        guard let requirement = RightRequirement(rawValue: try field("requirement")) else {
+        let record = try RecordFields(data)
+        guard let uid = UInt32(try record.field("uid")) else { throw Damage(why: "`uid` is not a number") }
+        guard let requirement = RightRequirement(rawValue: try record.field("requirement")) else {
             throw Damage(why: "unknown `requirement`")
         }
-        let domain = try field("domain_state")
+        let domain = try record.field("domain_state")
         guard domain.isEmpty || (domain.utf8.count == 64 && Hex.decode(domain) != nil) else {
             throw Damage(why: "`domain_state` is not 64 hex digits")
         }
         return RightRecord(
-            identifier: String(decoding: try bytes("identifier"), as: UTF8.self), uid: uid,
-            program: String(decoding: try bytes("program"), as: UTF8.self), requirement: requirement,
-            domainState: domain.isEmpty ? nil : domain, secret: try bytes("secret"),
-            privateKey: try bytes("private_key", count: 32), publicKey: try bytes("public_key", count: 65))
+            identifier: String(decoding: try record.bytes("identifier"), as: UTF8.self), uid: uid,
+            program: String(decoding: try record.bytes("program"), as: UTF8.self), requirement: requirement,
+            domainState: domain.isEmpty ? nil : domain, secret: try record.bytes("secret"),
+            privateKey: try record.bytes("private_key", count: 32), publicKey: try record.bytes("public_key", count: 65))
     }
 }
 

@@ -113,10 +113,7 @@ public struct SSHKeyRecord: Equatable, Sendable {
         return Array((lines.joined(separator: "\n") + "\n").utf8)
     }
 
-    public struct Damage: Error, CustomStringConvertible {
-        public let why: String
-        public var description: String { why }
-    }
+    public typealias Damage = RecordDamage
 
     /// Anything but the shape above is damaged, a field out of its range included: a record
     /// that decodes is one `create` could have written.
@@ -128,53 +125,33 @@ public struct SSHKeyRecord: Equatable, Sendable {
     /// never made a String nor decoded, and the record's `privateKey` is empty), for a
     /// process that must hold no private key (SSHKeyStore.publicListing).
     static func decode(_ data: [UInt8], privateKey: Bool) throws(Damage) -> SSHKeyRecord {
-        var fields: [String: String] = [:]
-        let skipped = Array("private_key=".utf8)
-        for bytes in data.split(separator: UInt8(ascii: "\n")) {
-            if !privateKey, bytes.starts(with: skipped) { continue }
-            let line = String(decoding: bytes, as: UTF8.self)
-            guard let eq = line.firstIndex(of: "=") else { throw Damage(why: "a line without `=`") }
-            let key = String(line[..<eq])
-            guard fields[key] == nil else { throw Damage(why: "`\(key)` twice") }
-            fields[key] = String(line[line.index(after: eq)...])
-        }
-        guard fields["version"] == "1" else { throw Damage(why: "not version 1") }
-        func field(_ key: String) throws(Damage) -> String {
-            guard let v = fields[key] else { throw Damage(why: "no `\(key)`") }
-            return v
-        }
-        func bytes(_ key: String, count: Int? = nil) throws(Damage) -> [UInt8] {
-            guard let b = Hex.decode(try field(key)), count == nil || b.count == count else {
-                throw Damage(why: "`\(key)` is not \(count.map { "\($0) bytes of " } ?? "")hex")
-            }
-            return b
-        }
-        let name = try field("name")
+        let record = try RecordFields(data, skipping: privateKey ? nil : Array("private_key=".utf8))
+        let name = try record.field("name")
         if let problem = nameProblem(name) { throw Damage(why: "`name`: \(problem)") }
-        guard let uid = UInt32(try field("uid")) else { throw Damage(why: "`uid` is not a number") }
-        guard let requirement = SSHKeyRequirement(rawValue: try field("requirement")) else {
+        guard let uid = UInt32(try record.field("uid")) else { throw Damage(why: "`uid` is not a number") }
+        guard let requirement = SSHKeyRequirement(rawValue: try record.field("requirement")) else {
             throw Damage(why: "unknown `requirement`")
         }
-        guard let reuse = Int(try field("reuse")), reuseProblem(reuse) == nil else {
+        guard let reuse = Int(try record.field("reuse")), reuseProblem(reuse) == nil else {
             throw Damage(why: "`reuse` is not 0 to \(maxReuseSeconds)")
         }
-        let forwarding = try field("forwarding")
+        let forwarding = try record.field("forwarding")
         guard forwarding == "0" || forwarding == "1" else { throw Damage(why: "`forwarding` is not 0 or 1") }
-        let comment = String(decoding: try bytes("comment"), as: UTF8.self)
+        let comment = String(decoding: try record.bytes("comment"), as: UTF8.self)
         if let problem = commentProblem(comment) { throw Damage(why: "`comment`: \(problem)") }
-        let domain = try field("domain_state")
+        let domain = try record.field("domain_state")
         guard domain.isEmpty || (domain.utf8.count == 64 && Hex.decode(domain) != nil) else {
             throw Damage(why: "`domain_state` is not 64 hex digits")
         }
         guard (requirement == .biometryCurrentSet) == !domain.isEmpty else {
             throw Damage(why: "`domain_state` does not go with `requirement`")
         }
-        guard let created = Timestamp(try field("created")) else { throw Damage(why: "`created` is not a number") }
-        let publicKey = try bytes("public_key", count: 65)
+        guard let created = Timestamp(try record.field("created")) else { throw Damage(why: "`created` is not a number") }
+        let publicKey = try record.bytes("public_key", count: 65)
         guard publicKey[0] == 0x04 else { throw Damage(why: "`public_key` is not an uncompressed point") }
         return SSHKeyRecord(name: name, uid: uid, requirement: requirement, reuseSeconds: reuse,
                             forwardingAllowed: forwarding == "1", comment: comment,
                             domainState: domain.isEmpty ? nil : domain, created: created,
-                            privateKey: privateKey ? try bytes("private_key", count: 32) : [], publicKey: publicKey)
+                            privateKey: privateKey ? try record.bytes("private_key", count: 32) : [], publicKey: publicKey)
     }
 }
