@@ -186,21 +186,28 @@ struct Service {
         }
     }
 
+    /// The peer of a connection just accepted, pinned (the kernel's word, at the accept); nil
+    /// when it cannot be, the connection then closed and the refusal noted. Any uid can make
+    /// these (a connect and a close at once): one line per uid and interval, keyed by the
+    /// uid the kernel recorded where it has one. `connections`/`aConnection` name the door.
+    private mutating func pinnedPeer(of connection: Int32, connections: String, aConnection: String) -> Peer? {
+        switch Peer.of(connection, pinByPID: arguments.pinByPID) {
+        case .success(let peer): return peer
+        case .failure(let problem):
+            var cred = la_peer_cred()
+            let uid = la_socket_peer_cred(connection, &cred) == 0 ? cred.uid : uid_t.max
+            quiet.note(.warning, uid: uid, kind: "\(connections) refused: the peer not pinned",
+                       first: "\(aConnection) refused: \(problem.text)", log: log)
+            close(connection)
+            return nil
+        }
+    }
+
     /// A new connection: its peer identified (the kernel's word, at the accept) and counted
     /// against its user's limit, then held until its request has come (`serve`).
     private mutating func take(_ connection: Int32) {
         let acceptedAt = BootClock.nanos()
-        let peer: Peer
-        switch Peer.of(connection, pinByPID: arguments.pinByPID) {
-        case .success(let p): peer = p
-        case .failure(let problem):
-            // Any uid can make these (a connect and a close at once): one line per uid and
-            // interval, keyed by the uid the kernel recorded where it has one.
-            var cred = la_peer_cred()
-            let uid = la_socket_peer_cred(connection, &cred) == 0 ? cred.uid : uid_t.max
-            quiet.note(.warning, uid: uid, kind: "connections refused: the peer not pinned",
-                       first: "a connection refused: \(problem.text)", log: log)
-            close(connection)
+        guard let peer = pinnedPeer(of: connection, connections: "connections", aConnection: "a connection") else {
             return
         }
         let already = requestsRunning(of: peer.share)
@@ -376,17 +383,8 @@ struct Service {
         while let connection = listener.accept() {
             idleSince = MonotonicClock.millis()
             let acceptedAt = BootClock.nanos()
-            let peer: Peer
-            switch Peer.of(connection, pinByPID: arguments.pinByPID) {
-            case .success(let p): peer = p
-            case .failure(let problem):
-                var cred = la_peer_cred()
-                let uid = la_socket_peer_cred(connection, &cred) == 0 ? cred.uid : uid_t.max
-                quiet.note(.warning, uid: uid, kind: "agent connections refused: the peer not pinned",
-                           first: "an ssh-agent connection refused: \(problem.text)", log: log)
-                close(connection)
-                continue
-            }
+            guard let peer = pinnedPeer(of: connection, connections: "agent connections",
+                                        aConnection: "an ssh-agent connection") else { continue }
             let held = Waiting(connection: connection, peer: peer, acceptedAt: acceptedAt, deadline: 0)
             if let why = agent?.refusal(peer, running: running) {
                 // The client reads the end of the connection: ssh goes on without the agent.
