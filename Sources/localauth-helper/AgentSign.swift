@@ -153,16 +153,9 @@ struct AgentSign {
 
     /// The enrolled set's domain state now (nil: none enrolled).
     private func enrolledDomainState() -> Result<String?, EvaluationError> {
-        let sensor = FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
-                                   fprintDir: options.fprintDir, log: log)
-        do {
-            let set = try sensor.enrolledSet(for: peer.name.value)
-            return .success(try DomainState.compute(set, store: FileStateStore(directory: options.stateDir)))
-        } catch let e as EvaluationError {
-            return .failure(e)
-        } catch {
-            return .failure(EvaluationError(.biometryNotAvailable, cause: "\(error)"))
-        }
+        Result(catching: { () throws(EvaluationError) in
+            try EnrolledDomain.now(of: peer.name.value, options: options, log: log)
+        })
     }
 
     /// The peer still runs (its pidfd, handed over by localauthd).

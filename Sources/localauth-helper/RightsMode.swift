@@ -286,11 +286,8 @@ enum RightsMode {
         }
 
         func currentDomainState() throws -> String {
-            let sensor = FprintdSensor(address: options.dbusAddress, busTimeout: options.busTimeout,
-                                       fprintDir: options.fprintDir, log: log)
             do {
-                let set = try sensor.enrolledSet(for: request.user.value)
-                guard let domain = try DomainState.compute(set, store: FileStateStore(directory: options.stateDir)) else {
+                guard let domain = try EnrolledDomain.now(of: request.user.value, options: options, log: log) else {
                     throw Refusal(code: .biometryNotEnrolled, reason: "", cause: "no fingerprints are enrolled")
                 }
                 return domain
