@@ -24,19 +24,12 @@ enum SSHService {
     static let deadlineMillis: Int64 = 600_000
 
     static func converse(_ request: Request) -> Result<Answer, CLIError> {
-        let path = ServiceConnection.path
-        let fd: Int32
-        switch ServiceConnection.open(path) {
-        case .success(let opened): fd = opened
-        case .failure(let why): return .failure(.unavailable("localauthd at \(path): \(why)"))
+        let fd: Int32, channel: FrameChannel
+        switch ServiceConnection.send(request) {
+        case .success(let sent): (fd, channel) = sent
+        case .failure(let why): return .failure(why)
         }
         defer { close(fd) }
-        var cred = la_peer_cred()
-        guard la_socket_peer_cred(fd, &cred) == 0, cred.uid == 0 else {
-            return .failure(.unavailable("localauthd at \(path): its end is not root's"))
-        }
-        let channel = FrameChannel(input: fd, output: fd)
-        guard channel.send(request.frame) else { return .failure(.unavailable("localauthd went away")) }
         let interrupt = interruptDescriptor()
         defer { if interrupt >= 0 { close(interrupt) } }
         let deadline = MonotonicClock.millis() + deadlineMillis

@@ -45,22 +45,37 @@ enum ServiceConnection {
         return .success(fd)
     }
 
-    /// Connects to localauthd (the peer must be root), writes the request, and reads one
-    /// answer (at most 10 s).
-    static func ask(_ request: Request) -> Result<Answer, CLIError> {
+    /// Connects to localauthd, checks its end is root's, and writes the request: the socket
+    /// (the caller closes it) and its channel, or why not (the socket then closed).
+    static func send(_ request: Request) -> Result<(fd: Int32, channel: FrameChannel), CLIError> {
         let path = Self.path
         let fd: Int32
         switch Self.open(path) {
         case .success(let opened): fd = opened
         case .failure(let why): return .failure(.unavailable("localauthd at \(path): \(why)"))
         }
-        defer { close(fd) }
         var cred = la_peer_cred()
         guard la_socket_peer_cred(fd, &cred) == 0, cred.uid == 0 else {
+            close(fd)
             return .failure(.unavailable("localauthd at \(path): its end is not root's"))
         }
         let channel = FrameChannel(input: fd, output: fd)
-        guard channel.send(request.frame) else { return .failure(.unavailable("localauthd went away")) }
+        guard channel.send(request.frame) else {
+            close(fd)
+            return .failure(.unavailable("localauthd went away"))
+        }
+        return .success((fd, channel))
+    }
+
+    /// Connects to localauthd (the peer must be root), writes the request, and reads one
+    /// answer (at most 10 s).
+    static func ask(_ request: Request) -> Result<Answer, CLIError> {
+        let fd: Int32, channel: FrameChannel
+        switch send(request) {
+        case .success(let sent): (fd, channel) = sent
+        case .failure(let why): return .failure(why)
+        }
+        defer { close(fd) }
         let deadline = MonotonicClock.millis() + 10_000
         // The helper says it started (`S`) before its result.
         for _ in 0..<4 {
