@@ -16,11 +16,13 @@ import LocalAuth
 /// Agent connections have a limit and a rate of their own per user, apart from the
 /// requests' (Shares.swift, RateLimit.swift): a user's `git fetch` in a loop, or many
 /// forwarded sessions, never takes the slots their `sudo` needs, and never more than
-/// `perUserLimit` connections of theirs are held or served at once. Over the rate, a
-/// connection whose message is for a helper waits here (held, and counted against the
-/// limit) until its user's next start: `ssh-keygen -Y sign` for each commit of a long
-/// `git rebase` inside a key's reuse window is answered a little later, never cut off
-/// (a closed agent connection kills it with SIGPIPE). Only the limit refuses.
+/// `perUserLimit` helpers serve a user's connections at once. Over the limit or the rate,
+/// a connection whose message is for a helper waits here (held, only its end watched)
+/// until one of its user's helpers ends and the rate allows the next start, first come
+/// first served: `git submodule update --jobs 16` over SSH, or `ssh-keygen -Y sign` for
+/// each commit of a long `git rebase` inside a key's reuse window, is answered a little
+/// later, never cut off (ssh goes on without a closed agent and its login fails; ssh-keygen
+/// dies of SIGPIPE). Only the bounds on what is held refuse (`heldPerUser`, `heldInAll`).
 struct AgentDoor {
     let listener: Listener
     let perUserLimit: Int
@@ -31,6 +33,13 @@ struct AgentDoor {
     let startsPerSecond: Int
     private var rate: HelperStartRate
     private(set) var held: [Held] = []
+    /// Connections one user may have held here at once (waiting for a helper, or for their
+    /// first message): each holds two descriptors (the connection, the peer's pidfd), so a
+    /// hostile user's thousands of connections are refused past this, not kept.
+    static let heldPerUser = 64
+    /// And all users' together: 2048 descriptors, far under the limit localauthd raises
+    /// its own to at start (DescriptorLimit.swift), whatever the number of users.
+    static let heldInAll = 1024
     /// A held connection silent this long is closed (the helper's own bound, AgentMode).
     static let idleMillis: Int64 = 600_000
     /// The start of a frame is looked at again this much later (poll would say readable):
@@ -46,10 +55,20 @@ struct AgentDoor {
         var recheckAt: Int64 = 0
         /// How often the start of the current frame was looked at.
         var rechecks = 0
-        /// Its next message is for a helper (left unread): it waits for its user's rate.
+        /// Its next message is for a helper (left unread): it waits for its user's limit
+        /// and rate.
         var forHelper = false
-        /// When its user's rate allows the next start (0: not waiting yet).
+        /// What it waits for (nil: not waiting yet).
+        var waits: Wait?
+        /// When its user's rate allows the next start (waiting for the rate).
         var due: Int64 = 0
+    }
+
+    enum Wait: Equatable {
+        /// `perUserLimit` helpers serve its user's connections: one of them must end.
+        case limit
+        /// Its user's rate of helper starts: until `due`.
+        case rate
     }
 
     init(listener: Listener, perUserLimit: Int, startBurst: Int = 64, startsPerSecond: Int = 32) {
@@ -60,35 +79,52 @@ struct AgentDoor {
         rate = HelperStartRate(userBurst: startBurst, userPerSecond: max(1, startsPerSecond))
     }
 
-    /// Why a pinned peer's new connection is refused, nil when it is taken. Counted by the
-    /// peer's own uid (an ssh-agent peer is served its uid's keys, whatever its real uid):
-    /// the helpers serving its connections and the connections held here.
-    func refusal(_ peer: Peer, running: [Worker]) -> String? {
-        let already = running.filter { $0.agent && $0.uid == peer.uid }.count
-            + held.filter { $0.waiting.peer.uid == peer.uid }.count
-        return already >= perUserLimit ? "\(already) agent connections of this user are open already (the limit)" : nil
+    /// Why a pinned peer's new connection is refused, nil when it is taken (held): only
+    /// when too many are held already, its user's (counted by the peer's own uid: an
+    /// ssh-agent peer is served its uid's keys, whatever its real uid) or everyone's.
+    func refusal(_ peer: Peer) -> String? {
+        guard held.count < Self.heldInAll else {
+            return "\(held.count) agent connections of all users are held already (localauthd's bound)"
+        }
+        let already = held.filter { $0.waiting.peer.uid == peer.uid }.count
+        return already >= Self.heldPerUser ? "\(already) agent connections of this user are held already (the bound)" : nil
     }
 
     /// Its own share of agent starts: root's own ssh is a user's here.
     private static func share(_ peer: Peer) -> uid_t { peer.uid == 0 ? uid_t.max - 1 : peer.uid }
 
-    /// The connections whose message is for a helper that their user's rate lets start now,
-    /// in the order they came: taken out of `held`. The others stay held, `due` when their
-    /// user's next start is; `began` are those that began to wait just now (a log line).
-    mutating func takeDue(now: Int64 = MonotonicClock.millis()) -> (start: [Waiting], began: [Waiting]) {
-        var start: [Waiting] = [], began: [Waiting] = []
-        var spent: Set<uid_t> = []
+    /// The connections whose message is for a helper that their user's limit (the agent
+    /// helpers in `running`) and rate let start now, in the order they came: taken out of
+    /// `held`. The others stay held, waiting for a helper of their user's to end or for
+    /// `due`; `began` are those that began to wait just now, and why (a log line).
+    mutating func takeDue(running: [Worker], now: Int64 = MonotonicClock.millis())
+        -> (start: [Waiting], began: [(Waiting, Wait)]) {
+        var start: [Waiting] = [], began: [(Waiting, Wait)] = []
+        var served: [uid_t: Int] = [:]
+        for worker in running where worker.agent { served[worker.uid, default: 0] += 1 }
+        var stopped: [uid_t: Wait] = [:]
         var i = 0
         while i < held.count {
             guard held[i].forHelper else { i += 1; continue }
-            let share = Self.share(held[i].waiting.peer)
-            if !spent.contains(share), rate.take(share: share, now: now) {
+            let peer = held[i].waiting.peer
+            // The ones behind a connection that waits wait too, for the same: first come,
+            // first started.
+            let wait: Wait
+            if let same = stopped[peer.uid] {
+                wait = same
+            } else if served[peer.uid, default: 0] >= perUserLimit {
+                wait = .limit
+            } else if rate.take(share: Self.share(peer), now: now) {
+                served[peer.uid, default: 0] += 1
                 start.append(held.remove(at: i).waiting)
                 continue
+            } else {
+                wait = .rate
             }
-            spent.insert(share)   // the ones behind wait too: first come, first started
-            if held[i].due == 0 { began.append(held[i].waiting) }
-            held[i].due = rate.nextToken(share: share, now: now)
+            stopped[peer.uid] = wait
+            if held[i].waits == nil { began.append((held[i].waiting, wait)) }
+            held[i].waits = wait
+            held[i].due = wait == .rate ? rate.nextToken(share: Self.share(peer), now: now) : 0
             i += 1
         }
         return (start, began)
@@ -101,7 +137,8 @@ struct AgentDoor {
     var pollFDs: [pollfd] {
         let now = MonotonicClock.millis()
         // A connection waiting for its helper is readable (its message, unread): only its
-        // end is watched (POLLHUP and POLLERR come unasked).
+        // end is watched (POLLHUP and POLLERR come unasked); one that ends is closed and its
+        // place freed (serve).
         return held.map { pollfd(fd: $0.waiting.connection,
                                  events: $0.forHelper ? 0 : $0.recheckAt > now ? pollReadHangUp : Int16(POLLIN) | pollReadHangUp,
                                  revents: 0) }
@@ -173,7 +210,7 @@ struct AgentDoor {
     var nextDeadline: Int64? {
         let now = MonotonicClock.millis()
         return (held.map(\.idleUntil) + held.map(\.recheckAt).filter { $0 > now }
-                + held.filter(\.forHelper).map(\.due)).min()
+                + held.filter { $0.waits == .rate }.map(\.due)).min()
     }
 }
 

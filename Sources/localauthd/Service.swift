@@ -376,8 +376,8 @@ struct Service {
         }
     }
 
-    /// ssh-agent connections: each peer pinned as on the main socket, counted against the
-    /// agent's own limit (AgentDoor), then held for its first message (serveAgent).
+    /// ssh-agent connections: each peer pinned as on the main socket, refused only past the
+    /// bounds on what is held (AgentDoor), then held for its first message (serveAgent).
     private mutating func acceptAgentConnections() {
         guard let listener = agent?.listener else { return }
         while let connection = listener.accept() {
@@ -386,7 +386,7 @@ struct Service {
             guard let peer = pinnedPeer(of: connection, connections: "agent connections",
                                         aConnection: "an ssh-agent connection") else { continue }
             let held = Waiting(connection: connection, peer: peer, acceptedAt: acceptedAt, deadline: 0)
-            if let why = agent?.refusal(peer, running: running) {
+            if let why = agent?.refusal(peer) {
                 // The client reads the end of the connection: ssh goes on without the agent.
                 quiet.note(.warning, uid: peer.uid, kind: "agent connections refused",
                            first: "an ssh-agent connection of uid \(peer.uid) (pid \(peer.pid)) refused: \(why)", log: log)
@@ -410,16 +410,24 @@ struct Service {
         })
     }
 
-    /// Helpers for the agent connections whose user's rate allows them now; the others
-    /// wait, held (AgentDoor.takeDue), and the poll's timeout is bounded by their moment.
+    /// Helpers for the agent connections whose user's limit and rate allow them now; the
+    /// others wait, held (AgentDoor.takeDue): for one of their user's helpers to end (reap,
+    /// earlier in the same turn of the loop), or for their moment, which bounds the poll.
     private mutating func startDueAgentHelpers() {
         guard let door = agent, door.held.contains(where: \.forHelper) else { return }
-        guard let (start, began) = agent?.takeDue() else { return }
-        for held in began {
-            quiet.note(.info, uid: held.peer.uid, kind: "agent connections waiting: over the rate of helper starts",
-                       first: "an ssh-agent connection of uid \(held.peer.uid) (pid \(held.peer.pid)) waits for its helper: "
-                           + "over its rate of agent helper starts (\(door.startBurst) at once, "
-                           + "\(door.startsPerSecond) a second)", log: log)
+        guard let (start, began) = agent?.takeDue(running: running) else { return }
+        for (held, wait) in began {
+            switch wait {
+            case .limit:
+                quiet.note(.info, uid: held.peer.uid, kind: "agent connections waiting: over the limit of helpers",
+                           first: "an ssh-agent connection of uid \(held.peer.uid) (pid \(held.peer.pid)) waits for its helper: "
+                               + "\(door.perUserLimit) of its user's are running (the limit)", log: log)
+            case .rate:
+                quiet.note(.info, uid: held.peer.uid, kind: "agent connections waiting: over the rate of helper starts",
+                           first: "an ssh-agent connection of uid \(held.peer.uid) (pid \(held.peer.pid)) waits for its helper: "
+                               + "over its rate of agent helper starts (\(door.startBurst) at once, "
+                               + "\(door.startsPerSecond) a second)", log: log)
+            }
         }
         for held in start {
             startAgentHelper(held)

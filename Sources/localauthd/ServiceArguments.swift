@@ -11,8 +11,9 @@ struct ServiceArguments {
     /// `--agent-listen PATH` (with `--listen`): the ssh-agent socket bound here too; nil:
     /// the one systemd passed, if it passed one (AgentDoor).
     var agentListen: String?
-    /// ssh-agent connections one user may have served at once (AgentDoor), apart from
-    /// `perUserLimit`: ssh, git and an editor each hold one while they work.
+    /// ssh-agent connections one user may have served at once, by helpers (AgentDoor),
+    /// apart from `perUserLimit`: ssh, git and an editor each hold one while they work; more
+    /// wait for one of these to end.
     var agentPerUserLimit = 8
     /// Agent helper starts one user may make at once, and again per second after that
     /// (AgentDoor): `--agent-start-rate BURST/PER_SECOND`. Over it a connection waits.

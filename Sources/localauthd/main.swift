@@ -28,6 +28,8 @@ case .failure(let problem):
     exit(2)
 }
 
+DescriptorLimit.raise(log: log)
+
 let listener: Listener
 let agentListener: Listener?
 switch Listener.openAll(listen: arguments.listen, agentListen: arguments.agentListen) {

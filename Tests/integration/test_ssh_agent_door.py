@@ -362,6 +362,122 @@ def test_over_the_rate_of_helper_starts_connections_wait_and_are_all_answered(sl
     assert scans(world.bed.events(mark)) == []
 
 
+@pytest.fixture
+def narrow_world(inst, bed, syslog):
+    """Two agent helpers at once for a user (--agent-per-user-limit 2)."""
+    yield from make_world(inst, bed, syslog, extra=("--agent-per-user-limit", "2"))
+
+
+# Connections as parallel ssh logins make them (each closes its agent connection when its
+# login is done): argv[1] the socket, argv[2] the key's blob (hex), argv[3] how many opened
+# all at once, each with a sign request written; then each reply read, in order, and that
+# connection closed. With argv[4] = BOUND (localauthd's bound on a user's held connections),
+# first two connections are answered and kept open (their helpers run: the limit of two is
+# reached), then BOUND more wait, one more is refused ("OVER"), the one numbered 7 of those
+# waiting hangs up, one more comes in its place, and the two first close. One line a
+# connection: a tag and its reply's body in hex, or "closed".
+PARALLEL = r"""
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
+import ssh_agent_wire as wire
+path, blob, n = sys.argv[1], bytes.fromhex(sys.argv[2]), int(sys.argv[3])
+bound = int(sys.argv[4]) if len(sys.argv) > 4 else None
+def opened(i):
+    c = wire.Client(path, timeout=120)
+    try:
+        c.send_raw(wire.frame(wire.sign_request(blob, wire.sshsig_data("git", b"commit %d\n" % i))))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    return c
+def answer(tag, c, close=True):
+    r = c.read_reply()
+    print(tag, "closed" if r is None else r.hex(), flush=True)
+    if close:
+        c.close()
+if bound is None:
+    clients = [opened(i) for i in range(n)]
+    for i, c in enumerate(clients):
+        answer("REPLY %d" % i, c)
+else:
+    served = [opened(i) for i in range(2)]
+    for i, c in enumerate(served):
+        answer("SERVED %d" % i, c, close=False)
+    held = {i: opened(i) for i in range(2, 2 + bound)}
+    answer("OVER %d" % (2 + bound), opened(2 + bound))
+    held.pop(7).close()
+    held[3 + bound] = opened(3 + bound)
+    for c in served:
+        c.close()
+    for i, c in held.items():
+        answer("HELD %d" % i, c)
+"""
+
+
+def run_parallel(world, key, *args):
+    """PARALLEL as alice: {tag: reply (None: closed)}, in order."""
+    (world.dir / "parallel.py").write_text(PARALLEL)
+    p = subprocess.run(system.as_user(world.alice, ["/usr/bin/python3", str(world.dir / "parallel.py"),
+                                                    str(world.socket), key.blob.hex(), *map(str, args)]),
+                       capture_output=True, text=True, timeout=600, env=system.default_env())
+    assert p.returncode == 0, p.stderr
+    got = {}
+    for line in p.stdout.splitlines():
+        tag, _, word = line.rpartition(" ")
+        got[tag] = None if word == "closed" else bytes.fromhex(word)
+    return got
+
+
+def sign_first_with_the_finger(world, key):
+    first = wire.sshsig_data("git", b"first\n")
+    pt = world.on_pty(world.alice, [["ask", wire.sign_request(key.blob, first).hex()]])
+    pt.expect("sign a git commit", timeout=40)
+    world.bed.inject_async([f"SCAN {ENROLLED}"]).wait(30)
+    assert key.verify(wire.signature(replies(pt.finish(timeout=40).output)[0]), first)
+
+
+def verifies(key, tag, reply):
+    i = int(tag.split()[-1])
+    return reply is not None and key.verify(wire.signature(reply), wire.sshsig_data("git", b"commit %d\n" % i))
+
+
+def test_over_the_limit_of_helpers_connections_wait_and_are_all_answered(narrow_world):
+    """``git submodule update --jobs 6`` over SSH inside the reuse window, with two agent
+    helpers at once for the user: the connections past the limit wait for a helper of
+    their user's to end (their client closing), first come first served, and none is cut
+    off (ssh would go on without the agent and fail its login)."""
+    world = narrow_world
+    key = world.add_key(world.alice, "work", reuse=60)
+    sign_first_with_the_finger(world, key)
+    mark, log_mark = world.bed.mark(), world.syslog.mark()
+    got = run_parallel(world, key, 6)
+    assert list(got) == [f"REPLY {i}" for i in range(6)], got
+    unanswered = [tag for tag, r in got.items() if not verifies(key, tag, r)]
+    assert unanswered == [], (unanswered, world.log_since(log_mark, "localauthd"))
+    assert scans(world.bed.events(mark)) == []
+
+
+def test_a_connection_that_hangs_up_while_it_waits_frees_its_place(narrow_world):
+    """Past the limit of helpers, a user's connections are held up to a bound (64, so that
+    a hostile user cannot take localauthd's descriptors); one more is refused. One that
+    hangs up while held is closed and its place freed: the next one is held in its place,
+    and every one held is answered once the first two close."""
+    world = narrow_world
+    key = world.add_key(world.alice, "work", reuse=60)
+    sign_first_with_the_finger(world, key)
+    bound = 64   # AgentDoor.heldPerUser
+    mark, log_mark = world.bed.mark(), world.syslog.mark()
+    got = run_parallel(world, key, 0, bound)
+    assert [verifies(key, t, got[t]) for t in ("SERVED 0", "SERVED 1")] == [True, True], got
+    assert got[f"OVER {2 + bound}"] is None, got
+    held = [t for t in got if t.startswith("HELD ")]
+    assert held == [f"HELD {i}" for i in range(2, 3 + bound + 1) if i not in (7, 2 + bound)], held
+    unanswered = [tag for tag in held if not verifies(key, tag, got[tag])]
+    assert unanswered == [], (unanswered, world.log_since(log_mark, "localauthd"))
+    assert scans(world.bed.events(mark)) == []
+    log = world.log_since(log_mark, "localauthd")
+    assert any("agent connections of this user are held already (the bound)" in m for m in log), log
+
+
 def test_a_peer_that_exits_mid_request_gets_nothing(world):
     """The connecting process (the pinned peer) asks, hands the connection to a child and
     is killed while the reader waits: the scan ends, and the child reads FAILURE."""
