@@ -135,7 +135,7 @@ def test_fprintd_frozen_is_not_waited_for_again_after_the_password(real):
     # None started ahead: a spare readies the bus before any request (SpareBus), so its join
     # would say nothing of these lines; with none ahead, each client is a request's helper.
     real.in_namespace([], more=("--spare", "no"))
-    watcher = NewClients(real.bed.address)
+    watcher = NewClients(real.bed.address, exclude_pid=real.service.pid)
     real.bed.freeze_fprintd()
     try:
         r = real.attempt("fprintd frozen, then the password", real.stack("bus_timeout=0.5", authsucc=True))

@@ -140,9 +140,11 @@ def clients(real, logind):
     the service already started where its helpers read logind's records (its own
     connections made before). None started ahead (`--spare no`): a spare readies the bus
     before any request comes (SpareBus), so its join would say nothing of the request; with
-    none ahead, a client that joins is the request's own helper."""
+    none ahead, a client that joins is the request's own helper. The service's own joins are
+    not counted: on a loaded machine its connection made at its start can time out, and it
+    connects again at the first request."""
     real.in_namespace(logind.prefix(), more=("--spare", "no"))
-    watcher = NewClients(real.bed.address)
+    watcher = NewClients(real.bed.address, exclude_pid=real.service.pid)
     yield watcher
     watcher.close()
 
