@@ -179,6 +179,8 @@ class Service:
             if not line.strip():
                 continue
             pid = line.split()[0]
+            if "--service-spare" not in line:
+                continue          # forked, not yet the helper (a spare being started): neither yet
             try:
                 waiting = "--service-spare" in line and os.readlink(f"/proc/{pid}/fd/3") == "/dev/null"
             except OSError:
