@@ -125,9 +125,11 @@ public struct SSHKeyStore {
         return try find(publicPoint: point)
     }
 
-    /// The key whose public point (0x04 || x || y) is `point`.
+    /// The key whose public point (0x04 || x || y) is `point`: found among the public facts,
+    /// then that one record read whole, so a signature decodes no other key's private scalar.
     public func find(publicPoint point: [UInt8]) throws(Failure) -> SSHKeyRecord? {
-        try list().first { $0.publicKey == point }
+        guard let name = try publicListing().first(where: { $0.publicKey == point })?.name else { return nil }
+        return try load(name: name)
     }
 
     /// Saves a new key; refused when one has the name. A damaged record in its place is
