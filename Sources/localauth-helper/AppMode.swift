@@ -45,7 +45,7 @@ enum AppMode {
                              channel: channel, log: log)
         }
         let approves = app.op == "evaluate" ? " \(CallerPurpose.app(request).logField)" : ""
-        log.log(.info, "\(who) \(app.op) \(app.policy.rawValue)\(approves): \(summary(frame))")
+        log.log(.info, "\(who) \(app.op) \(app.policy.rawValue): \(summary(frame))\(approves)")
         return frame
     }
 

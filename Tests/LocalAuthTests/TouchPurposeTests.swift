@@ -132,7 +132,10 @@ import Testing
         #expect(!TouchPurpose.unlock.isShown)
         #expect(purpose([], service: "gdm-password", program: "gdm-session-worker", user: "alice") == .login(service: "gdm-password"))
         #expect(!TouchPurpose.login(service: "login").isShown)
-        #expect(purpose([], service: "my\nservice\"x", root: false).logField == "approves=\"my service'x request\"")
+        #expect(!TouchPurpose.unknown(service: "passwd").isShown)
+        #expect(TouchPurpose.polkitUnnamed.isShown && TouchPurpose.app(program: "/usr/bin/x").isShown)
+        #expect(purpose([], service: "my\nservice\"x", root: false).logField == "approves=\"my?service'x request\"")
+        #expect(purpose([], service: "lock result=success", root: false).logField == "approves=\"lock?result?success request\"")
     }
 
     @Test func everyLineSaysTouchTheReader() {

@@ -44,10 +44,11 @@ public enum TouchPurpose: Equatable, Sendable {
     }
 
     /// Whether the line is shown before the scan: a lock screen or a greeter says what it is
-    /// for itself.
+    /// for itself, and of any other service root knows nothing to say (its name is not what
+    /// the touch approves); the log line names them all.
     public var isShown: Bool {
         switch self {
-        case .unlock, .login: return false
+        case .unlock, .login, .unknown: return false
         default: return true
         }
     }
@@ -92,8 +93,9 @@ public enum TouchPurpose: Equatable, Sendable {
         case .polkitUnnamed: "a polkit request"
         case .app(let program): "app \(program)"
         case .unlock: "unlock"
-        case .login(let service): "sign in (\(service))"
-        case .unknown(let service): "\(service) request"
+        case .login(let service): "sign in (\(LogWords.word(service)))"
+        // From a peer that is not root the service is the user's word: one word here too.
+        case .unknown(let service): "\(LogWords.word(service)) request"
         }
         return LogWords.clean(words)
     }
