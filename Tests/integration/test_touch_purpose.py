@@ -33,8 +33,9 @@ CONTROLS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def purpose_line(screen):
-    """The purpose lines shown."""
-    return [l for l in screen if l.startswith("Touch the reader to")]
+    """The purpose lines shown (pkttyagent puts `Info: ` before a PAM_TEXT_INFO line)."""
+    lines = [l.removeprefix("Info: ") for l in screen]
+    return [l for l in lines if l.startswith("Touch the reader to")]
 
 
 def helper_lines(machine, mark):
