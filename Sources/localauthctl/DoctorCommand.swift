@@ -108,6 +108,7 @@ enum DoctorCommand {
                                   helper: helperPath).check()
         findings += DoctorService(socket: inv.value(service) ?? DoctorService.defaultSocket).check()
         findings += DoctorPam(directory: inv.value(pamDir) ?? "/etc/pam.d").check()
+        findings += DoctorPlasma(directory: inv.value(pamDir) ?? "/etc/pam.d").check()
 
         let problems = findings.filter { $0.severity == .problem }.count
         let warnings = findings.filter { $0.severity == .warning }.count
