@@ -480,10 +480,12 @@ def test_an_authsucc_line_that_fails_every_sign_in(doctor):
 
 def test_no_shipped_line_fails_a_stack_without_the_module(doctor):
     # Every service file the README shows, and the pam-auth-update profiles' lines as
-    # pam-auth-update writes them. gdm-fingerprint's `required` finger-only line is meant to
-    # fail its own conversation (the password is GDM's other one) and is not reported.
+    # pam-auth-update writes them. gdm-fingerprint's and kde-fingerprint's `required` finger-only
+    # lines are meant to fail their own conversation (the password is the other one's) and
+    # are not reported.
     shipped = Path(__file__).resolve().parents[2] / "pam.d"
-    for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth", "gdm-fingerprint"):
+    for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth", "gdm-fingerprint",
+                 "kde-fingerprint"):
         shutil.copy(shipped / name, doctor.pam / name)
     profile = (shipped / "pam-configs" / "localauth-authsucc").read_text()
     account = profile.split("Account:\n", 1)[1].strip()
