@@ -15,6 +15,7 @@ records in the service's mount namespace, logind's bus hints on the bed's bus). 
 localauthd, helper and fprintd with the virtual reader answer. The real Plasma is the VM
 tier's (Tests/vm/test_plasma.py).
 """
+import concurrent.futures
 import os
 import shutil
 import subprocess
@@ -206,3 +207,26 @@ def test_no_touch_in_time_is_a_failure_the_worker_asks_again_for(plasma, program
     assert "result=authenticationFailed reason=scan-timeout" in finished(helper, "kde-fingerprint"), helper
     assert any("lockscreen=again" in m for m in helper), helper
     assert ours and ours[0]["pam"] == "PAM_AUTH_ERR", ours
+
+
+@needs_helper
+def test_the_password_typed_while_the_reader_waits_is_taken_at_once(plasma, program):
+    """Both stacks at once, as kscreenlocker runs them: kde-fingerprint waits for the finger
+    while kde, beside it, asks for the password at once and takes it; the reader still waits
+    for kde-fingerprint (one claim on it)."""
+    locker = program("kscreenlocker_greet")
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    finger = pool.submit(plasma.run, locker, "kde-fingerprint")
+    pool.shutdown(wait=False)
+    try:
+        assert plasma.bed.wait_finger_needed(timeout=30), "kde-fingerprint never waited for a finger"
+        mark = plasma.bed.mark()
+        status, out, ours, helper = plasma.run(locker, "kde", password=plasma.person.password)
+        assert status == 0 and OK in out, out
+        assert "reason=finger-stack-beside" in finished(helper, "kde"), helper
+        assert not [e for e in plasma.bed.events(mark) if e.name == "VerifyFingerSelected"]
+        assert plasma.bed.reader.finger_needed(), "the password stack ended the finger stack's scan"
+    finally:
+        plasma.bed.scan(ENROLLED)
+    status, out, ours, helper = finger.result(60)
+    assert status == 0 and OK in out, out
