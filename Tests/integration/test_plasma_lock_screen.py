@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from appbed import RESULT, app_binary, parse_result  # noqa: E402
 from installations import service_inst  # noqa: E402,F401  (the inst fixture)
 from pamenv import PamWorld, outcomes, parse_logs  # noqa: E402
 from real_helper import ENROLLED, needs_helper  # noqa: E402
@@ -42,11 +43,11 @@ class Program:
     """pamtester under another name in a directory of root's under /tmp (root's, 0755; /tmp
     is sticky), owned by ``owner`` (default root), removed on close."""
 
-    def __init__(self, name, owner=0):
+    def __init__(self, name, owner=0, source=None):
         self.dir = Path(tempfile.mkdtemp(prefix="la-plasma-"))
         self.dir.chmod(0o755)
         self.path = self.dir / name
-        shutil.copyfile(shutil.which("pamtester"), self.path)
+        shutil.copyfile(source or shutil.which("pamtester"), self.path)
         os.chown(self.path, owner, owner)
         self.path.chmod(0o755)
 
@@ -58,8 +59,8 @@ class Program:
 def program():
     made = []
 
-    def make(name="kscreenlocker_worker", owner=0):
-        made.append(Program(name, owner))
+    def make(name="kscreenlocker_worker", owner=0, source=None):
+        made.append(Program(name, owner, source))
         return made[-1].path
     yield make
     for p in made:
@@ -231,3 +232,27 @@ def test_the_password_typed_while_the_reader_waits_is_taken_at_once(plasma, prog
         plasma.bed.scan(ENROLLED)
     status, out, ours, helper = finger.result(60)
     assert status == 0 and OK in out, out
+
+
+@needs_helper
+def test_an_application_request_from_the_lockers_program_gets_no_scan_while_locked(plasma, program):
+    """Only the locker's PAM requests are the lock screen's. The user's code can run the
+    locker's program with code of its own (LD_PRELOAD); an application's request from it
+    (here la-probe under the locker's name: the same installed-program facts) is any
+    program's, so it cannot catch the touch that unlocks the screen for an application's
+    secret, a rights dialog or an SSH signature."""
+    probe = program("kscreenlocker_greet", source=app_binary("la-probe"))
+    cgroup = plasma.logind.app
+    mark, log_mark = plasma.bed.mark(), plasma.syslog.mark()
+    argv = ["sh", "-c", 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"', "sh", str(cgroup),
+            "setpriv", f"--reuid={plasma.person.uid}", f"--regid={plasma.person.gid}", "--clear-groups",
+            str(probe), "eval", "biometrics", "--reason", "unlock the vault"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=90, start_new_session=True,
+                       env=plasma.inst.env(WAYLAND_DISPLAY="wayland-0"))
+    results = [parse_result(m) for m in RESULT.findall(p.stdout)]
+    assert len(results) == 1 and results[0]["code"] == "-1004", p.stdout + p.stderr   # notInteractive
+    plasma.syslog._sync()
+    helper = plasma.syslog.since(log_mark, "localauth-helper")
+    assert any("application kscreenlocker_greet" in m and "notInteractive" in m and "is locked" in m
+               for m in helper), helper
+    assert not [e for e in plasma.bed.events(mark) if e.name == "VerifyFingerSelected"]
