@@ -410,3 +410,18 @@ def test_a_socket_activated_agent_helper_through_localauthd_judges_the_agent_on_
     assert (line["result"], line["pam"]) == ("helperFailure", "PAM_AUTHINFO_UNAVAIL"), line
     assert line["cause"].startswith(missing), line
     assert polkit.served(mark) == [] and polkit.syslog.since(mark, "localauth-helper") == []
+
+
+# --- what the touch approves: polkit's action and program, read by root --------------------
+# localauthd watches polkitd's BeginAuthentication calls to the agents (a monitor of the
+# bus, PolkitWatch) and hands the one pending authentication of the agent helper's agent to
+# the request's helper, which names it in the agent's lines and its log line.
+
+NAMED_EXEC = "polkit's agent helper answers org.freedesktop.policykit.exec for /usr/bin/id: named to its helper"
+
+
+def test_pkexec_names_its_action_and_program(polkit):
+    polkit.first_password()
+    r = polkit.pkexec([ENROLLED])
+    assert r.authorized, r
+    assert sum(NAMED_EXEC in l for l in r.served) == 1, r.served

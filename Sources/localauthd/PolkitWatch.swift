@@ -1,0 +1,217 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocalAuth
+import SystemBus
+
+/// What polkit asks each authentication for, seen by root on the system bus, so that the
+/// touch's prompt can name it (PolkitPurpose, in the spare handoff).
+///
+/// polkitd calls each agent's `BeginAuthentication(action_id, message, icon_name, details,
+/// cookie, identities)`; the agent runs the setuid `polkit-agent-helper-1`, where the PAM
+/// module runs, and hands it only the cookie, which PAM never sees. So root watches the calls
+/// go by: a connection of its own made a monitor (org.freedesktop.DBus.Monitoring, which the
+/// bus daemon allows to root only), its rules naming polkitd's unique name of the moment:
+/// the calls polkitd makes on the agent interface (BeginAuthentication, CancelAuthentication)
+/// and the answers to polkitd (the agent's return or error, or the daemon's error when the
+/// agent left the bus) that end one. A second, ordinary connection follows who owns
+/// `org.freedesktop.PolicyKit1` (NameOwner: the daemon's word only) and asks the daemon for
+/// each agent's process (GetConnectionUnixProcessID). When polkitd changes hands the monitor
+/// is made again for the new owner and what the old one had is forgotten.
+///
+/// A call is taken only when the daemon says polkitd's unique name sent it (the monitor's
+/// rule, and the sender checked again here): any local uid can address a BeginAuthentication
+/// of its own to any agent, or to itself. What is kept is bounded (PolkitPending); nothing
+/// here waits on the loop but the monitor's making (bounded by the bus timeout); a monitor
+/// that fails says one line and the service goes on without names.
+final class PolkitWatch {
+    static let service = "org.freedesktop.PolicyKit1"
+    static let agentInterface = "org.freedesktop.PolicyKit1.AuthenticationAgent"
+
+    private let address: String
+    private let timeoutSeconds: Double
+    private let log: LogSink
+    /// The ordinary connection: polkitd's owner, the agents' processes.
+    private let asker: Bus
+    private var polkitd: NameOwner?
+    /// The monitor, and the owner its rules name (nil: none made, or it failed for this owner).
+    private var monitor: Bus?
+    private var monitoredOwner: String?
+    private var table = PolkitPending()
+    /// Calls on the agent interface not sent by polkitd: said at most once an interval.
+    private var forged = DropTally()
+
+    private init(address: String, timeoutSeconds: Double, asker: Bus, log: LogSink) {
+        self.address = address
+        self.timeoutSeconds = timeoutSeconds
+        self.asker = asker
+        self.log = log
+    }
+
+    /// Connected to the bus of root's configuration and following polkitd's name; nil (one
+    /// line) where there is no bus.
+    static func start(options: Options, log: LogSink) -> PolkitWatch? {
+        do {
+            let bus = try Bus(address: options.dbusAddress, timeoutSeconds: max(options.busTimeout, 1))
+            let watch = PolkitWatch(address: options.dbusAddress, timeoutSeconds: max(options.busTimeout, 1),
+                                    asker: bus, log: log)
+            watch.polkitd = try NameOwner(service, on: bus, report: { [weak log] in log?.log(.warning, $0) })
+            return watch
+        } catch {
+            log.log(.notice, "polkit's requests not followed (\(options.dbusAddress)): \(error.summary); "
+                    + "touches for polkit are not named")
+            return nil
+        }
+    }
+
+    /// The descriptors to poll: the asker's, then the monitor's (-1 while there is none).
+    var fds: [Int32] { [asker.fileDescriptor ?? -1, monitor?.fileDescriptor ?? -1] }
+
+    /// Reads everything that came, without blocking: the asker's answers and polkitd's owner
+    /// first (a new owner is known before its first call, which the daemon sent to the
+    /// monitor after announcing the owner), then the monitor's copies. Throws when the
+    /// asker's connection is gone (the service then stops following polkit, one line).
+    func follow() throws(BusError) {
+        try asker.dispatch()
+        let owner = polkitd?.current
+        if owner != monitoredOwner { remonitor(owner) }
+        readMonitor()
+    }
+
+    /// A monitor for `owner`'s calls, the old one closed. One that fails is tried again only
+    /// when polkitd changes hands (not at every wake-up).
+    private func remonitor(_ owner: String?) {
+        monitor?.close()
+        monitor = nil
+        monitoredOwner = owner
+        if !table.entries.isEmpty { log.log(.info, "polkitd changed hands: its \(table.entries.count) pending authentication(s) forgotten") }
+        table.forgetAll()
+        guard let owner else { return }
+        do {
+            let bus = try Bus(address: address, timeoutSeconds: timeoutSeconds, monitor: true)
+            try bus.becomeMonitor(rules: Self.rules(owner: owner))
+            monitor = bus
+        } catch {
+            log.log(.warning, "polkit's requests not followed: the system bus refused a monitor (\(error.summary)); "
+                    + "touches for polkit are not named")
+        }
+    }
+
+    /// The monitor's rules: polkitd's calls on the agent interface, and the answers to it.
+    static func rules(owner: String) -> [String] {
+        ["type='method_call',sender='\(owner)',interface='\(agentInterface)'",
+         "type='method_return',destination='\(owner)'",
+         "type='error',destination='\(owner)'"]
+    }
+
+    private func readMonitor() {
+        guard let bus = monitor else { return }
+        do {
+            while let message = try bus.nextMessage() { take(message) }
+        } catch {
+            log.log(.warning, "polkit's requests no longer followed: the monitor's connection is gone (\(error.summary))")
+            monitor?.close()
+            monitor = nil
+            table.forgetAll()
+        }
+    }
+
+    private func take(_ message: Message) {
+        guard let owner = monitoredOwner else { return }
+        switch message.kind {
+        case .methodCall where message.interface == Self.agentInterface:
+            guard message.sender == owner else {
+                noteForged(message)
+                return
+            }
+            switch message.member {
+            case "BeginAuthentication"?: began(message)
+            case "CancelAuthentication"?:
+                if let cookie = try? message.readString() { table.cancelled(cookie: cookie) }
+            default: break
+            }
+        case .methodReturn, .error:
+            guard message.destination == owner, let serial = message.replyCookie, let sender = message.sender else { return }
+            table.answered(serial: serial, by: sender)
+        default: break
+        }
+    }
+
+    private func began(_ message: Message) {
+        guard let agent = message.destination, agent.hasPrefix(":") else { return }
+        // BeginAuthentication(s action_id, s message, s icon_name, a{ss} details, s cookie, ...)
+        let action: String, text: String, details: [String: String], cookie: String
+        do throws(BusError) {
+            action = try message.readString()
+            text = try message.readString()
+            _ = try message.readString()
+            details = try message.readStringDictionary()
+            cookie = try message.readString()
+        } catch {
+            log.log(.warning, "a BeginAuthentication of polkitd's could not be read: \(error.summary)")
+            return
+        }
+        let entry = PolkitPending.Authentication(agent: agent, serial: message.cookie, cookie: cookie,
+                                                 action: action, message: text, program: details["program"], seenAt: MonotonicClock.millis())
+        let (dropped, ask) = table.began(entry)
+        if let dropped {
+            log.log(.warning, "polkit: more than \(PolkitPending.capacity) authentications pending; the oldest "
+                    + "(\(LogWords.word(dropped.action)) for agent \(dropped.agent)) forgotten: its agent's touches are not named")
+        }
+        if ask { askProcess(of: agent) }
+    }
+
+    /// GetConnectionUnixProcessID of the agent's connection, answered from `follow()`.
+    private func askProcess(of agent: String) {
+        do {
+            let call = try asker.methodCall(destination: NameOwner.busDriver, path: "/org/freedesktop/DBus",
+                                            interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID")
+            try call.append(agent)
+            try asker.callAsync(call) { [weak self] result in
+                switch result {
+                case .success(let reply): self?.table.agent(agent, is: (try? reply.readUInt32()).map { Int32(bitPattern: $0) })
+                case .failure: self?.table.agent(agent, is: nil)
+                }
+            }
+        } catch {
+            table.agent(agent, is: nil)
+        }
+    }
+
+    private func noteForged(_ message: Message) {
+        guard let count = forged.note(now: MonotonicMicros.now()) else { return }
+        log.log(.warning, "polkit: \(count) call(s) on the agent interface not sent by polkitd ignored since the last such line "
+                + "(the last: \(LogWords.word(message.member ?? "?")) from \(LogWords.word(message.sender ?? "no sender")) "
+                + "to \(LogWords.word(message.destination ?? "?")))")
+    }
+
+    /// What to hand a request's helper when its peer is polkit's agent helper: the one
+    /// authentication its agent has pending, or nil (and a line saying why nothing is named).
+    func purpose(for peer: Peer) -> PolkitPurpose? {
+        guard let agent = PolkitAgentHelper.agent(of: peer) else { return nil }
+        do { try follow() } catch {
+            log.log(.warning, "polkit's requests no longer followed: \(error.summary)")
+        }
+        let found: PolkitPending.Found
+        switch agent {
+        case .noParentAgent:
+            log.log(.info, "pid \(peer.pid): polkit's agent helper has no agent for a parent (started for a socket, "
+                    + "or its agent ended): its authentication is not named")
+            return nil
+        case .process(let pid):
+            guard monitor != nil else { return nil }
+            found = table.found(agentPID: pid, now: MonotonicClock.millis())
+        }
+        switch found {
+        case .one(let purpose):
+            log.log(.info, "pid \(peer.pid): polkit's agent helper answers \(LogWords.word(purpose.action))"
+                    + (purpose.program.map { " for \(LogWords.word($0))" } ?? "") + ": named to its helper")
+            return purpose
+        case .none: log.log(.info, "pid \(peer.pid): no pending polkit authentication of its agent seen: not named")
+        case .several(let n): log.log(.info, "pid \(peer.pid): its polkit agent has \(n) authentications pending: not named")
+        case .agentsUnknown(let n): log.log(.info, "pid \(peer.pid): \(n) pending polkit authentication(s) of an agent not known yet: not named")
+        case .forgotten: log.log(.info, "pid \(peer.pid): an authentication of its polkit agent was forgotten unanswered: not named")
+        }
+        return nil
+    }
+}
