@@ -161,6 +161,11 @@ package final class Message {
         return String(cString: value)
     }
 
+    /// Skips values of the signature `types` (e.g. `(sa{sv})`) without reading them.
+    package func skip(_ types: String) throws(BusError) {
+        try checked(types.withCString { sd_bus_message_skip(pointer, $0) }, "sd_bus_message_skip")
+    }
+
     package func readUInt32() throws(BusError) -> UInt32 {
         var value: UInt32 = 0
         let r = try checked(sd_bus_message_read_basic(pointer, typeUInt32, &value),

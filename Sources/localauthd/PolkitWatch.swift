@@ -27,6 +27,8 @@ import SystemBus
 final class PolkitWatch {
     static let service = "org.freedesktop.PolicyKit1"
     static let agentInterface = "org.freedesktop.PolicyKit1.AuthenticationAgent"
+    static let authorityInterface = "org.freedesktop.PolicyKit1.Authority"
+    static let execAction = "org.freedesktop.policykit.exec"
 
     private let address: String
     private let timeoutSeconds: Double
@@ -97,11 +99,15 @@ final class PolkitWatch {
         }
     }
 
-    /// The monitor's rules: polkitd's calls on the agent interface, and the answers to it.
+    /// The monitor's rules: polkitd's calls on the agent interface, the answers to it, and
+    /// the CheckAuthorization calls of pkexec's action made to it (pkexec's program is in
+    /// their details, and polkitd does not pass it on to the agent).
     static func rules(owner: String) -> [String] {
         ["type='method_call',sender='\(owner)',interface='\(agentInterface)'",
          "type='method_return',destination='\(owner)'",
-         "type='error',destination='\(owner)'"]
+         "type='error',destination='\(owner)'",
+         "type='method_call',destination='\(owner)',interface='\(authorityInterface)',member='CheckAuthorization',"
+            + "arg1='\(execAction)'"]
     }
 
     private func readMonitor() {
@@ -130,6 +136,10 @@ final class PolkitWatch {
                 if let cookie = try? message.readString() { table.cancelled(cookie: cookie) }
             default: break
             }
+        case .methodCall where message.interface == Self.authorityInterface && message.member == "CheckAuthorization":
+            // Addressed to polkitd by its well-known name or its unique one; the daemon's rule
+            // selected only those polkitd receives.
+            checkAuthorization(message)
         case .methodReturn, .error:
             guard message.destination == owner, let serial = message.replyCookie, let sender = message.sender else { return }
             table.answered(serial: serial, by: sender)
@@ -152,29 +162,49 @@ final class PolkitWatch {
             return
         }
         let entry = PolkitPending.Authentication(agent: agent, serial: message.cookie, cookie: cookie,
-                                                 action: action, message: text, program: details["program"], seenAt: MonotonicClock.millis())
+                                                 action: action, message: text, program: details["program"],
+                                                 callerPID: details["polkit.caller-pid"].flatMap { Int32($0) }, seenAt: MonotonicClock.millis())
         let (dropped, ask) = table.began(entry)
         if let dropped {
             log.log(.warning, "polkit: more than \(PolkitPending.capacity) authentications pending; the oldest "
                     + "(\(LogWords.word(dropped.action)) for agent \(dropped.agent)) forgotten: its agent's touches are not named")
         }
-        if ask { askProcess(of: agent) }
+        if ask { askProcess(of: agent) { [weak self] in self?.table.agent(agent, is: $0) } }
     }
 
-    /// GetConnectionUnixProcessID of the agent's connection, answered from `follow()`.
-    private func askProcess(of agent: String) {
+    /// CheckAuthorization((sa{sv}) subject, s action_id, a{ss} details, u flags, s id) of
+    /// pkexec's action: its `program` detail kept against the caller's unique name.
+    private func checkAuthorization(_ message: Message) {
+        guard let sender = message.sender, sender.hasPrefix(":") else { return }
+        let details: [String: String]
+        do throws(BusError) {
+            try message.skip("(sa{sv})")
+            guard try message.readString() == Self.execAction else { return }
+            details = try message.readStringDictionary()
+        } catch {
+            return
+        }
+        guard let program = details["program"] else { return }
+        if table.checked(PolkitPending.Program(sender: sender, program: program, seenAt: MonotonicClock.millis())) {
+            askProcess(of: sender) { [weak self] in self?.table.caller(sender, is: $0) }
+        }
+    }
+
+    /// GetConnectionUnixProcessID of a connection (an agent's, a caller's), its answer given
+    /// to `answer` from `follow()` (nil: none).
+    private func askProcess(of name: String, _ answer: @escaping (Int32?) -> Void) {
         do {
             let call = try asker.methodCall(destination: NameOwner.busDriver, path: "/org/freedesktop/DBus",
                                             interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID")
-            try call.append(agent)
-            try asker.callAsync(call) { [weak self] result in
+            try call.append(name)
+            try asker.callAsync(call) { result in
                 switch result {
-                case .success(let reply): self?.table.agent(agent, is: (try? reply.readUInt32()).map { Int32(bitPattern: $0) })
-                case .failure: self?.table.agent(agent, is: nil)
+                case .success(let reply): answer((try? reply.readUInt32()).map { Int32(bitPattern: $0) })
+                case .failure: answer(nil)
                 }
             }
         } catch {
-            table.agent(agent, is: nil)
+            answer(nil)
         }
     }
 
@@ -200,7 +230,9 @@ final class PolkitWatch {
             return nil
         case .process(let pid):
             guard monitor != nil else { return nil }
-            found = table.found(agentPID: pid, now: MonotonicClock.millis())
+            found = table.found(agentPID: pid, now: MonotonicClock.millis()) {
+                RootOwned.installedProgram(of: $0)?.hasSuffix("/pkexec") == true
+            }
         }
         switch found {
         case .one(let purpose):

@@ -29,19 +29,42 @@ public struct PolkitPending: Sendable {
         public let cookie: String
         public let action: String
         public let message: String
-        /// pkexec's `program` detail; nil for other callers.
+        /// The `program` detail, when polkitd passed one on (it does not for pkexec's: then
+        /// `Program` below, from pkexec's own call).
         public let program: String?
+        /// polkitd's `polkit.caller-pid` detail: the process that asked polkitd (pkexec), as
+        /// the bus daemon told polkitd.
+        public let callerPID: Int32?
         /// Monotonic ms when it was seen.
         public let seenAt: Int64
 
         public init(agent: String, serial: UInt64, cookie: String, action: String, message: String,
-                    program: String?, seenAt: Int64) {
+                    program: String?, callerPID: Int32?, seenAt: Int64) {
             self.agent = PolkitPending.bounded(agent)
             self.serial = serial
             self.cookie = PolkitPending.bounded(cookie)
             self.action = PolkitPending.bounded(action)
             self.message = PolkitPending.bounded(message)
             self.program = program.map(PolkitPending.bounded)
+            self.callerPID = callerPID.flatMap { $0 > 0 ? $0 : nil }
+            self.seenAt = seenAt
+        }
+    }
+
+    /// pkexec's CheckAuthorization call to polkitd, which carries the program it runs (its
+    /// `program` detail: the absolute path pkexec resolved); polkitd keeps it to itself and
+    /// tells the agent only the message made from it. Only a call whose sender's process is
+    /// the system's pkexec is taken for the program (`found`'s `isPkexec`): any process can
+    /// call CheckAuthorization with details of its choosing.
+    public struct Program: Equatable, Sendable {
+        /// The caller's unique bus name.
+        public let sender: String
+        public let program: String
+        public let seenAt: Int64
+
+        public init(sender: String, program: String, seenAt: Int64) {
+            self.sender = PolkitPending.bounded(sender)
+            self.program = PolkitPending.bounded(program)
             self.seenAt = seenAt
         }
     }
@@ -79,6 +102,9 @@ public struct PolkitPending: Sendable {
     public private(set) var entries: [Authentication] = []
     public private(set) var agents: [String: AgentProcess] = [:]
     public private(set) var forgotten: [Forgotten] = []
+    public private(set) var programs: [Program] = []
+    /// The processes of the callers of `programs`, by unique name (as `agents`).
+    public private(set) var callers: [String: AgentProcess] = [:]
 
     public init() {}
 
@@ -95,6 +121,24 @@ public struct PolkitPending: Sendable {
         let ask = agents[authentication.agent] == nil
         if ask { agents[authentication.agent] = .asked }
         return (dropped, ask)
+    }
+
+    /// A pkexec-shaped CheckAuthorization seen (bounded as the entries; a caller's later
+    /// call replaces its earlier one). Returns whether the caller's process must be asked for.
+    public mutating func checked(_ program: Program) -> Bool {
+        expire(now: program.seenAt)
+        programs.removeAll { $0.sender == program.sender }
+        if programs.count >= Self.capacity { programs.removeFirst() }
+        programs.append(program)
+        let ask = callers[program.sender] == nil
+        if ask { callers[program.sender] = .asked }
+        return ask
+    }
+
+    /// The bus daemon's answer about a caller's process (nil: it had none to give).
+    public mutating func caller(_ name: String, is pid: Int32?) {
+        guard callers[name] != nil else { return }
+        callers[name] = pid.map { $0 > 0 ? .pid($0) : .unknown } ?? .unknown
     }
 
     /// The bus daemon's answer about an agent's process (nil: it had none to give).
@@ -124,10 +168,15 @@ public struct PolkitPending: Sendable {
         entries = []
         agents = [:]
         forgotten = []
+        programs = []
+        callers = [:]
     }
 
-    /// The one rule: what to name for the agent whose process is `pid`, at `now`.
-    public mutating func found(agentPID pid: Int32, now: Int64) -> Found {
+    /// The one rule: what to name for the agent whose process is `pid`, at `now`. The program
+    /// is the `program` detail polkitd passed on, or else the one of the caller's own
+    /// CheckAuthorization when the caller is pkexec (`isPkexec`, asked of the system) and
+    /// made exactly one such call: never one another process wrote.
+    public mutating func found(agentPID pid: Int32, now: Int64, isPkexec: (Int32) -> Bool) -> Found {
         expire(now: now)
         let unknown = entries.filter { agents[$0.agent].map(Self.isPID) != true }
         if !unknown.isEmpty { return .agentsUnknown(unknown.count) }
@@ -141,7 +190,8 @@ public struct PolkitPending: Sendable {
         case 0: return .none
         case 1:
             let only = mine[0]
-            guard let purpose = PolkitPurpose(action: only.action, message: only.message, program: only.program) else {
+            let program = only.program ?? only.callerPID.flatMap { programOf(caller: $0, isPkexec: isPkexec) }
+            guard let purpose = PolkitPurpose(action: only.action, message: only.message, program: program) else {
                 return .none
             }
             return .one(purpose)
@@ -150,6 +200,13 @@ public struct PolkitPending: Sendable {
     }
 
     public static let busDaemon = "org.freedesktop.DBus"
+
+    /// The program of the one CheckAuthorization the process `pid` made, when it is pkexec.
+    private func programOf(caller pid: Int32, isPkexec: (Int32) -> Bool) -> String? {
+        let made = programs.filter { callers[$0.sender] == .pid(pid) }
+        guard made.count == 1, isPkexec(pid) else { return nil }
+        return made[0].program
+    }
 
     private static func isPID(_ process: AgentProcess) -> Bool {
         if case .pid = process { return true }
@@ -161,6 +218,9 @@ public struct PolkitPending: Sendable {
         while let index = entries.firstIndex(where: { now - $0.seenAt >= Self.lifetimeMillis || $0.seenAt > now }) {
             forget(index)
         }
+        programs.removeAll { now - $0.seenAt >= Self.lifetimeMillis || $0.seenAt > now }
+        let calling = Set(programs.map(\.sender))
+        callers = callers.filter { calling.contains($0.key) }
     }
 
     /// An entry dropped before its end: its mark stays (bounded: the oldest mark goes first).
