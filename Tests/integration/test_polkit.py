@@ -425,3 +425,36 @@ def test_pkexec_names_its_action_and_program(polkit):
     r = polkit.pkexec([ENROLLED])
     assert r.authorized, r
     assert sum(NAMED_EXEC in l for l in r.served) == 1, r.served
+
+
+def test_a_dialogs_pkexec_names_its_action_and_program(polkit):
+    dialog(polkit, answers=[polkit.user.password])
+    mark = polkit.syslog.mark()
+    r = dialog(polkit, fingers=[ENROLLED])
+    assert r.authorized, r
+    assert sum(NAMED_EXEC in l for l in polkit.served(mark)) == 1, polkit.served(mark)
+
+
+def test_a_begin_authentication_not_sent_by_polkitd_names_nothing(polkit):
+    """The agent sends itself a BeginAuthentication of its own making (any uid can address
+    one to any connection) and runs the agent helper for it: root saw no such call of
+    polkitd's, so nothing is named; the made-up cookie then fails at polkitd."""
+    dialog(polkit, answers=[polkit.user.password])
+    mark = polkit.syslog.mark()
+    r = dialog(polkit, fingers=[ENROLLED], forge=True)
+    served = polkit.served(mark)
+    assert r.texts("BEGIN")[:1] == ["org.localauth.test.forged Forged message: approve nothing"], r
+    assert r.texts("HELPER") == ["FAILURE"] and not r.authorized, r
+    assert not any("named to its helper" in l for l in served), served
+    assert sum("no pending polkit authentication of its agent seen: not named" in l for l in served) == 1, served
+    assert not any("forged" in t.lower() for k, t in r.events if k in ("INFO", "ERROR")), r.events
+
+
+def test_two_pending_authentications_of_one_agent_name_nothing(polkit):
+    dialog(polkit, answers=[polkit.user.password])
+    mark = polkit.syslog.mark()
+    r = dialog(polkit, fingers=[ENROLLED], two=True)
+    served = polkit.served(mark)
+    assert len(r.texts("BEGIN")) == 2 and r.authorized, r
+    assert not any("named to its helper" in l for l in served), served
+    assert sum("its polkit agent has 2 authentications pending: not named" in l for l in served) == 1, served
