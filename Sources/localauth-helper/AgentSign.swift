@@ -141,7 +141,7 @@ struct AgentSign {
     private func keep(_ outcome: Outcome, record: SSHKeyRecord, prompt: AgentPrompt, chain: ProgramChain) {
         log.log(outcome.word == "signed" || outcome.word == "reused" ? .info : .notice,
                 "user \(peer.name) key \(LogWords.word(record.name)) \(outcome.word): \(prompt.what); "
-                + "program \(chain.text) (pid \(peer.pid)): \(outcome.cause)")
+                + "program \(chain.text) (pid \(peer.pid)): \(outcome.cause) approves=\"\(LogWords.clean(prompt.what))\"")
         let use = SSHKeyUse(at: Timestamp(time(nil)), key: record.name, what: prompt.what, outcome: outcome.word,
                             chain: chain.text)
         do { try store.appendUse(use) } catch {

@@ -44,7 +44,8 @@ enum AppMode {
             frame = evaluate(request, policy: policy, unprivileged: unprivileged, options: options,
                              channel: channel, log: log)
         }
-        log.log(.info, "\(who) \(app.op) \(app.policy.rawValue): \(summary(frame))")
+        let approves = app.op == "evaluate" ? " \(CallerPurpose.app(request).logField)" : ""
+        log.log(.info, "\(who) \(app.op) \(app.policy.rawValue): \(summary(frame))\(approves)")
         return frame
     }
 
@@ -99,7 +100,7 @@ enum AppMode {
                              channel: FrameChannel, log: LogSink) -> Authentication {
         let presence = Presence.judge(request, options: options, log: log)
         if let refusal = presence.refusal { return .refused(HelperResult.frame(.failure(refusal))) }
-        let ui = AppFrameUI(channel: channel, language: request.language, log: log)
+        let ui = AppFrameUI(channel: channel, language: request.language, purpose: CallerPurpose.app(request), log: log)
         let wake = AppWakeSource(channel: channel, fallbackOffered: options.fallbackTitle != "")
         let env = environment(request, policy: policy, unprivileged: unprivileged, options: options, ui: ui,
                               wake: [wake] + (presence.watch.map { [$0] } ?? [])
@@ -156,8 +157,11 @@ final class AppFrameUI: AuthenticationUI {
     private let log: LogSink
     /// The user pressed Cancel at the password prompt (as opposed to the application going away).
     private(set) var userCancelled = false
+    /// The program root read (TouchPurpose.app), said once before the reader first asks.
+    private var purpose: TouchPurpose?
 
-    init(channel: FrameChannel, language: Language, log: LogSink) {
+    init(channel: FrameChannel, language: Language, purpose: TouchPurpose? = nil, log: LogSink) {
+        self.purpose = purpose
         self.channel = channel
         self.language = language
         self.log = log
@@ -166,6 +170,10 @@ final class AppFrameUI: AuthenticationUI {
     func show(_ message: UserMessage, error: Bool) {
         switch message {
         case .fallbackHint, .reason, .waitingForFinger: return  // the application's own buttons and text
+        case .placeFinger where purpose != nil:
+            channel.send(Frame(.info, text: purpose!.text(language)))
+            purpose = nil
+            channel.send(Frame(error ? .error : .info, text: message.text(language)))
         default: channel.send(Frame(error ? .error : .info, text: message.text(language)))
         }
     }

@@ -23,7 +23,8 @@ enum Authenticate {
         if !ctrlCSkips(request) { options.fallbackTitle = "" }
         let ui = FrameUI(channel: channel, language: request.language,
                          style: promptStyle(request, options), silent: request.silent,
-                         announcesMatch: PolkitAgent.of(request) == nil, isOwner: { request.callerIsTheUser }, log: log)
+                         announcesMatch: PolkitAgent.of(request) == nil, isOwner: { request.callerIsTheUser },
+                         purpose: CallerPurpose.of(request), log: log)
         if !options.reason.isEmpty { ui.show(.reason(options.reason), error: false) }
         var env = EvaluationEnvironment(
             user: request.user, terminal: ReuseScope.of(request),

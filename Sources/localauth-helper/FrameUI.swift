@@ -44,13 +44,18 @@ final class FrameUI: AuthenticationUI {
     /// Asked only when such a line is to be shown (it looks the user up).
     private lazy var toOwner: Bool = isOwner()
     private let isOwner: () -> Bool
+    /// What the touch approves (TouchPurpose): said once, just before the reader first asks
+    /// for the finger, so that a refusal before any scan never names what was not asked.
+    private var purpose: TouchPurpose?
     /// A prompt frame was sent and its answer has not been read yet.
     private(set) var promptOpen = false
     private var deferred: [(UserMessage, Bool)] = []
 
     init(channel: FrameChannel, language: Language, style: PromptStyle, silent: Bool,
-         announcesMatch: Bool = true, isOwner: @escaping () -> Bool = { true }, log: LogSink) {
+         announcesMatch: Bool = true, isOwner: @escaping () -> Bool = { true }, purpose: TouchPurpose? = nil,
+         log: LogSink) {
         self.silent = silent
+        self.purpose = purpose.flatMap { $0.isShown ? $0 : nil }
         self.announcesMatch = announcesMatch
         self.isOwner = isOwner
         self.channel = channel
@@ -66,6 +71,10 @@ final class FrameUI: AuthenticationUI {
         // With a prompt, the prompt itself says how to skip; without one, Ctrl-C does.
         if case .fallbackHint = message, style.terminal != nil || isConcurrent { return }
         guard promptOpen else {
+            if case .placeFinger = message, let purpose {
+                channel.send(Frame(.info, text: purpose.text(language)))
+                self.purpose = nil
+            }
             send(message, error: error)
             if case .placeFinger = message { openPrompt() }
             return

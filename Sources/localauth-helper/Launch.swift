@@ -57,7 +57,7 @@ enum Launch {
             return
         }
         if handoff.uid == "0" {
-            self = .rootPeer(RootPeer(pid: pid, configPath: handoff.config))
+            self = .rootPeer(RootPeer(pid: pid, configPath: handoff.config, polkit: handoff.polkit))
             return
         }
         self = Launch.unprivilegedPeer(uidText: handoff.uid, config: handoff.config, pid: pid, acceptedAt: accepted)
@@ -129,6 +129,9 @@ enum Launch {
 struct RootPeer {
     let pid: Int32
     let configPath: String
+    /// polkit's words from localauthd's handoff; kept for the request only when the peer is
+    /// polkit's agent helper asking with the `polkit-1` service (CallerPurpose).
+    var polkit: PolkitPurpose? = nil
 
     func check(_ request: inout HelperRequest) -> String? {
         guard request.callerPID == pid else {
@@ -139,6 +142,7 @@ struct RootPeer {
         // be named by the application's PAM_XDISPLAY, a PAM item of root's host.
         request.stdinTTY = CallerProcess.standardInputIsTerminal(pid)
         request.display = request.display || CallerProcess.hasDisplay(pid)
+        request.polkit = polkit
         return nil
     }
 }

@@ -47,6 +47,9 @@ struct HelperRequest {
     /// sends it only loses the re-trust of their enrolled set.
     var readerUnreachable: Bool { authsucc.readerUnreachable }
     var arguments: [String] { wire.caller.arguments }
+    /// polkit's words localauthd handed over for a root peer (RootPeer); used only when the
+    /// peer is polkit's agent helper (CallerPurpose).
+    var polkit: PolkitPurpose?
     /// Every key as sent, for what still reads a mode's keys by name (RightsMode: `op`,
     /// `identifier`, …; the typed ones are `wire`'s `.right`).
     let keys: KeyValues

@@ -12,7 +12,9 @@ import LocalAuth
 /// connection and its peer's pidfd (SCM_RIGHTS), with the text `UID\nPID\nNANOS\nCONFIG`
 /// (the peer's uid from SO_PEERCRED, its pid, CLOCK_BOOTTIME at the accept, the
 /// configuration's path), and for an ssh-agent connection a fifth line `ssh-agent` (the
-/// connection then speaks the ssh-agent protocol, AgentMode, never a request frame). The
+/// connection then speaks the ssh-agent protocol, AgentMode, never a request frame), or for
+/// a request of polkit's agent helper four more, `polkit\nACTION\nMESSAGE\nPROGRAM`: what
+/// localauthd read of the agent's one pending authentication (PolkitPurpose). The
 /// connection then goes on fd 0 and 1 and the pidfd on fd 3.
 ///
 /// Nothing of a request is known before the message: the configuration, the state and the
@@ -31,6 +33,8 @@ enum SpareWait {
         let config: String
         /// The connection is an ssh-agent client's (localauthd's AgentDoor).
         let agent: Bool
+        /// polkit's action for the request, as localauthd read it from polkitd's call.
+        var polkit: PolkitPurpose? = nil
     }
 
     /// The fifth line of an ssh-agent connection's handoff.
@@ -44,7 +48,9 @@ enum SpareWait {
               getuid() == 0, geteuid() == 0 else { return nil }
         // What can be made ready before a request without knowing anything of it (Ahead).
         Ahead.prepare(configPath: given.count == 4 ? given[3] : nil)
-        var buffer = [UInt8](repeating: 0, count: 4096)
+        // Four lines of at most a few hundred bytes, the configuration's path, and polkit's
+        // words (each cut to 160 scalars): well within.
+        var buffer = [UInt8](repeating: 0, count: 16384)
         var fds: [Int32] = [-1, -1, -1, -1]
         var count: Int32 = 0
         var n: Int
@@ -61,7 +67,8 @@ enum SpareWait {
             exit(1)
         }
         let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        guard count == 2, fields.count == 4 || (fields.count == 5 && fields[4] == agentKind) else {
+        let polkit = fields.count == 8 ? PolkitPurpose(handoffLines: Array(fields[4...])) : nil
+        guard count == 2, fields.count == 4 || (fields.count == 5 && fields[4] == agentKind) || polkit != nil else {
             for i in 0..<Int(count) { close(fds[i]) }
             log.log(.error, "a spare helper got a message it cannot read (\(count) descriptors, \(fields.count) fields)")
             exit(1)
@@ -73,7 +80,7 @@ enum SpareWait {
         }
         for fd in [connection, pidfd] where fd > ServicePeer.descriptor { close(fd) }
         return Handoff(uid: String(fields[0]), pid: String(fields[1]), acceptedAt: String(fields[2]),
-                       config: String(fields[3]), agent: fields.count == 5)
+                       config: String(fields[3]), agent: fields.count == 5, polkit: polkit)
     }
 }
 

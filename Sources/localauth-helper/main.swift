@@ -76,8 +76,10 @@ switch request.mode {
 case .authenticate:
     let outcome = Authenticate.run(request, options: options, channel: channel, log: log)
     // The user (at login, typed by whoever sits down) and the service (from a peer that is not root,
-    // the user's word) are one word each, so neither adds a field.
-    log.log(.info, "user=\(LogWords.word(request.user.value)) service=\(LogWords.word(request.service)) \(outcome.logText)")
+    // the user's word) are one word each, so neither adds a field; what the touch approves is
+    // one quoted field, cleaned (TouchPurpose.logField), last: the verdict's words come first.
+    log.log(.info, "user=\(LogWords.word(request.user.value)) service=\(LogWords.word(request.service)) "
+                   + "\(outcome.logText) \(CallerPurpose.of(request).logField)")
     finish(HelperResult.frame(outcome), log: log)
 case .authsucc:
     finish(launch.authsucc(request, options: options, channel: channel, log: log), log: log)

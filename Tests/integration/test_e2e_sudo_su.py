@@ -167,7 +167,8 @@ def test_su_target_finger_runs_command(su_setup, machine):
     assert r.scans_started == []
     r = su([ENROLLED])
     assert r.status == 0
-    assert r.screen == [SWIPE, target.name], r.screen
+    # What the touch approves comes first (TouchPurpose: su's -c command and PAM_USER).
+    assert r.screen == [f"Touch the reader to run `id -un` as {target.name}", SWIPE, target.name], r.screen
     assert r.prompts == 0
     assert not (machine.state / f"{runner.name}.state").exists()   # the target's state only
 
@@ -192,7 +193,8 @@ def test_su_five_failures_lock_out(su_setup, machine):
     assert r.status != 0
     r = su([OTHER] * 2, answers=[target.password])
     assert r.status == 0
-    assert r.screen == [SWIPE, "Fingerprint not recognized - 1 try left", SWIPE, UNAVAILABLE,
+    assert r.screen == [f"Touch the reader to run `id -un` as {target.name}",
+                        SWIPE, "Fingerprint not recognized - 1 try left", SWIPE, UNAVAILABLE,
                         "Password:", target.name], r.screen
     assert machine.state_file()["failures"] == "0"
     r = su([ENROLLED])

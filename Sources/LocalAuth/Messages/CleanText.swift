@@ -13,23 +13,34 @@ public enum CleanText {
     /// Bytes read at most: beyond it the text is cut anyway.
     public static let budget = 4096
 
-    public static func line(_ bytes: [UInt8], limit: Int = CleanText.limit) -> String {
-        let cutAnyway = bytes.count > budget
-        let text = oneLine(String(decoding: bytes.prefix(budget), as: UTF8.self))
-        return cut(text, limit: limit, cutAnyway: cutAnyway)
+    /// The mark at a cut: an ellipsis, or `...` where the text may be shown on the Linux
+    /// console, whose font has no ellipsis (the prompts, TouchPurpose).
+    public enum CutMark: String, Sendable {
+        case ellipsis = "\u{2026}"
+        case dots = "..."
     }
 
-    public static func line(_ text: String, limit: Int = CleanText.limit) -> String {
-        line(Array(text.utf8.prefix(budget + 1)), limit: limit)
+    /// `cut`: the bytes are already a part of a longer text (the mark is added whatever
+    /// their length).
+    public static func line(_ bytes: [UInt8], limit: Int = CleanText.limit, mark: CutMark = .ellipsis,
+                            cut alreadyCut: Bool = false) -> String {
+        let cutAnyway = alreadyCut || bytes.count > budget
+        let text = oneLine(String(decoding: bytes.prefix(budget), as: UTF8.self))
+        return cut(text, limit: limit, mark: mark, cutAnyway: cutAnyway)
+    }
+
+    public static func line(_ text: String, limit: Int = CleanText.limit, mark: CutMark = .ellipsis) -> String {
+        line(Array(text.utf8.prefix(budget + 1)), limit: limit, mark: mark)
     }
 
     /// Scalars, not characters: one character can carry any number of combining marks.
-    static func cut(_ text: String, limit: Int, cutAnyway: Bool) -> String {
+    static func cut(_ text: String, limit: Int, mark: CutMark, cutAnyway: Bool) -> String {
         var scalars = Array(text.unicodeScalars.map { quotes.contains($0) ? "'" : $0 })
+        let marks = Array(mark.rawValue.unicodeScalars)
         if scalars.count > limit || cutAnyway {
-            scalars = Array(scalars.prefix(max(limit - 1, 0)))
+            scalars = Array(scalars.prefix(max(limit - marks.count, 0)))
             while scalars.last == " " { scalars.removeLast() }
-            scalars.append("\u{2026}")
+            scalars.append(contentsOf: marks)
         }
         var out = String.UnicodeScalarView()
         out.append(contentsOf: scalars)
@@ -67,7 +78,9 @@ public enum CleanText {
     /// A program's arguments as one line: joined by spaces, an argument that is empty or
     /// holds white space or a control in single quotes, then cleaned and cut. Reads only
     /// as many arguments as can show (4000 arguments or 10 kB cost no more than `budget`).
-    public static func arguments(_ argv: [String], limit: Int = CleanText.limit) -> String {
+    /// `cut`: the list itself was cut before it came here (a command line read in part).
+    public static func arguments(_ argv: [String], limit: Int = CleanText.limit, mark: CutMark = .ellipsis,
+                                 cut alreadyCut: Bool = false) -> String {
         var joined: [UInt8] = []
         for argument in argv {
             if joined.count > budget { break }
@@ -79,6 +92,6 @@ public enum CleanText {
             joined += bytes
             if quoted { joined.append(0x27) }
         }
-        return line(joined, limit: limit)
+        return line(joined, limit: limit, mark: mark, cut: alreadyCut)
     }
 }

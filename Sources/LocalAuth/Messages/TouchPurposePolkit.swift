@@ -17,7 +17,7 @@ public struct PolkitPurpose: Equatable, Sendable {
 
     /// Nil when the action is empty once cleaned (nothing to name).
     public init?(action: String, message: String?, program: String?) {
-        let action = CleanText.line(action, limit: Self.actionLimit)
+        let action = CleanText.line(action, limit: Self.actionLimit, mark: .dots)
         guard !action.isEmpty else { return nil }
         self.action = action
         self.message = Self.field(message)
@@ -26,7 +26,7 @@ public struct PolkitPurpose: Equatable, Sendable {
 
     private static func field(_ text: String?) -> String? {
         guard let text else { return nil }
-        let clean = CleanText.line(text)
+        let clean = CleanText.line(text, mark: .dots)
         return clean.isEmpty ? nil : clean
     }
 
