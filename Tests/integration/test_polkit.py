@@ -31,6 +31,7 @@ cookie.
 import contextlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -89,14 +90,16 @@ class Polkit(UserDesktop):
         super().__init__(inst, bed, syslog, user, lambda desktop: desktop.pam_file(
             "polkit-1", (REPO / "pam.d" / "polkit-1").read_text()))
 
-    def pkexec(self, fingers=(), answers=(), interrupt=False, around_scan=None, **namespace) -> Run:
+    def pkexec(self, fingers=(), answers=(), interrupt=False, around_scan=None, command="id -un", **namespace) -> Run:
         """pkexec as the user: presents ``fingers`` as the agent asks for them, types
         ``answers`` at the password prompts in turn; a further prompt is interrupted.
+        ``command``: what pkexec runs (shell words).
         ``around_scan``: a context manager entered once the agent has asked for a finger and
         left once the scan's result is in.
         ``namespace``: a login session for it all, or logind running (desktop.Namespace)."""
         mark, log_mark = self.bed.mark(), self.syslog.mark()
-        pt = self.desktop.run_on_pty(["/bin/sh", "-c", PKEXEC], user=self.user, **namespace)
+        script = PKEXEC.replace("pkexec id -un", f"pkexec {command}")
+        pt = self.desktop.run_on_pty(["/bin/sh", "-c", script], user=self.user, **namespace)
         results = []
         try:
             for p in fingers:
@@ -418,13 +421,49 @@ def test_a_socket_activated_agent_helper_through_localauthd_judges_the_agent_on_
 # the request's helper, which names it in the agent's lines and its log line.
 
 NAMED_EXEC = "polkit's agent helper answers org.freedesktop.policykit.exec for /usr/bin/id: named to its helper"
+APPROVES_EXEC = 'approves="polkit org.freedesktop.policykit.exec for /usr/bin/id: '
+APPROVES_UNNAMED = 'approves="a polkit request"'
+
+
+def helper_lines(polkit, mark):
+    """The helper's approval and refusal lines since ``mark``."""
+    return [l for l in polkit.syslog.since(mark, "localauth-helper") if " result=" in l]
 
 
 def test_pkexec_names_its_action_and_program(polkit):
     polkit.first_password()
+    mark = polkit.syslog.mark()
     r = polkit.pkexec([ENROLLED])
     assert r.authorized, r
     assert sum(NAMED_EXEC in l for l in r.served) == 1, r.served
+    # The agent's line before the finger is asked names the action and the program ...
+    touch = [l for l in r.screen if "Touch the reader" in l]
+    assert len(touch) == 1 and "org.freedesktop.policykit.exec" in touch[0] and "/usr/bin/id" in touch[0], r.screen
+    assert r.screen.index(touch[0]) < next(i for i, l in enumerate(r.screen) if SWIPE in l), r.screen
+    # ... and so does the helper's line of the approval.
+    [line] = helper_lines(polkit, mark)
+    assert "result=success" in line and APPROVES_EXEC in line, line
+
+
+def test_pkexec_of_a_program_named_with_control_characters_is_named_on_one_clean_line(polkit):
+    """The program's path is the user's to choose: escapes, a carriage return, a bidi
+    override and a newline in it reach the agent's line and the log line cleaned, one line."""
+    folder = polkit.desktop.ns.root / f"la-pk-prog-{os.getpid()}"
+    folder.mkdir(mode=0o755)
+    program = folder / "run\x1b[2J\rnow\u202eexe\nnext line"
+    program.write_text("#!/bin/sh\nid -un\n")
+    program.chmod(0o755)
+    polkit.first_password()
+    mark = polkit.syslog.mark()
+    r = polkit.pkexec([ENROLLED], command=shlex.quote(str(program)))
+    assert r.authorized, r
+    raw = r.output[r.output.index("Touch the reader"):]
+    raw = raw[:raw.index("\n")].removesuffix("\r")     # the terminal's line end
+    assert "org.freedesktop.policykit.exec" in raw and f"{folder.name}/run" in raw, raw
+    assert not any(c in raw for c in "\x1b\r\u202e"), repr(raw)
+    [line] = helper_lines(polkit, mark)
+    assert 'approves="polkit org.freedesktop.policykit.exec for ' in line and f"{folder.name}/run" in line, line
+    assert not any(c in line for c in "\x1b\r\n\u202e"), repr(line)
 
 
 def test_a_dialogs_pkexec_names_its_action_and_program(polkit):
@@ -433,6 +472,10 @@ def test_a_dialogs_pkexec_names_its_action_and_program(polkit):
     r = dialog(polkit, fingers=[ENROLLED])
     assert r.authorized, r
     assert sum(NAMED_EXEC in l for l in polkit.served(mark)) == 1, polkit.served(mark)
+    touch = [t for t in r.texts("INFO") if "Touch the reader" in t]
+    assert len(touch) == 1 and "org.freedesktop.policykit.exec" in touch[0] and "/usr/bin/id" in touch[0], r.events
+    [line] = helper_lines(polkit, mark)
+    assert "result=success" in line and APPROVES_EXEC in line, line
 
 
 def test_a_begin_authentication_not_sent_by_polkitd_names_nothing(polkit):
@@ -448,6 +491,8 @@ def test_a_begin_authentication_not_sent_by_polkitd_names_nothing(polkit):
     assert not any("named to its helper" in l for l in served), served
     assert sum("no pending polkit authentication of its agent seen: not named" in l for l in served) == 1, served
     assert not any("forged" in t.lower() for k, t in r.events if k in ("INFO", "ERROR")), r.events
+    [line] = helper_lines(polkit, mark)
+    assert APPROVES_UNNAMED in line and "forged" not in line.lower(), line
 
 
 def test_two_pending_authentications_of_one_agent_name_nothing(polkit):
@@ -458,3 +503,5 @@ def test_two_pending_authentications_of_one_agent_name_nothing(polkit):
     assert len(r.texts("BEGIN")) == 2 and r.authorized, r
     assert not any("named to its helper" in l for l in served), served
     assert sum("its polkit agent has 2 authentications pending: not named" in l for l in served) == 1, served
+    [line] = helper_lines(polkit, mark)
+    assert "result=success" in line and APPROVES_UNNAMED in line, line
