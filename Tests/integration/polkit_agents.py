@@ -14,7 +14,8 @@ polkitd runs with, pkexec with pkttyagent, and pkexec through a dialog-shaped ag
   ``dismiss``: the Cancel at the password prompt is reported to polkitd as a dismissal;
   ``at_prompt``: called at the first password prompt, before the answer is typed;
   ``helper_socket``: the agent helper is reached through that socket (polkit 127+'s shape);
-  ``forge``: no pkexec, the dialog answers a BeginAuthentication it sent itself; ``two``: two
+  ``forge``: no pkexec, the dialog answers a BeginAuthentication it sent itself
+  (``forge_from``: called with the dialog's unique bus name, it sends one instead); ``two``: two
   pkexec at once, the first answered while both are pending.
 """
 import io
@@ -66,7 +67,7 @@ class DialogRun:
 
 def dialog(case, fingers=(), answers=(), display=True, command=None, register=True,
            env=None, kill_at_info=False, dismiss=False, at_prompt=None,
-           helper_socket=None, forge=False, two=False) -> DialogRun:
+           helper_socket=None, forge=False, forge_from=None, two=False) -> DialogRun:
     """pkexec authorised through polkit_dialog.py, a dialog-shaped agent run as the user
     without a terminal (setsid), with DISPLAY=:0 when ``display``: presents ``fingers`` as
     the dialog asks for them; ``answers`` are typed at its password prompts, then Cancel."""
@@ -84,6 +85,7 @@ def dialog(case, fingers=(), answers=(), display=True, command=None, register=Tr
                                         *(["--dismiss"] if dismiss else []),
                                         *(["--wait-at-prompt"] if at_prompt else []),
                                         *(["--forge"] if forge else []),
+                                        *(["--forge-wait"] if forge_from else []),
                                         *(["--two"] if two else []),
                                         *(["--helper-socket", str(helper_socket)] if helper_socket else []),
                                         case.user.name, *answers, *tail])]
@@ -92,6 +94,9 @@ def dialog(case, fingers=(), answers=(), display=True, command=None, register=Tr
     agent.logfile_read = log = io.StringIO()
     results = []
     try:
+        if forge_from is not None:
+            agent.expect("AGENT ([^\n]+)\n", timeout=20)
+            forge_from(agent.match.group(1).strip())
         for p in fingers:
             agent.expect(f"INFO {SWIPE}", timeout=20)
             results.append(case.bed.reader.inject(f"SCAN {p}", timeout=15))

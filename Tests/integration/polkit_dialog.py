@@ -24,7 +24,8 @@ being started as the dialog's child.
 ``--forge``: no pkexec; the dialog sends itself a BeginAuthentication of its own making
 (action ``org.localauth.test.forged``, a message and a ``program`` detail that name it,
 a cookie polkitd never gave) and answers it as it would polkitd's: the agent helper runs
-for a made-up request; then ``PKEXEC 1 forged``.
+for a made-up request; then ``PKEXEC 1 forged``. ``--forge-wait``: the same, but the
+dialog sends nothing: it says ``AGENT UNIQUE_NAME`` and waits for someone else's call.
 ``--two``: two pkexec at once, both asking this agent; the first authentication is run only
 once polkitd has begun the second (two pending for one agent), the second is then
 dismissed; ``PKEXEC`` once both ended (the first's status and output).
@@ -180,7 +181,7 @@ def register(bus, pid):
 
 def main():
     args = sys.argv[1:]
-    flags = ("--no-agent", "--kill-at-info", "--dismiss", "--wait-at-prompt", "--forge", "--two")
+    flags = ("--no-agent", "--kill-at-info", "--dismiss", "--wait-at-prompt", "--forge", "--forge-wait", "--two")
     given = set()
     while args and (args[0] in flags or args[0] == "--helper-socket"):
         if args[0] == "--helper-socket":
@@ -224,6 +225,9 @@ def main():
                 second_begun.wait(60)
             authenticate(user, cookie, answers)
             first_ended.set()
+            if forging:
+                say("PKEXEC", "1", "forged")
+                GLib.idle_add(loop.quit)
             if current["dismissed"]:
                 GLib.idle_add(lambda: invocation.return_dbus_error(
                     "org.freedesktop.PolicyKit1.Error.Cancelled", "dismissed") and False)
@@ -232,15 +236,17 @@ def main():
         threading.Thread(target=run, daemon=True).start()
 
     begins, second_begun, first_ended = [], threading.Event(), threading.Event()
+    forging = "--forge" in given or "--forge-wait" in given
     bus.register_object(AGENT_PATH, info, on_call, None, None)
-    if "--forge" in given:
-        details = {"program": "/usr/bin/forged-program"}
-        bus.call(bus.get_unique_name(), AGENT_PATH, "org.freedesktop.PolicyKit1.AuthenticationAgent",
-                 "BeginAuthentication",
-                 GLib.Variant("(sssa{ss}sa(sa{sv}))", ("org.localauth.test.forged", "Forged message: approve nothing",
-                                                       "", details, "forged-cookie", [])),
-                 None, Gio.DBusCallFlags.NONE, 120000, None,
-                 lambda conn, result: (say("PKEXEC", "1", "forged"), loop.quit()))
+    if forging:
+        say("AGENT", bus.get_unique_name())
+        if "--forge" in given:
+            details = {"program": "/usr/bin/forged-program"}
+            bus.call(bus.get_unique_name(), AGENT_PATH, "org.freedesktop.PolicyKit1.AuthenticationAgent",
+                     "BeginAuthentication",
+                     GLib.Variant("(sssa{ss}sa(sa{sv}))", ("org.localauth.test.forged", "Forged message: approve nothing",
+                                                           "", details, "forged-cookie", [])),
+                     None, Gio.DBusCallFlags.NONE, 120000, None, None)
         loop.run()
         return
     if command is not None:

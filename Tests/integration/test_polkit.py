@@ -495,6 +495,36 @@ def test_a_begin_authentication_not_sent_by_polkitd_names_nothing(polkit):
     assert APPROVES_UNNAMED in line and "forged" not in line.lower(), line
 
 
+def test_a_begin_authentication_another_uid_sends_to_an_agent_names_nothing(polkit):
+    """Another uid (nobody) calls the agent's BeginAuthentication; the agent runs the agent
+    helper for it as it would for polkitd's: nothing is named."""
+    dialog(polkit, answers=[polkit.user.password])
+    mark = polkit.syslog.mark()
+    sent = []
+
+    def forge(name):
+        argv = system.as_user("nobody", [
+            "gdbus", "call", "--system", "--dest", name, "--object-path", "/org/localauth/test/Agent",
+            "--method", "org.freedesktop.PolicyKit1.AuthenticationAgent.BeginAuthentication",
+            "org.localauth.test.forged", "Forged message: approve nothing", "",
+            "{'program': '/usr/bin/forged-program'}", "forged-cookie", "@a(sa{sv}) []"])
+        sent.append(subprocess.Popen([*polkit.desktop.prefix(), *argv], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL))
+
+    try:
+        r = dialog(polkit, fingers=[ENROLLED], forge_from=forge)
+    finally:
+        for p in sent:
+            p.kill()
+            p.wait()
+    served = polkit.served(mark)
+    assert r.texts("BEGIN")[:1] == ["org.localauth.test.forged Forged message: approve nothing"], r
+    assert not any("named to its helper" in l for l in served), served
+    assert sum("no pending polkit authentication of its agent seen: not named" in l for l in served) == 1, served
+    [line] = helper_lines(polkit, mark)
+    assert APPROVES_UNNAMED in line and "forged" not in line.lower(), line
+
+
 def test_two_pending_authentications_of_one_agent_name_nothing(polkit):
     dialog(polkit, answers=[polkit.user.password])
     mark = polkit.syslog.mark()
