@@ -215,11 +215,28 @@ final class PolkitWatch {
                 + "to \(LogWords.word(message.destination ?? "?")))")
     }
 
+    /// The bus daemon's answers about processes asked for just now (the agent's call came
+    /// with this very request, on a machine slow to wake the loop), waited for at most
+    /// `answerWithinMillis`: the daemon answers from its own table at once. Only for polkit's
+    /// agent helper, and only while a question is open.
+    static let answerWithinMillis: Int64 = 250
+
+    private func awaitProcesses() throws(BusError) {
+        let deadline = MonotonicClock.millis() + Self.answerWithinMillis
+        while table.awaitingProcesses, MonotonicClock.millis() < deadline {
+            _ = try asker.wait(until: deadline, extra: [])
+            try asker.dispatch()
+        }
+    }
+
     /// What to hand a request's helper when its peer is polkit's agent helper: the one
     /// authentication its agent has pending, or nil (and a line saying why nothing is named).
     func purpose(for peer: Peer) -> PolkitPurpose? {
         guard let agent = PolkitAgentHelper.agent(of: peer) else { return nil }
-        do { try follow() } catch {
+        do {
+            try follow()
+            try awaitProcesses()
+        } catch {
             log.log(.warning, "polkit's requests no longer followed: \(error.summary)")
         }
         let found: PolkitPending.Found

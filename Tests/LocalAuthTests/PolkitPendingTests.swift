@@ -28,6 +28,19 @@ import Testing
                                                      program: "/usr/bin/id")!))
     }
 
+    @Test func aQuestionOpenAboutAProcessIsKnownUntilItsAnswer() {
+        var table = PolkitPending()
+        #expect(!table.awaitingProcesses)
+        _ = begin(&table)
+        #expect(table.awaitingProcesses)
+        table.agent(":1.7", is: 400)
+        #expect(!table.awaitingProcesses)
+        _ = table.checked(.init(sender: ":1.30", program: "/usr/bin/id", seenAt: 1_000))
+        #expect(table.awaitingProcesses)
+        table.caller(":1.30", is: nil)
+        #expect(!table.awaitingProcesses)
+    }
+
     @Test func anotherAgentsAuthenticationIsNotThisOnes() {
         var table = PolkitPending()
         _ = begin(&table)

@@ -123,6 +123,12 @@ public struct PolkitPending: Sendable {
         return (dropped, ask)
     }
 
+    /// Whether a process (an agent's, a caller's) was asked of the bus daemon and not
+    /// answered yet.
+    public var awaitingProcesses: Bool {
+        agents.values.contains(.asked) || callers.values.contains(.asked)
+    }
+
     /// A pkexec-shaped CheckAuthorization seen (bounded as the entries; a caller's later
     /// call replaces its earlier one). Returns whether the caller's process must be asked for.
     public mutating func checked(_ program: Program) -> Bool {
