@@ -231,8 +231,8 @@ final class PolkitWatch {
 
     /// What to hand a request's helper when its peer is polkit's agent helper: the one
     /// authentication its agent has pending, or nil (and a line saying why nothing is named).
-    func purpose(for peer: Peer) -> PolkitPurpose? {
-        guard let agent = PolkitAgentHelper.agent(of: peer) else { return nil }
+    func purpose(for peer: Peer, agentSocket: String) -> PolkitPurpose? {
+        guard let agent = PolkitAgentHelper.agent(of: peer, agentSocket: agentSocket) else { return nil }
         do {
             try follow()
             try awaitProcesses()
@@ -240,26 +240,29 @@ final class PolkitWatch {
             log.log(.warning, "polkit's requests no longer followed: \(error.summary)")
         }
         let found: PolkitPending.Found
+        let agentPID: Int32
         switch agent {
         case .noParentAgent:
-            log.log(.info, "pid \(peer.pid): polkit's agent helper has no agent for a parent (started for a socket, "
-                    + "or its agent ended): its authentication is not named")
+            log.log(.info, "pid \(peer.pid): polkit's agent helper has no agent (its stdin is no connection from one "
+                    + "and its parent is pid 1): its authentication is not named")
             return nil
         case .process(let pid):
             guard monitor != nil else { return nil }
+            agentPID = pid
             found = table.found(agentPID: pid, now: MonotonicClock.millis()) {
                 RootOwned.installedProgram(of: $0)?.hasSuffix("/pkexec") == true
             }
         }
+        let who = "pid \(peer.pid) (its polkit agent: pid \(agentPID))"
         switch found {
         case .one(let purpose):
-            log.log(.info, "pid \(peer.pid): polkit's agent helper answers \(LogWords.word(purpose.action))"
+            log.log(.info, "\(who): polkit's agent helper answers \(LogWords.word(purpose.action))"
                     + (purpose.program.map { " for \(LogWords.word($0))" } ?? "") + ": named to its helper")
             return purpose
-        case .none: log.log(.info, "pid \(peer.pid): no pending polkit authentication of its agent seen: not named")
-        case .several(let n): log.log(.info, "pid \(peer.pid): its polkit agent has \(n) authentications pending: not named")
-        case .agentsUnknown(let n): log.log(.info, "pid \(peer.pid): \(n) pending polkit authentication(s) of an agent not known yet: not named")
-        case .forgotten: log.log(.info, "pid \(peer.pid): an authentication of its polkit agent was forgotten unanswered: not named")
+        case .none: log.log(.info, "\(who): no pending polkit authentication of its agent seen: not named")
+        case .several(let n): log.log(.info, "\(who): its polkit agent has \(n) authentications pending: not named")
+        case .agentsUnknown(let n): log.log(.info, "\(who): \(n) pending polkit authentication(s) of an agent not known yet: not named")
+        case .forgotten: log.log(.info, "\(who): an authentication of its polkit agent was forgotten unanswered: not named")
         }
         return nil
     }

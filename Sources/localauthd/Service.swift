@@ -367,7 +367,7 @@ struct Service {
             return
         }
         // polkit's agent helper: what its authentication asks, when root saw it (PolkitWatch).
-        let named = polkit?.purpose(for: peer)
+        let named = polkit?.purpose(for: peer, agentSocket: options.polkitAgentSocket)
         let ahead = spare.flatMap { $0.take(held, arguments: arguments, polkit: named) }
         spare = nil
         let outcome = ahead.map { Result<Worker, Worker.Problem>.success($0) }

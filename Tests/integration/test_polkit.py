@@ -392,16 +392,23 @@ def test_a_socket_activated_agent_helper_through_localauthd_judges_the_agent_on_
     polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
     first = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
     assert first.authorized and first.verify_starts == [], first.events
+    finger = polkit.syslog.mark()
     r = dialog(polkit, fingers=[ENROLLED], helper_socket=helper_socket.path)
     helper = polkit.syslog.since(mark, "localauth-helper")
     found = [m for m in helper if "the peer of its stdin" in m]
     assert (r.authorized, r.results, r.texts("PROMPT"), len(found) >= 2) == \
         (True, ["verify-match"], [], True), (r.events, helper)
     assert any(m.startswith("uid 0 pid ") for m in polkit.served(mark)), polkit.served(mark)
+    # The same agent names polkit's request to localauthd too (PolkitAgentHelper).
+    assert sum(NAMED_EXEC in m for m in polkit.served(finger)) == 1, polkit.served(finger)
 
     polkit.desktop.configure()          # polkit's own socket is elsewhere: not this one
+    other = polkit.syslog.mark()
     r = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
     assert r.authorized and r.verify_starts == [] and len(r.texts("PROMPT")) == 1, r.events
+    assert not any("named to its helper" in m for m in polkit.served(other)), polkit.served(other)
+    # Its parent (the stand-in for the service manager) has no authentication pending.
+    assert any(m.endswith(": not named") for m in polkit.served(other)), polkit.served(other)
 
     polkit.desktop.stop_serving()       # no localauthd: the module starts nothing
     polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
