@@ -14,16 +14,20 @@ import SystemBus
 /// bus daemon allows to root only), its rules naming polkitd's unique name of the moment:
 /// the calls polkitd makes on the agent interface (BeginAuthentication, CancelAuthentication)
 /// and the answers to polkitd (the agent's return or error, or the daemon's error when the
-/// agent left the bus) that end one. A second, ordinary connection follows who owns
+/// agent left the bus) that end one; and pkexec's CheckAuthorization, whose `program` detail
+/// polkitd keeps to itself. A second, ordinary connection follows who owns
 /// `org.freedesktop.PolicyKit1` (NameOwner: the daemon's word only) and asks the daemon for
-/// each agent's process (GetConnectionUnixProcessID). When polkitd changes hands the monitor
-/// is made again for the new owner and what the old one had is forgotten.
+/// each agent's and each such caller's process (GetConnectionUnixProcessID). When polkitd
+/// changes hands the monitor is made again for the new owner and what the old one had is
+/// forgotten.
 ///
 /// A call is taken only when the daemon says polkitd's unique name sent it (the monitor's
 /// rule, and the sender checked again here): any local uid can address a BeginAuthentication
-/// of its own to any agent, or to itself. What is kept is bounded (PolkitPending); nothing
-/// here waits on the loop but the monitor's making (bounded by the bus timeout); a monitor
-/// that fails says one line and the service goes on without names.
+/// of its own to any agent, or to itself. What is kept is bounded (PolkitPending). Nothing
+/// here waits on the loop but the monitor's making (bounded by the bus timeout) and, for
+/// polkit's agent helper only, the daemon's answers about processes asked for just before
+/// (`answerWithinMillis`); a monitor that fails says one line and the service goes on
+/// without names.
 final class PolkitWatch {
     static let service = "org.freedesktop.PolicyKit1"
     static let agentInterface = "org.freedesktop.PolicyKit1.AuthenticationAgent"
