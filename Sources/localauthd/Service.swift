@@ -285,7 +285,8 @@ struct Service {
             switch answered {
             case .rootPeer(let cause):
                 log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
-                        + "result=notInteractive reason=remote, no helper: \(cause)")
+                        + "result=notInteractive reason=remote, no helper: \(cause)"
+                        + PurposeWords.field(held.peer, request.request))
             case .otherPeer(let cause):
                 quiet.note(.notice, uid: held.peer.share, kind: "sign-ins naming a remote host refused (not a root peer)",
                            first: "uid \(held.peer.uid) pid \(held.peer.pid): result=notInteractive reason=remote, "
@@ -294,7 +295,8 @@ struct Service {
             held.release()
         } else if let cause = readerAbsent?.answer(held.connection, request: request) {
             log.log(.info, "uid \(held.peer.uid) pid \(held.peer.pid) (\(held.peer.source)): "
-                    + "result=biometryNotAvailable reason=reader-unreachable, no helper: \(cause)")
+                    + "result=biometryNotAvailable reason=reader-unreachable, no helper: \(cause)"
+                    + PurposeWords.field(held.peer, request.request))
             held.release()
         } else if mayStartHelper {
             start(held, request)

@@ -33,8 +33,9 @@ CONTROLS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def purpose_line(screen):
-    """The purpose lines shown."""
-    return [l for l in screen if l.startswith("Touch the reader to")]
+    """The purpose lines shown (pkttyagent puts `Info: ` before a PAM_TEXT_INFO line)."""
+    lines = [l.removeprefix("Info: ") for l in screen]
+    return [l for l in lines if l.startswith("Touch the reader to")]
 
 
 def helper_lines(machine, mark):
@@ -214,3 +215,26 @@ def test_an_application_is_named_by_its_program(svc, bed, syslog):
         assert len(lines) == 1 and lines[0].endswith(f'approves="app {program}"'), run.messages("localauth-helper")
         pre = world.run("can", "biometrics")
         assert not [m for m in pre.messages("localauth-helper") if "approves=" in m]   # no touch, no field
+
+
+def test_a_dialog_shows_the_line_before_the_finger(svc, bed_factory, syslog):
+    """A dialog-shaped agent (polkit_dialog.py: the lines as GNOME's and Plasma's dialogs get
+    them, PAM_TEXT_INFO through polkit-agent-helper-1): the line comes once, right before the
+    reader asks, and not at all when the finger is refused before any scan."""
+    from polkit_agents import AUTH_SELF, dialog
+    from test_polkit import Polkit
+    bed = bed_factory(polkit_rules=AUTH_SELF)
+    with system.ThrowawayUser(prefix="la-pkd-") as user:
+        p = Polkit(svc, bed, syslog, user)
+        try:
+            first = dialog(p, answers=[user.password])          # never seen: no scan
+            assert first.authorized and purpose_line(first.texts("INFO")) == [], first.events
+            r = dialog(p, fingers=[OTHER, ENROLLED])
+            assert r.authorized, r.events
+            infos = r.texts("INFO")
+            shown = purpose_line(infos)
+            assert len(shown) == 1 and infos.index(shown[0]) == infos.index(SWIPE) - 1, infos
+            assert (shown[0] == "Touch the reader to approve a polkit request"
+                    or "org.freedesktop.policykit.exec" in shown[0]), shown
+        finally:
+            p.close()
