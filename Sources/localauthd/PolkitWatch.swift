@@ -97,6 +97,7 @@ final class PolkitWatch {
             let bus = try Bus(address: address, timeoutSeconds: timeoutSeconds, monitor: true)
             try bus.becomeMonitor(rules: Self.rules(owner: owner))
             monitor = bus
+            log.log(.info, "polkit's requests followed: a monitor of polkitd's calls (\(LogWords.word(owner)))")
         } catch {
             log.log(.warning, "polkit's requests not followed: the system bus refused a monitor (\(error.summary)); "
                     + "touches for polkit are not named")

@@ -542,3 +542,16 @@ def test_two_pending_authentications_of_one_agent_name_nothing(polkit):
     assert sum("its polkit agent has 2 authentications pending: not named" in l for l in served) == 1, served
     [line] = helper_lines(polkit, mark)
     assert "result=success" in line and APPROVES_UNNAMED in line, line
+
+
+def test_after_polkitd_restarts_its_requests_are_named_again(polkit):
+    """polkitd changes hands: localauthd forgets what the old one had and makes its monitor
+    again for the new unique name (its line says so), then names the new one's requests."""
+    polkit.first_password()
+    mark = polkit.syslog.mark()
+    polkit.bed.restart_polkit()
+    wait_until("localauthd's monitor of the new polkitd",
+               lambda: any("a monitor of polkitd's calls" in l for l in polkit.served(mark)), 30)
+    r = polkit.pkexec([ENROLLED])
+    assert r.authorized, r
+    assert sum(NAMED_EXEC in l for l in r.served) == 1, r.served
