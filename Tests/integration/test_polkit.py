@@ -27,6 +27,11 @@ gets no scan: `polkit-agent-helper-1` is then driven directly, as an agent drive
 line protocol), from a process with neither. What ran for real there: the agent helper, its
 PAM conversation and result, the module and helper; polkitd then refuses the made-up
 cookie.
+
+What the touch approves: localauthd watches polkitd's calls to the agents and pkexec's call
+to polkitd (a monitor of the bed's bus) and names the one pending authentication of the agent
+helper's agent on the agent's line and in the helper's `approves=`; a call polkitd did not
+send (the agent's own, another uid's) and two pending name nothing ("a polkit request").
 """
 import contextlib
 import os
