@@ -43,6 +43,8 @@ final class PolkitWatch {
     /// The monitor, and the owner its rules name (nil: none made, or it failed for this owner).
     private var monitor: Bus?
     private(set) var monitoredOwner: String?
+    /// When the monitor was made (CLOCK_BOOTTIME ticks, /proc's unit for a start time).
+    private var monitorMadeAt: UInt64 = 0
     var table = PolkitPending()
     /// Calls on the agent interface not sent by polkitd: said at most once an interval.
     var forged = DropTally()
@@ -95,8 +97,11 @@ final class PolkitWatch {
         guard let owner else { return }
         do {
             let bus = try Bus(address: address, timeoutSeconds: timeoutSeconds, monitor: true)
+            // Taken before the call: an agent that started in the same tick counts as older.
+            let madeAt = Peer.bootTicks()
             try bus.becomeMonitor(rules: Self.rules(owner: owner))
             monitor = bus
+            monitorMadeAt = madeAt
             log.log(.info, "polkit's requests followed: a monitor of polkitd's calls (\(LogWords.word(owner)))")
         } catch {
             log.log(.warning, "polkit's requests not followed: the system bus refused a monitor (\(error.summary)); "
@@ -161,7 +166,8 @@ final class PolkitWatch {
         case .process(let pid):
             guard monitor != nil else { return nil }
             agentPID = pid
-            found = table.found(agentPID: pid, now: MonotonicClock.millis()) {
+            let newer = ProcStat(pid: pid).map { $0.startTime > monitorMadeAt } ?? false
+            found = table.found(agentPID: pid, agentIsNewer: newer, now: MonotonicClock.millis()) {
                 RootOwned.installedProgram(of: $0)?.hasSuffix("/pkexec") == true
             }
         }
@@ -175,6 +181,9 @@ final class PolkitWatch {
         case .several(let n): log.log(.info, "\(who): its polkit agent has \(n) authentications pending: not named")
         case .agentsUnknown(let n): log.log(.info, "\(who): \(n) pending polkit authentication(s) of an agent not known yet: not named")
         case .forgotten: log.log(.info, "\(who): an authentication of its polkit agent was forgotten unanswered: not named")
+        case .olderThanTheWatch:
+            log.log(.info, "\(who): the agent is older than root's watch of polkitd (it may have authentications "
+                    + "begun before): not named")
         }
         return nil
     }

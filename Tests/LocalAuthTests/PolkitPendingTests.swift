@@ -14,8 +14,8 @@ import Testing
     }
 
     func found(_ table: inout PolkitPending, agent pid: Int32 = 400, at now: Int64 = 1_001,
-               pkexec: Set<Int32> = []) -> PolkitPending.Found {
-        table.found(agentPID: pid, now: now) { pkexec.contains($0) }
+               pkexec: Set<Int32> = [], newer: Bool = true) -> PolkitPending.Found {
+        table.found(agentPID: pid, agentIsNewer: newer, now: now) { pkexec.contains($0) }
     }
 
     @Test func oneAuthenticationOfTheAgentIsNamed() {
@@ -39,6 +39,14 @@ import Testing
         #expect(table.awaitingProcesses)
         table.caller(":1.30", is: nil)
         #expect(!table.awaitingProcesses)
+    }
+
+    @Test func anAgentOlderThanTheWatchIsNamedNothing() {
+        var table = PolkitPending()
+        _ = begin(&table)
+        table.agent(":1.7", is: 400)
+        let older = found(&table, newer: false)
+        #expect(older == .olderThanTheWatch)
     }
 
     @Test func anotherAgentsAuthenticationIsNotThisOnes() {

@@ -560,3 +560,28 @@ def test_after_polkitd_restarts_its_requests_are_named_again(polkit):
     r = polkit.pkexec([ENROLLED])
     assert r.authorized, r
     assert sum(NAMED_EXEC in l for l in r.served) == 1, r.served
+
+
+def test_an_agent_older_than_localauthds_watch_is_not_named(polkit):
+    """localauthd starts again while an agent runs: authentications that agent was given
+    before root watched polkitd are unknown, so none of its requests is named (the one seen
+    could be the wrong one), until an agent started after the watch asks."""
+    dialog(polkit, answers=[polkit.user.password])
+    flag = polkit.desktop.ns.root / f"la-pk-go-{os.getpid()}"
+    mark = polkit.syslog.mark()
+
+    def restart_then_go():
+        polkit.desktop.stop_serving()
+        polkit.desktop.serve()
+        wait_until("localauthd's monitor of polkitd",
+                   lambda: any("a monitor of polkitd's calls" in l for l in polkit.served(mark)), 30)
+        flag.touch()
+
+    waiting = f'while [ ! -e "{flag}" ]; do sleep 0.1; done; pkexec id -un'
+    r = dialog(polkit, fingers=[ENROLLED], command=["/bin/sh", "-c", waiting], at_start=restart_then_go)
+    assert r.subject == (0, ["root"]), r.events
+    served = polkit.served(mark)
+    assert not any("named to its helper" in l for l in served), served
+    assert sum("the agent is older than root's watch of polkitd" in l for l in served) == 1, served
+    [line] = helper_lines(polkit, mark)
+    assert "result=success" in line and APPROVES_UNNAMED in line, line

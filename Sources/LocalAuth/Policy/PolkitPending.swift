@@ -90,6 +90,9 @@ public struct PolkitPending: Sendable {
         case agentsUnknown(Int)
         /// The agent has an authentication the table forgot before its end.
         case forgotten
+        /// The agent's process is older than root's watch of this polkitd: it may have been
+        /// given authentications before root watched, which the table cannot know.
+        case olderThanTheWatch
     }
 
     /// What is kept of an authentication forgotten before its end: enough to see that end.
@@ -181,9 +184,14 @@ public struct PolkitPending: Sendable {
     /// The one rule: what to name for the agent whose process is `pid`, at `now`. The program
     /// is the `program` detail polkitd passed on, or else the one of the caller's own
     /// CheckAuthorization when the caller is pkexec (`isPkexec`, asked of the system) and
-    /// made exactly one such call: never one another process wrote.
-    public mutating func found(agentPID pid: Int32, now: Int64, isPkexec: (Int32) -> Bool) -> Found {
+    /// made exactly one such call: never one another process wrote. `agentIsNewer`: the
+    /// agent's process started after root began watching this polkitd (localauthd or polkitd
+    /// started again, or polkitd activated by the very call that asks, leave authentications
+    /// root never saw with the agents that ran then).
+    public mutating func found(agentPID pid: Int32, agentIsNewer: Bool, now: Int64,
+                               isPkexec: (Int32) -> Bool) -> Found {
         expire(now: now)
+        guard agentIsNewer else { return .olderThanTheWatch }
         let unknown = entries.filter { agents[$0.agent].map(Self.isPID) != true }
         if !unknown.isEmpty { return .agentsUnknown(unknown.count) }
         // A mark of this agent's, or of an agent whose process is not known (it could be
