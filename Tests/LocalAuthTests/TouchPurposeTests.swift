@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 @testable import LocalAuth
 
@@ -147,5 +150,18 @@ import Testing
             #expect(p.text(.english).hasPrefix("Touch the reader to"), "\(p)")
             #expect(!p.text(.english).contains("%"), "\(p)")
         }
+    }
+
+    @Test func theCommandLineIsReadFromProcAndKeptOnlyWhileTheCallerRuns() {
+        let (words, cut) = ProcCommandLine.read(pid: getpid())
+        #expect(!words.isEmpty && !cut)
+        #expect(words == CommandLine.arguments)
+        let kept = TouchPurpose.read(service: "sudo", user: "alice", rootPeer: true, pid: getpid(), stillRuns: { true })
+        #expect(kept.arguments == CommandLine.arguments)
+        let gone = TouchPurpose.read(service: "sudo", user: "alice", rootPeer: true, pid: getpid(), stillRuns: { false })
+        #expect(gone.arguments.isEmpty && gone.installedProgram == nil)
+        let notRoot = TouchPurpose.read(service: "sudo", user: "alice", rootPeer: false, pid: getpid(), stillRuns: { true })
+        #expect(notRoot.arguments.isEmpty)
+        #expect(TouchPurpose.of(gone) == .unknown(service: "sudo"))
     }
 }

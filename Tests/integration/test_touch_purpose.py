@@ -129,7 +129,8 @@ def test_sudo_ten_kilobytes_of_arguments_are_cut_to_one_line(sudo):
     assert all(len(l) < 1000 for l in lines), [len(l) for l in lines]
 
 
-def test_sudo_shell_and_chinese(sudo):
+def test_sudo_in_chinese(sudo):
+    # (terminal_finger.present knows the Simplified Chinese finger prompt only.)
     r, lines = sudo.run(["id", "-un"], fingers=[ENROLLED], env=system.default_env(LANG="zh_CN.UTF-8"))
     assert r.status == 0 and r.screen[0] == "以 root 身份运行 `id -un`：请触摸指纹读取器", r.screen
     assert approves(lines) == ["run `id -un` as root"], lines      # the log is English
