@@ -10,7 +10,7 @@ extension PolkitWatch {
     /// One message the monitor copied: polkitd's call to an agent, an answer to polkitd, or
     /// pkexec's CheckAuthorization; anything else is left alone.
     func take(_ message: Message) {
-        guard let owner = monitoredOwner else { return }
+        guard let owner = currentOwner else { return }
         switch message.kind {
         case .methodCall where message.interface == Self.agentInterface:
             guard message.sender == owner else {
@@ -24,8 +24,8 @@ extension PolkitWatch {
             default: break
             }
         case .methodCall where message.interface == Self.authorityInterface && message.member == "CheckAuthorization":
-            // Addressed to polkitd by its well-known name or its unique one; the daemon's rule
-            // selected only those polkitd receives.
+            // Addressed to polkitd by its well-known name or its unique one.
+            guard message.destination == Self.service || message.destination == owner else { return }
             checkAuthorization(message)
         case .methodReturn, .error:
             guard message.destination == owner, let serial = message.replyCookie, let sender = message.sender else { return }

@@ -98,13 +98,13 @@ struct Service {
             // directory, the spare helper's exit, the ssh-agent socket, the helpers, the
             // connections waiting for their request, the connections kept open for
             // preflights, then the ssh-agent connections held for their first message.
-            // polkit's two (PolkitWatch) come before the helpers.
+            // polkit's three (PolkitWatch) come before the helpers.
             var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: logind?.fd ?? -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: configWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: spare?.pidfd ?? -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: agent?.listener.fd ?? -1, events: Int16(POLLIN), revents: 0)]
-                + (polkit?.fds ?? [-1, -1]).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+                + (polkit?.fds ?? [-1, -1, -1]).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
                 + waiting.map { pollfd(fd: $0.connection, events: $0.pollEvents(), revents: 0) }
                 + kept.fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
@@ -126,8 +126,8 @@ struct Service {
             if ready > 0 {
                 if fds[1].revents != 0 { followLogind() }
                 if fds[3].revents != 0 { spareEnded() }
-                if fds[5].revents != 0 || fds[6].revents != 0 { followPolkit() }
-                let first = 7
+                if fds[5...7].contains(where: { $0.revents != 0 }) { followPolkit() }
+                let first = 8
                 let helpers = fds[first..<(first + counts.running)]
                 let requests = fds[(first + counts.running)..<(first + counts.running + counts.waiting)]
                 let keptStart = first + counts.running + counts.waiting

@@ -555,8 +555,10 @@ def test_after_polkitd_restarts_its_requests_are_named_again(polkit):
     polkit.first_password()
     mark = polkit.syslog.mark()
     polkit.bed.restart_polkit()
+    # Seen taking the name while localauthd watched: every authentication it begins is seen.
     wait_until("localauthd's monitor of the new polkitd",
-               lambda: any("a monitor of polkitd's calls" in l for l in polkit.served(mark)), 30)
+               lambda: any("a monitor of polkitd's calls" in l and "watched from its start" in l
+                           for l in polkit.served(mark)), 30)
     r = polkit.pkexec([ENROLLED])
     assert r.authorized, r
     assert sum(NAMED_EXEC in l for l in r.served) == 1, r.served
@@ -585,3 +587,4 @@ def test_an_agent_older_than_localauthds_watch_is_not_named(polkit):
     assert sum("the agent is older than root's watch of polkitd" in l for l in served) == 1, served
     [line] = helper_lines(polkit, mark)
     assert "result=success" in line and APPROVES_UNNAMED in line, line
+
