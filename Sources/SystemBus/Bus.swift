@@ -70,7 +70,10 @@ package final class Bus {
     /// timeout (sd-bus's own bound for the handshake is 90 s). With `awaitingReady` false it
     /// returns once the authentication is sent: calls made meanwhile are queued and go out
     /// with the handshake, driven by `dispatch()` and `wait(until:extra:)`.
-    package init(address: String, timeoutSeconds: Double, awaitingReady: Bool = true) throws(BusError) {
+    /// `monitor`: the connection is to become a monitor (`becomeMonitor`): sd-bus then
+    /// answers none of the calls it sees go by, and lets through what is addressed to others.
+    package init(address: String, timeoutSeconds: Double, awaitingReady: Bool = true,
+                 monitor: Bool = false) throws(BusError) {
         timeoutUsec = UInt64(max(timeoutSeconds, 0.001) * 1_000_000)
         var bus: OpaquePointer?
         try checked(sd_bus_new(&bus), "sd_bus_new")
@@ -78,6 +81,7 @@ package final class Bus {
         do {
             try checked(address.withCString { sd_bus_set_address(bus, $0) }, "sd_bus_set_address")
             try checked(sd_bus_set_bus_client(bus, 1), "sd_bus_set_bus_client")
+            if monitor { try checked(sd_bus_set_monitor(bus, 1), "sd_bus_set_monitor") }
             // Calls made by sd-bus itself (Hello, AddMatch) default to 25 s; bound them too.
             try checked(sd_bus_set_method_call_timeout(bus, timeoutUsec),
                         "sd_bus_set_method_call_timeout")
@@ -227,6 +231,34 @@ package final class Bus {
             throw error
         }
         matches.append((slot, box))
+    }
+
+    /// Makes this connection a monitor (org.freedesktop.DBus.Monitoring.BecomeMonitor, which
+    /// the bus daemon allows to root only): from then on it receives a copy of every message
+    /// that matches one of `rules`, whoever it is for, and may send nothing more. Bounded by
+    /// the call timeout. Read what comes with `nextMessage()`, never `dispatch()`.
+    package func becomeMonitor(rules: [String]) throws(BusError) {
+        let become = try methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                    interface: "org.freedesktop.DBus.Monitoring", member: "BecomeMonitor")
+        try become.append(strings: rules)
+        try become.appendBasic(typeUInt32, UInt32(0))
+        _ = try call(become)
+    }
+
+    /// The next message already received that no handler took, without blocking; nil when
+    /// there is none now. A monitor's messages come this way: taken here, sd-bus sends no
+    /// answer of its own to a call that was never its.
+    package func nextMessage() throws(BusError) -> Message? {
+        let bus = try open()
+        while true {
+            var m: OpaquePointer?
+            let r = try checked(sd_bus_process(bus, &m), "sd_bus_process")
+            if let m { return Message(adopting: m) }
+            if r == 0 {
+                _ = try open()  // closed after the last message: said as .disconnected
+                return nil
+            }
+        }
     }
 
     /// Runs the handlers of everything already received, without blocking.

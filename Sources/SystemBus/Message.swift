@@ -41,7 +41,49 @@ package final class Message {
         sd_bus_message_get_sender(pointer).map { String(cString: $0) }
     }
 
+    /// The connection a message is addressed to, as its sender wrote it (a unique or a
+    /// well-known name); nil for a signal to everyone.
+    package var destination: String? {
+        sd_bus_message_get_destination(pointer).map { String(cString: $0) }
+    }
+
+    package var interface: String? {
+        sd_bus_message_get_interface(pointer).map { String(cString: $0) }
+    }
+
+    /// The serial of the call a method return or an error answers; nil for other messages.
+    package var replyCookie: UInt64? {
+        var cookie: UInt64 = 0
+        return sd_bus_message_get_reply_cookie(pointer, &cookie) >= 0 ? cookie : nil
+    }
+
+    /// The four kinds of D-Bus message (the header's type byte).
+    package enum Kind: Equatable {
+        case methodCall, methodReturn, error, signal, other
+    }
+
+    package var kind: Kind {
+        var type: UInt8 = 0
+        guard sd_bus_message_get_type(pointer, &type) >= 0 else { return .other }
+        // sd-bus-protocol.h's message types (an anonymous enum, so spelled out here).
+        switch type {
+        case 1: return .methodCall
+        case 2: return .methodReturn
+        case 3: return .error
+        case 4: return .signal
+        default: return .other
+        }
+    }
+
     // MARK: Appending
+
+    /// Appends an array of strings (`as`).
+    @discardableResult
+    package func append(strings: [String]) throws(BusError) -> Message {
+        try openContainer(typeArray, "s")
+        for value in strings { try append(value) }
+        return try closeContainer()
+    }
 
     @discardableResult
     package func append(_ value: String) throws(BusError) -> Message {
@@ -117,6 +159,19 @@ package final class Message {
                             "sd_bus_message_read_basic")
         guard r > 0, let value else { throw .malformed("missing string") }
         return String(cString: value)
+    }
+
+    /// Skips values of the signature `types` (e.g. `(sa{sv})`) without reading them.
+    package func skip(_ types: String) throws(BusError) {
+        try checked(types.withCString { sd_bus_message_skip(pointer, $0) }, "sd_bus_message_skip")
+    }
+
+    package func readUInt32() throws(BusError) -> UInt32 {
+        var value: UInt32 = 0
+        let r = try checked(sd_bus_message_read_basic(pointer, typeUInt32, &value),
+                            "sd_bus_message_read_basic")
+        guard r > 0 else { throw .malformed("missing uint32") }
+        return value
     }
 
     package func readBool() throws(BusError) -> Bool {

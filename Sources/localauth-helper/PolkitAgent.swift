@@ -89,25 +89,11 @@ struct PolkitAgent {
         guard input >= 0 else { return nil }
         defer { close(input) }
         var cred = la_peer_cred()
-        guard la_socket_domain(input) == AF_UNIX, localPath(of: input) == helperSocket,
+        guard la_socket_domain(input) == AF_UNIX, SocketPath.local(of: input) == helperSocket,
               la_socket_peer_cred(input, &cred) == 0, cred.pid > 0 else { return nil }
         let pin = la_socket_peer_pidfd(input)
         guard pin >= 0 else { return nil }
         return (cred.pid, pin)
-    }
-
-    /// The path a Unix socket is bound to; an accepted connection has its listener's.
-    private static func localPath(of fd: Int32) -> String? {
-        var address = sockaddr_un()
-        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
-        let rc = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        let offset = MemoryLayout.offset(of: \sockaddr_un.sun_path)!
-        guard rc == 0, Int(length) > offset else { return nil }
-        let bytes = withUnsafeBytes(of: &address.sun_path) { Array($0.prefix(Int(length) - offset)) }
-        guard bytes.first != 0 else { return nil }     // an abstract or unnamed socket
-        return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
     }
 
     /// With `require_presence`: why nobody can be at the reader for this agent beyond what

@@ -81,7 +81,7 @@ struct Peer {
     }
 
     /// CLOCK_BOOTTIME in clock ticks, the unit of /proc/PID/stat's start time.
-    private static func bootTicks() -> UInt64 {
+    static func bootTicks() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_BOOTTIME, &now)
         let hz = UInt64(max(1, sysconf(Int32(_SC_CLK_TCK))))

@@ -29,6 +29,8 @@ struct Service {
     private var idleSince = MonotonicClock.millis()
     /// logind's sleep announcements and new sessions (nil where there is no bus to follow).
     private var logind: LogindWatch?
+    /// polkit's authentications under way, to name them to a touch (nil: no bus).
+    private var polkit: PolkitWatch?
     /// Answers applications' preflights itself while the enrolled set's record is current.
     private let preflight: ServicePreflight
     /// Answers sign-ins itself while fprintd is absent (nil: --no-absent-answer).
@@ -59,6 +61,7 @@ struct Service {
         configStamp = FileStamp(path: arguments.configPath)
         options = Options.load(configPath: arguments.configPath, log: log)
         logind = LogindWatch.start(options: options, log: log)
+        polkit = PolkitWatch.start(options: options, log: log)
         readerAbsent = arguments.answerAbsent ? ReaderAbsent(address: options.dbusAddress) : nil
         preflight = ServicePreflight(log: log)
         startRate = HelperStartRate(userBurst: arguments.userStartBurst, userPerSecond: arguments.userStartsPerSecond)
@@ -95,11 +98,13 @@ struct Service {
             // directory, the spare helper's exit, the ssh-agent socket, the helpers, the
             // connections waiting for their request, the connections kept open for
             // preflights, then the ssh-agent connections held for their first message.
+            // polkit's three (PolkitWatch) come before the helpers.
             var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: logind?.fd ?? -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: configWatch?.fd ?? -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: spare?.pidfd ?? -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: agent?.listener.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+                + (polkit?.fds ?? [-1, -1, -1]).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
                 + running.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
                 + waiting.map { pollfd(fd: $0.connection, events: $0.pollEvents(), revents: 0) }
                 + kept.fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
@@ -121,7 +126,8 @@ struct Service {
             if ready > 0 {
                 if fds[1].revents != 0 { followLogind() }
                 if fds[3].revents != 0 { spareEnded() }
-                let first = 5
+                if fds[5...7].contains(where: { $0.revents != 0 }) { followPolkit() }
+                let first = 8
                 let helpers = fds[first..<(first + counts.running)]
                 let requests = fds[(first + counts.running)..<(first + counts.running + counts.waiting)]
                 let keptStart = first + counts.running + counts.waiting
@@ -162,6 +168,8 @@ struct Service {
         log.log(.notice, "root's configuration changed: now the bus \(now.dbusAddress) and the state directory \(now.stateDir)")
         logind = nil   // the old connection closes before the new one opens
         logind = LogindWatch.start(options: now, log: log)
+        polkit = nil
+        polkit = PolkitWatch.start(options: now, log: log)
         if arguments.answerAbsent { readerAbsent = ReaderAbsent(address: now.dbusAddress) }
     }
 
@@ -360,11 +368,13 @@ struct Service {
                            + "\(arguments.userStartsPerSecond) a second; root's pool more)", log: log)
             return
         }
-        let ahead = spare.flatMap { $0.take(held, arguments: arguments) }
+        // polkit's agent helper: what its authentication asks, when root saw it (PolkitWatch).
+        let named = polkit?.purpose(for: peer, agentSocket: options.polkitAgentSocket)
+        let ahead = spare.flatMap { $0.take(held, arguments: arguments, polkit: named) }
         spare = nil
         let outcome = ahead.map { Result<Worker, Worker.Problem>.success($0) }
             ?? SpareHelper.start(arguments: arguments).flatMap { fresh in
-                fresh.take(held, arguments: arguments).map { .success($0) }
+                fresh.take(held, arguments: arguments, polkit: named).map { .success($0) }
                     ?? .failure(Worker.Problem(text: "the helper started for it ended before it took the request"))
             }
         switch outcome {
@@ -474,6 +484,16 @@ struct Service {
         spare = nil
         ended.reap()
         log.log(.warning, "the helper started ahead (pid \(ended.pid)) ended before a request")
+    }
+
+    /// polkit's news (PolkitWatch); a connection that is gone ends the following, one line.
+    private mutating func followPolkit() {
+        do {
+            try polkit?.follow()
+        } catch {
+            log.log(.warning, "polkit's requests no longer followed (touches for polkit are not named): \(error.summary)")
+            polkit = nil
+        }
     }
 
     /// logind's news (sessions are recorded inside); if the system prepares to sleep, every

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CLinux
+import LocalAuth
 
 /// One helper started ahead of the next request (`localauth-helper --service-spare`), so
 /// that a caller does not wait for a process to start: loading the helper's libraries and
@@ -54,12 +55,16 @@ struct SpareHelper {
     /// the caller starts a helper as before.
     /// `agent`: the connection speaks the ssh-agent protocol (AgentDoor), said by a fifth
     /// line, `ssh-agent`, so that the helper never reads it as a request frame.
-    func take(_ held: Waiting, arguments: ServiceArguments, agent: Bool = false) -> Worker? {
+    /// `polkit`: what the request's polkit authentication asks (PolkitWatch), as four more
+    /// lines `polkit\nACTION\nMESSAGE\nPROGRAM` (PolkitPurpose, cleaned: none holds a newline);
+    /// never with `agent`.
+    func take(_ held: Waiting, arguments: ServiceArguments, agent: Bool = false, polkit: PolkitPurpose? = nil) -> Worker? {
         guard FileStamp(path: arguments.helperPath) == stamp else {
             discard()
             return nil
         }
-        let kind = agent ? "\n\(SpareHelper.agentKind)" : ""
+        let kind = agent ? "\n\(SpareHelper.agentKind)"
+            : polkit.map { "\n" + $0.handoffLines.joined(separator: "\n") } ?? ""
         let text = Array("\(held.peer.uid)\n\(held.peer.pid)\n\(held.acceptedAt)\n\(arguments.configPath)\(kind)".utf8)
         let fds = [held.connection, held.peer.pidfd]
         let sent = text.withUnsafeBytes { raw in

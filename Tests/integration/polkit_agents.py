@@ -13,7 +13,11 @@ polkitd runs with, pkexec with pkttyagent, and pkexec through a dialog-shaped ag
   ``kill_at_info``: the command is killed when the dialog shows its first message;
   ``dismiss``: the Cancel at the password prompt is reported to polkitd as a dismissal;
   ``at_prompt``: called at the first password prompt, before the answer is typed;
-  ``helper_socket``: the agent helper is reached through that socket (polkit 127+'s shape).
+  ``helper_socket``: the agent helper is reached through that socket (polkit 127+'s shape);
+  ``forge``: no pkexec, the dialog answers a BeginAuthentication it sent itself
+  (``forge_from``: called with the dialog's unique bus name, it sends one instead); ``two``: two
+  pkexec at once, the first answered while both are pending; ``at_start``: called once the
+  dialog's process runs, before anything else is awaited.
 """
 import io
 import sys
@@ -64,7 +68,7 @@ class DialogRun:
 
 def dialog(case, fingers=(), answers=(), display=True, command=None, register=True,
            env=None, kill_at_info=False, dismiss=False, at_prompt=None,
-           helper_socket=None) -> DialogRun:
+           helper_socket=None, forge=False, forge_from=None, two=False, at_start=None) -> DialogRun:
     """pkexec authorised through polkit_dialog.py, a dialog-shaped agent run as the user
     without a terminal (setsid), with DISPLAY=:0 when ``display``: presents ``fingers`` as
     the dialog asks for them; ``answers`` are typed at its password prompts, then Cancel."""
@@ -81,6 +85,9 @@ def dialog(case, fingers=(), answers=(), display=True, command=None, register=Tr
                                         *(["--kill-at-info"] if kill_at_info else []),
                                         *(["--dismiss"] if dismiss else []),
                                         *(["--wait-at-prompt"] if at_prompt else []),
+                                        *(["--forge"] if forge else []),
+                                        *(["--forge-wait"] if forge_from else []),
+                                        *(["--two"] if two else []),
                                         *(["--helper-socket", str(helper_socket)] if helper_socket else []),
                                         case.user.name, *answers, *tail])]
     mark = case.bed.mark()
@@ -88,6 +95,11 @@ def dialog(case, fingers=(), answers=(), display=True, command=None, register=Tr
     agent.logfile_read = log = io.StringIO()
     results = []
     try:
+        if at_start is not None:
+            at_start()
+        if forge_from is not None:
+            agent.expect("AGENT ([^\n]+)\n", timeout=20)
+            forge_from(agent.match.group(1).strip())
         for p in fingers:
             agent.expect(f"INFO {SWIPE}", timeout=20)
             results.append(case.bed.reader.inject(f"SCAN {p}", timeout=15))

@@ -21,6 +21,14 @@ before it types the answer (the test does something else meanwhile).
 ``--helper-socket PATH``: the agent helper is reached by connecting to PATH, as polkit 127
 and later do (polkit_helper_socket.py stands in for the service manager there), instead of
 being started as the dialog's child.
+``--forge``: no pkexec; the dialog sends itself a BeginAuthentication of its own making
+(action ``org.localauth.test.forged``, a message and a ``program`` detail that name it,
+a cookie polkitd never gave) and answers it as it would polkitd's: the agent helper runs
+for a made-up request; then ``PKEXEC 1 forged``. ``--forge-wait``: the same, but the
+dialog sends nothing: it says ``AGENT UNIQUE_NAME`` and waits for someone else's call.
+``--two``: two pkexec at once, both asking this agent; the first authentication is run only
+once polkitd has begun the second (two pending for one agent), the second is then
+dismissed; ``PKEXEC`` once both ended (the first's status and output).
 ``--dismiss``: the dialog's Cancel is the dismissal desktop agents report (BeginAuthentication
 answers org.freedesktop.PolicyKit1.Error.Cancelled, which polkitd calls dismissed).
 polkitd's CancelAuthentication closes the dialog as a desktop's agent does: the event
@@ -173,7 +181,7 @@ def register(bus, pid):
 
 def main():
     args = sys.argv[1:]
-    flags = ("--no-agent", "--kill-at-info", "--dismiss", "--wait-at-prompt")
+    flags = ("--no-agent", "--kill-at-info", "--dismiss", "--wait-at-prompt", "--forge", "--forge-wait", "--two")
     given = set()
     while args and (args[0] in flags or args[0] == "--helper-socket"):
         if args[0] == "--helper-socket":
@@ -202,9 +210,24 @@ def main():
             return
         action_id, message, _icon, _details, cookie, _identities = params.unpack()
         say("BEGIN", action_id, message)
+        index = len(begins)
+        begins.append(cookie)
+        if index == 1:
+            second_begun.set()
 
         def run():
+            if "--two" in given:
+                if index >= 1:
+                    first_ended.wait(60)      # the second: dismissed once the first ended
+                    GLib.idle_add(lambda: invocation.return_dbus_error(
+                        "org.freedesktop.PolicyKit1.Error.Cancelled", "dismissed") and False)
+                    return
+                second_begun.wait(60)
             authenticate(user, cookie, answers)
+            first_ended.set()
+            if forging:
+                say("PKEXEC", "1", "forged")
+                GLib.idle_add(loop.quit)
             if current["dismissed"]:
                 GLib.idle_add(lambda: invocation.return_dbus_error(
                     "org.freedesktop.PolicyKit1.Error.Cancelled", "dismissed") and False)
@@ -212,7 +235,20 @@ def main():
                 GLib.idle_add(lambda: invocation.return_value(None) and False)
         threading.Thread(target=run, daemon=True).start()
 
+    begins, second_begun, first_ended = [], threading.Event(), threading.Event()
+    forging = "--forge" in given or "--forge-wait" in given
     bus.register_object(AGENT_PATH, info, on_call, None, None)
+    if forging:
+        say("AGENT", bus.get_unique_name())
+        if "--forge" in given:
+            details = {"program": "/usr/bin/forged-program"}
+            bus.call(bus.get_unique_name(), AGENT_PATH, "org.freedesktop.PolicyKit1.AuthenticationAgent",
+                     "BeginAuthentication",
+                     GLib.Variant("(sssa{ss}sa(sa{sv}))", ("org.localauth.test.forged", "Forged message: approve nothing",
+                                                           "", details, "forged-cookie", [])),
+                     None, Gio.DBusCallFlags.NONE, 120000, None, None)
+        loop.run()
+        return
     if command is not None:
         child = subprocess.Popen(["/bin/sh", "-c", 'read _ && exec "$@"', "sh", *command],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -235,13 +271,19 @@ def main():
         loop.run()
         return
     register(bus, os.getpid())
+    runs = []
 
     def pkexec():
         p = subprocess.run(["pkexec", "id", "-un"], stdin=subprocess.DEVNULL,
                            capture_output=True, text=True)
-        say("PKEXEC", str(p.returncode), (p.stdout + p.stderr).replace("\n", " | "))
+        runs.append(p)
+        if len(runs) < (2 if "--two" in given else 1):
+            return
+        first = runs[0] if runs[0].returncode == 0 else runs[-1]
+        say("PKEXEC", str(first.returncode), (first.stdout + first.stderr).replace("\n", " | "))
         GLib.idle_add(loop.quit)
-    threading.Thread(target=pkexec, daemon=True).start()
+    for _ in range(2 if "--two" in given else 1):
+        threading.Thread(target=pkexec, daemon=True).start()
     loop.run()
 
 

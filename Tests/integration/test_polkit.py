@@ -27,10 +27,16 @@ gets no scan: `polkit-agent-helper-1` is then driven directly, as an agent drive
 line protocol), from a process with neither. What ran for real there: the agent helper, its
 PAM conversation and result, the module and helper; polkitd then refuses the made-up
 cookie.
+
+What the touch approves: localauthd watches polkitd's calls to the agents and pkexec's call
+to polkitd (a monitor of the bed's bus) and names the one pending authentication of the agent
+helper's agent on the agent's line and in the helper's `approves=`; a call polkitd did not
+send (the agent's own, another uid's) and two pending name nothing ("a polkit request").
 """
 import contextlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -89,14 +95,16 @@ class Polkit(UserDesktop):
         super().__init__(inst, bed, syslog, user, lambda desktop: desktop.pam_file(
             "polkit-1", (REPO / "pam.d" / "polkit-1").read_text()))
 
-    def pkexec(self, fingers=(), answers=(), interrupt=False, around_scan=None, **namespace) -> Run:
+    def pkexec(self, fingers=(), answers=(), interrupt=False, around_scan=None, command="id -un", **namespace) -> Run:
         """pkexec as the user: presents ``fingers`` as the agent asks for them, types
         ``answers`` at the password prompts in turn; a further prompt is interrupted.
+        ``command``: what pkexec runs (shell words).
         ``around_scan``: a context manager entered once the agent has asked for a finger and
         left once the scan's result is in.
         ``namespace``: a login session for it all, or logind running (desktop.Namespace)."""
         mark, log_mark = self.bed.mark(), self.syslog.mark()
-        pt = self.desktop.run_on_pty(["/bin/sh", "-c", PKEXEC], user=self.user, **namespace)
+        script = PKEXEC.replace("pkexec id -un", f"pkexec {command}")
+        pt = self.desktop.run_on_pty(["/bin/sh", "-c", script], user=self.user, **namespace)
         results = []
         try:
             for p in fingers:
@@ -389,16 +397,23 @@ def test_a_socket_activated_agent_helper_through_localauthd_judges_the_agent_on_
     polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
     first = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
     assert first.authorized and first.verify_starts == [], first.events
+    finger = polkit.syslog.mark()
     r = dialog(polkit, fingers=[ENROLLED], helper_socket=helper_socket.path)
     helper = polkit.syslog.since(mark, "localauth-helper")
     found = [m for m in helper if "the peer of its stdin" in m]
     assert (r.authorized, r.results, r.texts("PROMPT"), len(found) >= 2) == \
         (True, ["verify-match"], [], True), (r.events, helper)
     assert any(m.startswith("uid 0 pid ") for m in polkit.served(mark)), polkit.served(mark)
+    # The same agent names polkit's request to localauthd too (PolkitAgentHelper).
+    assert sum(NAMED_EXEC in m for m in polkit.served(finger)) == 1, polkit.served(finger)
 
     polkit.desktop.configure()          # polkit's own socket is elsewhere: not this one
+    other = polkit.syslog.mark()
     r = dialog(polkit, answers=[polkit.user.password], helper_socket=helper_socket.path)
     assert r.authorized and r.verify_starts == [] and len(r.texts("PROMPT")) == 1, r.events
+    assert not any("named to its helper" in m for m in polkit.served(other)), polkit.served(other)
+    # Its parent (the stand-in for the service manager) has no authentication pending.
+    assert any(m.endswith(": not named") for m in polkit.served(other)), polkit.served(other)
 
     polkit.desktop.stop_serving()       # no localauthd: the module starts nothing
     polkit.desktop.configure(polkit_agent_socket=helper_socket.path)
@@ -410,3 +425,166 @@ def test_a_socket_activated_agent_helper_through_localauthd_judges_the_agent_on_
     assert (line["result"], line["pam"]) == ("helperFailure", "PAM_AUTHINFO_UNAVAIL"), line
     assert line["cause"].startswith(missing), line
     assert polkit.served(mark) == [] and polkit.syslog.since(mark, "localauth-helper") == []
+
+
+# --- what the touch approves: polkit's action and program, read by root --------------------
+# localauthd watches polkitd's BeginAuthentication calls to the agents (a monitor of the
+# bus, PolkitWatch) and hands the one pending authentication of the agent helper's agent to
+# the request's helper, which names it in the agent's lines and its log line.
+
+NAMED_EXEC = "polkit's agent helper answers org.freedesktop.policykit.exec for /usr/bin/id: named to its helper"
+APPROVES_EXEC = 'approves="polkit org.freedesktop.policykit.exec for /usr/bin/id: '
+APPROVES_UNNAMED = 'approves="a polkit request"'
+
+
+def helper_lines(polkit, mark):
+    """The helper's approval and refusal lines since ``mark``."""
+    return [l for l in polkit.syslog.since(mark, "localauth-helper") if " result=" in l]
+
+
+def test_pkexec_names_its_action_and_program(polkit):
+    polkit.first_password()
+    mark = polkit.syslog.mark()
+    r = polkit.pkexec([ENROLLED])
+    assert r.authorized, r
+    assert sum(NAMED_EXEC in l for l in r.served) == 1, r.served
+    # The agent's line before the finger is asked names the action and the program ...
+    touch = [l for l in r.screen if "Touch the reader" in l]
+    assert len(touch) == 1 and "org.freedesktop.policykit.exec" in touch[0] and "/usr/bin/id" in touch[0], r.screen
+    assert r.screen.index(touch[0]) < next(i for i, l in enumerate(r.screen) if SWIPE in l), r.screen
+    # ... and so does the helper's line of the approval.
+    [line] = helper_lines(polkit, mark)
+    assert "result=success" in line and APPROVES_EXEC in line, line
+
+
+def test_pkexec_of_a_program_named_with_control_characters_is_named_on_one_clean_line(polkit):
+    """The program's path is the user's to choose: escapes, a carriage return, a bidi
+    override and a newline in it reach the agent's line and the log line cleaned, one line."""
+    folder = polkit.desktop.ns.root / f"la-pk-prog-{os.getpid()}"
+    folder.mkdir(mode=0o755)
+    program = folder / "run\x1b[2J\rnow\u202eexe\nnext line"
+    program.write_text("#!/bin/sh\nid -un\n")
+    program.chmod(0o755)
+    polkit.first_password()
+    mark = polkit.syslog.mark()
+    r = polkit.pkexec([ENROLLED], command=shlex.quote(str(program)))
+    assert r.authorized, r
+    raw = r.output[r.output.index("Touch the reader"):]
+    raw = raw[:raw.index("\n")].removesuffix("\r")     # the terminal's line end
+    assert "org.freedesktop.policykit.exec" in raw and f"{folder.name}/run" in raw, raw
+    assert not any(c in raw for c in "\x1b\r\u202e"), repr(raw)
+    [line] = helper_lines(polkit, mark)
+    assert 'approves="polkit org.freedesktop.policykit.exec for ' in line and f"{folder.name}/run" in line, line
+    assert not any(c in line for c in "\x1b\r\n\u202e"), repr(line)
+
+
+def test_a_dialogs_pkexec_names_its_action_and_program(polkit):
+    dialog(polkit, answers=[polkit.user.password])
+    mark = polkit.syslog.mark()
+    r = dialog(polkit, fingers=[ENROLLED])
+    assert r.authorized, r
+    assert sum(NAMED_EXEC in l for l in polkit.served(mark)) == 1, polkit.served(mark)
+    touch = [t for t in r.texts("INFO") if "Touch the reader" in t]
+    assert len(touch) == 1 and "org.freedesktop.policykit.exec" in touch[0] and "/usr/bin/id" in touch[0], r.events
+    [line] = helper_lines(polkit, mark)
+    assert "result=success" in line and APPROVES_EXEC in line, line
+
+
+def test_a_begin_authentication_not_sent_by_polkitd_names_nothing(polkit):
+    """The agent sends itself a BeginAuthentication of its own making (any uid can address
+    one to any connection) and runs the agent helper for it: root saw no such call of
+    polkitd's, so nothing is named; the made-up cookie then fails at polkitd."""
+    dialog(polkit, answers=[polkit.user.password])
+    mark = polkit.syslog.mark()
+    r = dialog(polkit, fingers=[ENROLLED], forge=True)
+    served = polkit.served(mark)
+    assert r.texts("BEGIN")[:1] == ["org.localauth.test.forged Forged message: approve nothing"], r
+    assert r.texts("HELPER") == ["FAILURE"] and not r.authorized, r
+    assert not any("named to its helper" in l for l in served), served
+    assert sum("no pending polkit authentication of its agent seen: not named" in l for l in served) == 1, served
+    assert not any("forged" in t.lower() for k, t in r.events if k in ("INFO", "ERROR")), r.events
+    [line] = helper_lines(polkit, mark)
+    assert APPROVES_UNNAMED in line and "forged" not in line.lower(), line
+
+
+def test_a_begin_authentication_another_uid_sends_to_an_agent_names_nothing(polkit):
+    """Another uid (nobody) calls the agent's BeginAuthentication; the agent runs the agent
+    helper for it as it would for polkitd's: nothing is named."""
+    dialog(polkit, answers=[polkit.user.password])
+    mark = polkit.syslog.mark()
+    sent = []
+
+    def forge(name):
+        argv = system.as_user("nobody", [
+            "gdbus", "call", "--system", "--dest", name, "--object-path", "/org/localauth/test/Agent",
+            "--method", "org.freedesktop.PolicyKit1.AuthenticationAgent.BeginAuthentication",
+            "org.localauth.test.forged", "Forged message: approve nothing", "",
+            "{'program': '/usr/bin/forged-program'}", "forged-cookie", "@a(sa{sv}) []"])
+        sent.append(subprocess.Popen([*polkit.desktop.prefix(), *argv], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL))
+
+    try:
+        r = dialog(polkit, fingers=[ENROLLED], forge_from=forge)
+    finally:
+        for p in sent:
+            p.kill()
+            p.wait()
+    served = polkit.served(mark)
+    assert r.texts("BEGIN")[:1] == ["org.localauth.test.forged Forged message: approve nothing"], r
+    assert not any("named to its helper" in l for l in served), served
+    assert sum("no pending polkit authentication of its agent seen: not named" in l for l in served) == 1, served
+    [line] = helper_lines(polkit, mark)
+    assert APPROVES_UNNAMED in line and "forged" not in line.lower(), line
+
+
+def test_two_pending_authentications_of_one_agent_name_nothing(polkit):
+    dialog(polkit, answers=[polkit.user.password])
+    mark = polkit.syslog.mark()
+    r = dialog(polkit, fingers=[ENROLLED], two=True)
+    served = polkit.served(mark)
+    assert len(r.texts("BEGIN")) == 2 and r.authorized, r
+    assert not any("named to its helper" in l for l in served), served
+    assert sum("its polkit agent has 2 authentications pending: not named" in l for l in served) == 1, served
+    [line] = helper_lines(polkit, mark)
+    assert "result=success" in line and APPROVES_UNNAMED in line, line
+
+
+def test_after_polkitd_restarts_its_requests_are_named_again(polkit):
+    """polkitd changes hands: localauthd forgets what the old one had and makes its monitor
+    again for the new unique name (its line says so), then names the new one's requests."""
+    polkit.first_password()
+    mark = polkit.syslog.mark()
+    polkit.bed.restart_polkit()
+    # Seen taking the name while localauthd watched: every authentication it begins is seen.
+    wait_until("localauthd's monitor of the new polkitd",
+               lambda: any("a monitor of polkitd's calls" in l and "watched from its start" in l
+                           for l in polkit.served(mark)), 30)
+    r = polkit.pkexec([ENROLLED])
+    assert r.authorized, r
+    assert sum(NAMED_EXEC in l for l in r.served) == 1, r.served
+
+
+def test_an_agent_older_than_localauthds_watch_is_not_named(polkit):
+    """localauthd starts again while an agent runs: authentications that agent was given
+    before root watched polkitd are unknown, so none of its requests is named (the one seen
+    could be the wrong one), until an agent started after the watch asks."""
+    dialog(polkit, answers=[polkit.user.password])
+    flag = polkit.desktop.ns.root / f"la-pk-go-{os.getpid()}"
+    mark = polkit.syslog.mark()
+
+    def restart_then_go():
+        polkit.desktop.stop_serving()
+        polkit.desktop.serve()
+        wait_until("localauthd's monitor of polkitd",
+                   lambda: any("a monitor of polkitd's calls" in l for l in polkit.served(mark)), 30)
+        flag.touch()
+
+    waiting = f'while [ ! -e "{flag}" ]; do sleep 0.1; done; pkexec id -un'
+    r = dialog(polkit, fingers=[ENROLLED], command=["/bin/sh", "-c", waiting], at_start=restart_then_go)
+    assert r.subject == (0, ["root"]), r.events
+    served = polkit.served(mark)
+    assert not any("named to its helper" in l for l in served), served
+    assert sum("the agent is older than root's watch of polkitd" in l for l in served) == 1, served
+    [line] = helper_lines(polkit, mark)
+    assert "result=success" in line and APPROVES_UNNAMED in line, line
+

@@ -1095,11 +1095,11 @@ class Bed(BedClient):
     def _spawn_polkit(self) -> None:
         if self.polkit_mode == "real" and self.polkit_rules is not None:
             rules = self.dir / "polkit-rules"
-            rules.mkdir(mode=0o755)
+            rules.mkdir(mode=0o755, exist_ok=True)      # (again: restart_polkit)
             (rules / "10-localauth-test.rules").write_text(self.polkit_rules)
             (rules / "10-localauth-test.rules").chmod(0o644)
             actions = self.dir / "polkit-actions"
-            actions.mkdir(mode=0o755)
+            actions.mkdir(mode=0o755, exist_ok=True)
             for source in [*Path("/usr/share/polkit-1/actions").glob("*.policy"), *self.polkit_actions]:
                 shutil.copy(source, actions / source.name)
                 (actions / source.name).chmod(0o644)
@@ -1201,6 +1201,17 @@ class Bed(BedClient):
         self.fprintd_wanted = True
         self._spawn_fprintd()
         self._wait_fprintd_ready()
+
+    def restart_polkit(self) -> None:
+        """Stop polkitd (SIGTERM), wait until its name is gone, and start a new one as the
+        bed started the first (a new unique name for org.freedesktop.PolicyKit1)."""
+        proc = self._procs["polkit"]
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(10)
+        _wait(lambda: not _name_has_owner(self._conn, POLKIT_NAME), 5, "polkitd's name to vanish")
+        self._spawn_polkit()
+        self._wait_name(POLKIT_NAME, "polkit")
 
     def restart_fprintd(self) -> None:
         """Stop fprintd (SIGTERM) and start a new one on the same state directory."""
