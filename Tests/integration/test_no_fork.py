@@ -36,6 +36,8 @@ pytestmark = [
 
 # What strace -f writes for a system call: `PID name(args) = result`.
 _CALL = re.compile(r"^(\d+) +(\w+)\((.*)\) += (-?\w+)")
+_UNFINISHED = re.compile(r"^(\d+) +(\w+)\((.*) <unfinished \.\.\.>$")
+_RESUMED = re.compile(r"^(\d+) +<\.\.\. (\w+) resumed>(.*)\) += (-?\w+)")
 FORKS = ("clone", "clone3", "fork", "vfork")
 
 
@@ -56,13 +58,26 @@ def bed(request):
 
 
 def calls(trace: Path):
-    """(pid, name, args, result) of every call in an strace -f output file."""
-    found = []
+    """(pid, name, args, result) of every call in an strace -f output file, in the order the
+    calls began. A call another traced process interrupted is written in two lines, `PID
+    name(args <unfinished ...>` and later `PID <... name resumed>args) = result` (more often
+    on a loaded machine): the two are joined, at the place of the first."""
+    found, open_calls = [], {}
     for line in trace.read_text().splitlines():
+        m = _UNFINISHED.match(line)
+        if m:
+            open_calls[int(m.group(1))] = (len(found), m.group(2), m.group(3))
+            found.append(None)
+            continue
+        m = _RESUMED.match(line)
+        if m and int(m.group(1)) in open_calls:
+            at, name, head = open_calls.pop(int(m.group(1)))
+            found[at] = (int(m.group(1)), name, head + m.group(3), m.group(4))
+            continue
         m = _CALL.match(line)
         if m:
             found.append((int(m.group(1)), m.group(2), m.group(3), m.group(4)))
-    return found
+    return [c for c in found if c is not None]
 
 
 def programs(found):
