@@ -69,8 +69,10 @@ def pytest_configure(config):
 
 
 # The order of the files, each file's guest booted once, one guest at a time: Debian 13's
-# console cases, Debian 12's (console cases too), the desktop's.
-FILE_ORDER = {"test_presence.py": 0, "test_bookworm.py": 1, "test_desktop.py": 2}
+# console cases, Debian 12's (console cases too), GNOME's, then Plasma's (its guest keeps
+# about 1.7 of the 2 cores busy: never beside another).
+FILE_ORDER = {"test_presence.py": 0, "test_bookworm.py": 1, "test_desktop.py": 2,
+              "test_plasma.py": 3}
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -114,7 +116,8 @@ def deb() -> Path:
 def image(request, deb) -> Path:
     suite = getattr(request.module, "GUEST_SUITE", SUITE)
     desktop = getattr(request.module, "GUEST_DESKTOP", True)
-    return ensure_image(desktop=desktop, deb=deb, suite=suite)
+    flavour = getattr(request.module, "GUEST_FLAVOUR", None)    # test_plasma.py: "plasma"
+    return ensure_image(desktop=desktop, deb=deb, suite=suite, flavour=flavour)
 
 
 @pytest.fixture(scope="module")
