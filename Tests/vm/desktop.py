@@ -60,6 +60,8 @@ class GuiOutcome:
 
 
 class Desktop:
+    journal_of = JOURNAL_OF        # whose journal lines a failure shows (plasma.py adds its own)
+
     def __init__(self, guest: Guest, shots: Path):
         self.g = guest
         self.q = guest.m.qmp
@@ -418,7 +420,7 @@ class Desktop:
         lines = self.g.module_lines(mark, ident)
         first = next((f for f in lines if f["phase"] == "auth"), {})
         talk = "\n".join(f"{e.get('SYSLOG_IDENTIFIER')}[{e.get('_PID')}]: {e.get('MESSAGE')}"
-                         for e in self.g.journal(mark) if e.get("SYSLOG_IDENTIFIER") in JOURNAL_OF)
+                         for e in self.g.journal(mark) if e.get("SYSLOG_IDENTIFIER") in self.journal_of)
         return GuiOutcome(finger=self.g.finger(mark), scans=scans, passwords=passwords,
                           done=done(), rc=None, line=first, lines=lines, shots=shots,
                           journal=talk)
