@@ -8,6 +8,19 @@ import SystemEvents
 enum Authenticate {
     static func run(_ request: HelperRequest, options configured: Options, channel: FrameChannel,
                     log: LogSink) -> EvaluationMachine.Outcome {
+        let started = MonotonicClock.millis()
+        guard let locker = ScreenLockerCaller.of(request) else {
+            return evaluate(request, options: configured, channel: channel, log: log)
+        }
+        // Plasma's lock screen: its password stack stands aside at once, its fingerprint
+        // stack's answers are shaped for its worker (ScreenLockerAnswers).
+        if let aside = ScreenLockerAnswers.standAside(locker, service: request.service) { return .failure(aside) }
+        let outcome = evaluate(request, options: configured, channel: channel, log: log)
+        return ScreenLockerCaller.shape(outcome, locker: locker, service: request.service, started: started, log: log)
+    }
+
+    private static func evaluate(_ request: HelperRequest, options configured: Options, channel: FrameChannel,
+                                 log: LogSink) -> EvaluationMachine.Outcome {
         let presence = Presence.judge(request, options: configured, log: log)
         Catalog.load(request.language)  // before the start-up's thread exists
         if let refusal = presence.refusal { return refused(refusal, request, channel: channel, log: log) }

@@ -47,7 +47,7 @@ enum Presence {
             return Verdict(refusal: EvaluationError(.systemCancel, cause: "the polkit agent ended while presence was judged"))
         }
         return Verdict(refusal: nil,
-                       watch: gathered.hints?.watch(lockAndIdle: gathered.facts.caller != .rootWithoutTerminal),
+                       watch: gathered.hints?.watch(lockAndIdle: PresenceRule.watchesLockAndIdle(gathered.facts)),
                        place: gathered.facts.caller)
     }
 
@@ -87,7 +87,8 @@ enum Presence {
     /// hints (locked, idle, the lid), one round trip, and the rule again with them.
     private static func gather(_ request: HelperRequest, _ subject: Subject, _ terminal: TerminalRule.Facts,
                                _ options: Options, log: LogSink) -> Gathered {
-        let place = TerminalRule.place(terminal)
+        var place = TerminalRule.place(terminal)
+        if place == .userWithoutTerminal, ScreenLockerCaller.of(request) != nil { place = .screenLocker }
         let uid = getpwnam(request.user.value).map { UInt32($0.pointee.pw_uid) }
         var facts = PresenceFacts(vouching: vouching(subject, terminal, place), caller: place, user: uid,
                                   lidClosed: options.lidClosed, console: consoleNumber(subject.stat.terminal))
@@ -207,14 +208,6 @@ enum Presence {
 }
 
 extension Vouching {
-    /// The session whose hints logind's bus is asked for.
-    var session: LogindSession? {
-        switch self {
-        case .callerSession(let s), .displaySession(let s), .seatSession(let s): return s
-        case .logindAbsent, .foregroundConsole, .nobody: return nil
-        }
-    }
-
     func with(locked: Bool?, idle: Bool?) -> Vouching {
         func filled(_ s: LogindSession) -> LogindSession {
             var s = s

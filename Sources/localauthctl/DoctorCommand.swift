@@ -34,7 +34,12 @@ enum DoctorCommand {
         the password of every module that lets users in: by an `account` line (every
         account), or by the `authsucc` line reached after pam_unix (it checks local
         passwords only); and no line of the module that fails its stack once the module
-        is missing (the package removed: "Module is unknown"). A fix is printed only when
+        is missing (the package removed: "Module is unknown"), the desktops' finger-only
+        conversations (gdm-fingerprint, kde-fingerprint) excepted. Where KDE Plasma is
+        installed (a `kde` service in /etc/pam.d or /usr/lib/pam.d): whether its lock
+        screen's kde-fingerprint is localauth's or the stock pam_fprintd, whether the
+        password typed at its lock screen (kde) clears a lockout, and whether SDDM's login
+        takes the finger. A fix is printed only when
         it keeps every user getting in as before. Exit 0 when nothing is a problem
         (warnings allowed), 1 when something is. Findings are in your language (LANGUAGE,
         LC_ALL, LC_MESSAGES, LANG). --json prints one object for fleet scripts, the same in
@@ -108,6 +113,7 @@ enum DoctorCommand {
                                   helper: helperPath).check()
         findings += DoctorService(socket: inv.value(service) ?? DoctorService.defaultSocket).check()
         findings += DoctorPam(directory: inv.value(pamDir) ?? "/etc/pam.d").check()
+        findings += DoctorPlasma(directory: inv.value(pamDir) ?? "/etc/pam.d").check()
 
         let problems = findings.filter { $0.severity == .problem }.count
         let warnings = findings.filter { $0.severity == .warning }.count

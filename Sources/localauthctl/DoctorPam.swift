@@ -191,6 +191,12 @@ struct ServiceCheck {
                                }))
             return out
         }
+        if fingerOnly(first) {
+            return [Finding(.ok, "pam.finger-only", { l in
+                tr(l, "%s: the finger only (%s): its failure fails this conversation, and the password is asked in another",
+                   subject(l), show(first, l))
+            })]
+        }
         if firsts.count > 1 {
             out.append(Finding(.warning, "pam.module-line-twice", { l in
                 tr(l, "%s: pam_localauth.so runs twice: %s and %s", subject(l), show(firsts[0], l), show(firsts[1], l))
@@ -210,6 +216,20 @@ struct ServiceCheck {
             out.append(Finding(.ok, "pam.sound", { l in soundText(first, l) }))
         }
         return out
+    }
+
+    /// The desktops' finger conversations, run beside their password's (GDM's, Plasma's lock
+    /// screen's): no password module, and a module line whose failure fails the stack. Their
+    /// failing costs nobody a sign-in; `sufficient` there would let the stack succeed on the
+    /// lines around it, so the module line's usual advice does not apply.
+    static let fingerConversations: Set<String> = ["gdm-fingerprint", "kde-fingerprint"]
+
+    private func fingerOnly(_ first: Int) -> Bool {
+        guard s.passwords.isEmpty, !usedBy.isEmpty else { return false }
+        let fails = [rules[first].control.action(for: "authinfo_unavail"), rules[first].control.action(for: "auth_err")]
+            .allSatisfy { $0 == .bad || $0 == .die }
+        return fails && (usedBy.allSatisfy(ServiceCheck.fingerConversations.contains)
+                         || rules[first].arguments.contains("policy=biometrics"))
     }
 
     // MARK: - The module line

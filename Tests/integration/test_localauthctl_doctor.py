@@ -480,10 +480,12 @@ def test_an_authsucc_line_that_fails_every_sign_in(doctor):
 
 def test_no_shipped_line_fails_a_stack_without_the_module(doctor):
     # Every service file the README shows, and the pam-auth-update profiles' lines as
-    # pam-auth-update writes them. gdm-fingerprint's `required` finger-only line is meant to
-    # fail its own conversation (the password is GDM's other one) and is not reported.
+    # pam-auth-update writes them. gdm-fingerprint's and kde-fingerprint's `required` finger-only
+    # lines are meant to fail their own conversation (the password is the other one's) and
+    # are not reported.
     shipped = Path(__file__).resolve().parents[2] / "pam.d"
-    for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth", "gdm-fingerprint"):
+    for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth", "gdm-fingerprint",
+                 "kde-fingerprint"):
         shutil.copy(shipped / name, doctor.pam / name)
     profile = (shipped / "pam-configs" / "localauth-authsucc").read_text()
     account = profile.split("Account:\n", 1)[1].strip()
@@ -867,3 +869,64 @@ def test_doctor_json_is_the_same_in_every_language(doctor):
     assert all(f["message"].isascii() and (f["fix"] is None or f["fix"].isascii()) for f in j["findings"]), j
     codes = [f["code"] for f in j["findings"] if f["severity"] == "problem"]
     assert {"config.line", "state.mode", "pam.no-lockout-clear", "pam.fails-without-module"} <= set(codes), codes
+
+
+# ---- KDE Plasma's services ---------------------------------------------------------------
+
+STOCK_KDE_FINGERPRINT = """\
+#%PAM-1.0
+auth       requisite   pam_nologin.so
+auth       required    pam_fprintd.so
+auth       optional    pam_permit.so
+"""
+
+
+def plasma_layout(doctor, kde=GOOD_SUDO, finger=STOCK_KDE_FINGERPRINT, ours=False):
+    """The sound setup moved to ROOT/etc/pam.d, with Plasma's files where Debian's
+    libkscreenlocker6 puts them, the vendor directory ROOT/usr/lib/pam.d; ``ours``: the
+    shipped pam.d/kde-fingerprint installed in ROOT/etc/pam.d, as the README says."""
+    etc = doctor.root / "etc" / "pam.d"
+    vendor = doctor.root / "usr" / "lib" / "pam.d"
+    vendor.mkdir(parents=True)
+    shutil.copytree(doctor.pam, etc)
+    doctor.pam = etc
+    (vendor / "kde").write_text(kde)
+    (vendor / "kde-fingerprint").write_text(finger)
+    if ours:
+        shutil.copy(Path(__file__).resolve().parents[2] / "pam.d" / "kde-fingerprint", etc / "kde-fingerprint")
+    return etc, vendor
+
+
+def test_plasmas_stock_fingerprint_stack_is_a_warning_with_the_file_to_install(doctor):
+    etc, vendor = plasma_layout(doctor)
+    r = doctor.run()
+    assert r.rc == 0, r
+    i = next(i for i, l in enumerate(r.lines) if l.startswith("warning ") and "stock pam_fprintd" in l)
+    assert f"{vendor}/kde-fingerprint" in r.lines[i], r.lines[i]
+    assert r.lines[i + 1].strip() == (f"fix: install /usr/share/doc/localauth/examples/pam.d/kde-fingerprint as "
+                                      f"{etc}/kde-fingerprint (it takes precedence over the vendor's file)"), r.lines
+    assert any(l.startswith("ok ") and f"{vendor}/kde: the module stands aside" in l for l in r.lines), r.lines
+
+
+def test_plasma_with_the_shipped_fingerprint_stack_is_sound(doctor):
+    etc, _ = plasma_layout(doctor, ours=True)
+    r = doctor.run()
+    assert r.rc == 0 and r.last == "doctor: 0 problems, 0 warnings", r
+    assert f"ok       Plasma's lock screen asks for the finger through localauth ({etc}/kde-fingerprint)" in r.lines
+    # The finger-only conversation is not told to use `sufficient` (that would let it succeed
+    # on pam_nologin and pam_succeed_if alone).
+    finger = [l for l in r.lines if f"{etc}/kde-fingerprint:" in l]
+    assert len(finger) == 1 and finger[0].startswith("ok ") and "the finger only" in finger[0], finger
+
+
+def test_plasmas_password_stack_without_authsucc_is_a_warning(doctor):
+    _, vendor = plasma_layout(doctor, kde="#%PAM-1.0\n@include common-auth\n", ours=True)
+    r = doctor.run()
+    i = next(i for i, l in enumerate(r.lines) if l.startswith("warning ") and f"{vendor}/kde has no" in l)
+    assert "lock screen neither clears a fingerprint lockout" in r.lines[i], r.lines[i]
+    assert r.lines[i + 1].strip() == "fix: pam-auth-update --enable localauth localauth-authsucc", r.lines
+
+
+def test_without_plasma_nothing_is_said_of_it(doctor):
+    r = doctor.run()
+    assert not [l for l in r.lines if "Plasma" in l or "kde" in l], r.lines

@@ -495,7 +495,7 @@ def test_licence_copyright_and_examples(deb, tmp_path):
                             text=True, check=True).stdout
     for archived in ("libaudit", "libcap-ng", "libcrypt", "libstdc++"):
         assert archived not in needed, archived
-    for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth", "gdm-fingerprint"):
+    for name in ("sudo", "su", "login", "polkit-1", "screenlocker", "localauth", "gdm-fingerprint", "kde-fingerprint"):
         example = tmp_path / "usr/share/doc/localauth/examples/pam.d" / name
         assert example.read_text() == (REPO / "pam.d" / name).read_text(), name
     init = tmp_path / "usr/share/doc/localauth/examples/init.d/localauth"

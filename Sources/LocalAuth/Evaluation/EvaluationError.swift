@@ -46,6 +46,10 @@ public struct EvaluationError: Error, Equatable, CustomStringConvertible, Sendab
         /// root's, writable by others, a symlink, unreadable): no fingerprint at all until it
         /// is fixed, rather than the defaults in place of the site's policy.
         case configurationUntrusted
+        /// Plasma's lock screen asks for the finger in its own stack (`kde-fingerprint`)
+        /// beside this one, its password stack: no second claim on the reader
+        /// (ScreenLockerAnswers).
+        case besideFingerStack
     }
 
     public let code: Code
@@ -109,6 +113,7 @@ extension EvaluationError.Reason {
         case .scanTimeout: return "scan-timeout"
         case .disabledByConfiguration: return "disabled"
         case .configurationUntrusted: return "config-untrusted"
+        case .besideFingerStack: return "finger-stack-beside"
         }
     }
 

@@ -13,7 +13,8 @@ import Glibc
 ///    user's manager (desktop terminals, GNOME's polkit agent) that user's display session;
 /// 3. that session local, on a seat and the seat's active one, its user the one
 ///    authenticated, not locked and not idle (a locked or idle session's person is not looking
-///    at this prompt; root's own callers are exempt: they are the lock screen and the greeter);
+///    at this prompt; root's own callers are exempt: they are the lock screen and the greeter;
+///    so is the user's installed screen locker while its session IS locked, below);
 /// 4. while the user also has a remote session open, a caller no remote person can drive: a
 ///    virtual console, root's own greeter or lock screen, a desktop's polkit dialog. A
 ///    pseudo-terminal (tmux, screen, a desktop terminal, `systemd-run --user --pty`) or a
@@ -27,7 +28,23 @@ import Glibc
 ///    someone is back at the machine. Where logind does not run, this rule holds too.
 /// Any question logind could not answer is a "no". Where logind does not run, only the lid
 /// and rule 5 count here; the terminal and PAM_RHOST checks of the helper decide the rest.
+///
+/// The user's installed screen locker (`CallerPlace.screenLocker`: Plasma's, ScreenLocker's
+/// list) asking while its session is locked gets the scan: the person who wakes a locked
+/// screen is the one it asks, as for root's lock screens. Everything else holds as for any
+/// program of the user: the session local, on a seat, active and the user's own (rule 3),
+/// and since a remote login of the user can start such a program too, rules 4 and 5 refuse
+/// it (`drivableRemotely`); a match there is no local unlock (`atTheMachine`) and it never
+/// wins the reader (LockScreenRule: not root's). Unlocked, it is any program of the user.
 public enum PresenceRule {
+    /// Whether the wait for a finger ends when the vouching session becomes locked or idle:
+    /// not for root's callers (they are the lock screen and the greeter), nor for the user's
+    /// screen locker asking while its session is locked (it asks because it is).
+    public static func watchesLockAndIdle(_ facts: PresenceFacts) -> Bool {
+        if facts.caller == .rootWithoutTerminal { return false }
+        return !(facts.caller == .screenLocker && facts.vouching.session?.locked == true)
+    }
+
     /// Why no finger may be asked for, or nil when one may.
     public static func refusal(_ facts: PresenceFacts) -> EvaluationError? {
         var facts = facts
@@ -121,6 +138,9 @@ public enum PresenceRule {
         // locked or idle screen is the one they ask.
         guard facts.caller != .rootWithoutTerminal else { return nil }
         guard let locked = s.locked else { return no(.sessionLocked, "logind could not say whether \(name) is locked") }
+        // The user's screen locker, asking while the session is locked: its screen is the
+        // one in front (idle or not: a locked screen is usually idle when it is woken).
+        if locked && facts.caller == .screenLocker { return nil }
         if locked { return no(.sessionLocked, "\(name) is locked") }
         guard let idle = s.idle else { return no(.sessionIdle, "logind could not say whether \(name) is idle") }
         if idle { return no(.sessionIdle, "\(name) is idle") }
@@ -214,6 +234,14 @@ public enum Vouching: Equatable, Sendable {
     /// Nothing vouches, with why (in no session and not in a user manager, a user manager
     /// whose user has no display session, a question sd-login could not answer).
     case nobody(String)
+
+    /// The session whose hints logind's bus is asked for, and whose lock counts.
+    public var session: LogindSession? {
+        switch self {
+        case .callerSession(let s), .displaySession(let s), .seatSession(let s): return s
+        case .logindAbsent, .foregroundConsole, .nobody: return nil
+        }
+    }
 }
 
 /// What logind says about one session. nil: logind could not say.
@@ -277,11 +305,15 @@ public enum CallerPlace: Equatable, Sendable, CustomStringConvertible {
     /// A program the user started with no terminal (a screen locker that runs as the user,
     /// sudo with an askpass program, an application).
     case userWithoutTerminal
+    /// The user's installed screen locker (ScreenLocker: a root's program of that list,
+    /// running as the user with no terminal): a program of the user's as above, except that
+    /// PresenceRule lets it scan while its session is locked.
+    case screenLocker
 
     /// Whether a remote login of the same user could have started it or be typing into it.
     public var drivableRemotely: Bool {
         switch self {
-        case .otherTerminal, .userWithoutTerminal, .otherAgentDialog: return true
+        case .otherTerminal, .userWithoutTerminal, .otherAgentDialog, .screenLocker: return true
         case .console, .rootWithoutTerminal, .dialog: return false
         }
     }
@@ -291,7 +323,7 @@ public enum CallerPlace: Equatable, Sendable, CustomStringConvertible {
     public var atTheMachine: Bool {
         switch self {
         case .console, .rootWithoutTerminal: return true
-        case .otherTerminal, .userWithoutTerminal, .dialog, .otherAgentDialog: return false
+        case .otherTerminal, .userWithoutTerminal, .dialog, .otherAgentDialog, .screenLocker: return false
         }
     }
 
@@ -303,6 +335,7 @@ public enum CallerPlace: Equatable, Sendable, CustomStringConvertible {
         case .dialog: return "a polkit dialog"
         case .otherAgentDialog: return "a polkit agent that is not the desktop's own"
         case .userWithoutTerminal: return "the user's program with no terminal"
+        case .screenLocker: return "the user's screen locker"
         }
     }
 }
