@@ -305,10 +305,15 @@ class Desktop:
         return (f"the screen at each launch and try: {', '.join(self.seen)}\n"
                 f"alice's processes:\n{procs}\nthe shell's journal:\n" + "\n".join(shell[-40:]))
 
-    def run_in_terminal(self, command: str, *, ident: str, password: str) -> GuiOutcome:
+    def run_in_terminal(self, command: str, *, ident: str, password: str,
+                        before: Optional[Callable[[Mark], None]] = None) -> GuiOutcome:
+        """command typed into the terminal, then answered (_answer); before(mark), when
+        given, runs first once the command is typed (plasma.py: the dialog's screen)."""
         name = self.g.unique("gui")
         mark = self.g.mark()
         self.q.type(f"la-run {name} {command}\n")
+        if before is not None:
+            before(mark)
         rc: dict = {}
 
         def done():

@@ -198,6 +198,95 @@ class Plasma(Desktop):
         return (f"the screen at each launch and try: {', '.join(self.seen)}\n"
                 f"alice's processes:\n{procs}\njournal:\n{self.talk(mark)[-4000:]}")
 
+    def lock_out(self, finger: str) -> None:
+        """Five failed matches in a row, through sudo in Konsole: finger (one nobody
+        enrolled) at each wait, Ctrl-C at the password prompt that follows; three sudo
+        prompts at most (3 tries each, lockout at 5)."""
+        for _ in range(3):
+            if self.g.status("alice")["locked_out"]:
+                return
+            name = self.g.unique("lockout")
+            mark = self.g.mark()
+            self.q.type(f"la-run {name} sudo -k true\n")
+            scans = 0
+            end = time.monotonic() + WAIT
+            while time.monotonic() < end:
+                if [f for f in self.g.module_lines(mark, "sudo") if f["phase"] == "auth"]:
+                    break       # the module returned: sudo's own password prompt next
+                values = self.g.finger(mark)
+                if values and values[-1] and values.count(True) > scans:
+                    self.g.scan(finger)
+                    scans += 1
+                    continue
+                time.sleep(1)
+            wait_for("sudo's password prompt", lambda: self.echo_off("sudo -k true"))
+            self.q.key("ctrl-c")
+            wait_for(f"sudo ended ({name})", lambda: self.g.observe(mark, rc=name)["rc"] is not None)
+        if not self.g.status("alice")["locked_out"]:
+            raise GuestError(f"alice is not locked out after three sudo prompts: {self.g.status('alice')}")
+
+    # --- polkit-kde-agent-1's dialog ---------------------------------------------------
+
+    INFO_BLUE = (203, 227, 240)     # the dialog's info line (Breeze), where the module's text is
+
+    def dialog_info_shown(self, box=(330, 280, 950, 480)) -> bool:
+        """polkit-kde-agent-1's dialog is drawn with an info line (the module's "Swipe your
+        …" or "Fingerprint not recognized …"): its light blue band in the middle."""
+        w, h, pix = self.q.screen()
+        x0, y0, x1, y1 = box
+        hits = 0
+        for y in range(y0, min(y1, h), 2):
+            for x in range(x0, min(x1, w), 4):
+                i = (y * w + x) * 3
+                if all(abs(pix[i + k] - self.INFO_BLUE[k]) <= 10 for k in range(3)):
+                    hits += 1
+        return hits > 300
+
+    def dialog_waits_for_the_finger(self, mark: Mark, shot: str) -> None:
+        """Until the reader waits and the dialog shows it (under TCG the dialog is drawn
+        10-30 s after the agent helper asked); then the screen is kept as shot."""
+        wait_for("the reader waiting for pkexec", lambda: True in self.g.finger(mark))
+        drawn = wait_for_bool(self.dialog_info_shown, WAIT)
+        self.seen.append(f"dialog drawn: {drawn}")
+        self.shot(shot)
+
+    def run_in_terminal(self, command: str, *, ident: str, password: str,
+                        before: Optional[Callable[[Mark], None]] = None) -> GuiOutcome:
+        if before is None and command.startswith("pkexec"):
+            def before(mark):
+                self.dialog_waits_for_the_finger(mark, "polkit-dialog-finger")
+        return super().run_in_terminal(command, ident=ident, password=password, before=before)
+
+    def pkexec_by_password(self, finger: str, command: str = "id") -> GuiOutcome:
+        """pkexec in Konsole; in the dialog, the password typed into its field while the
+        reader waits, then finger (one nobody enrolled) at each new wait, until pkexec ends."""
+        name = self.g.unique("gui")
+        mark = self.g.mark()
+        self.q.type(f"la-run {name} pkexec {command}\n")
+        self.dialog_waits_for_the_finger(mark, "polkit-dialog-password")
+        self.q.type(PASSWORDS["alice"] + "\n")
+        scans: list[str] = []
+
+        def rc():
+            return self.g.observe(mark, rc=name)["rc"]
+        end = time.monotonic() + WAIT * 2
+        while rc() is None and time.monotonic() < end:
+            values = self.g.finger(mark)
+            if values and values[-1] and values.count(True) > len(scans) and len(scans) < 3:
+                self.g.scan(finger)
+                scans.append(finger)
+                continue
+            time.sleep(1)
+        code = rc()
+        shots = [] if code is not None else [self.shot("stuck")]
+        if code is None:
+            self.q.key("esc")
+            self.q.key("ctrl-c")
+        return GuiOutcome(finger=self.g.finger(mark), scans=scans, passwords=1,
+                          done=code is not None, rc=code, line={},
+                          lines=self.g.module_lines(mark, "polkit-agent-helper-1"), shots=shots,
+                          journal=self.talk(mark))
+
     # --- the lock screen --------------------------------------------------------------
 
     def lock(self) -> dict:
@@ -216,6 +305,55 @@ class Plasma(Desktop):
         """A key that raises the lock screen's prompt (and, in 6.3, starts its
         authenticators again after an earlier end)."""
         self.q.key("shift")
+
+    def fingerprint_requests(self, mark: Mark) -> int:
+        """The module's first lines for kde-fingerprint from the locker since mark: one a
+        start of its fingerprint authenticator (a PAM transaction), whoever answered it
+        (the helper, or localauthd itself when fprintd is absent)."""
+        return self.module_services(mark).count("kde-fingerprint")
+
+    def at_lock_screen(self, *, scan: Optional[str] = None, password: bool = False,
+                       reader_waits: bool = True, wakes: int = 1, shot: str = "lock-screen") -> GuiOutcome:
+        """The locked session's prompt raised by a key (kscreenlocker_greet begins its kde
+        and kde-fingerprint authenticators then), then as a person: scan (a finger id) once
+        the reader waits, or the password typed into the field (while the reader waits when
+        reader_waits; else once the fingerprint authenticator has had its answer, a refusal
+        that holds). wakes: keys pressed in all before the password, each once the one
+        before was answered, to show a refusal is not asked again. Done when unlocked."""
+        mark = self.g.mark()
+        self._until(lambda: "kde" in self.module_services(mark), self.wake,
+                    "the lock screen's password authenticator", wait=RETRY)
+        shots, scans, typed = [], [], 0
+        if reader_waits:
+            wait_for("the lock screen's finger request", lambda: True in self.g.finger(mark))
+        else:
+            wait_for("the lock screen's fingerprint authenticator answered",
+                     lambda: self.fingerprint_requests(mark))
+            for _ in range(wakes - 1):
+                # A key that (rightly) starts nothing has no sign to wait for: a pause, then
+                # the next. What is asserted is the count of requests after the unlock.
+                time.sleep(5)
+                self.wake()
+        shots.append(self.shot(shot))
+        if scan:
+            self.g.scan(scan)
+            scans.append(scan)
+        if password:
+            self.q.type(PASSWORDS["alice"] + "\n")
+            typed += 1
+        wait_for_bool(self.unlocked, WAIT)
+        if not self.unlocked():
+            shots.append(self.shot("still-locked"))
+        lines = self.module_lines_of(mark, LOCKER)
+        out = GuiOutcome(finger=self.g.finger(mark), scans=scans, passwords=typed,
+                         done=self.unlocked(), rc=None,
+                         line=next((f for f in lines if f["service"] == "kde-fingerprint"), {}),
+                         lines=self.g.module_lines(mark, LOCKER), shots=shots,
+                         journal=self.talk(mark))
+        out.extra["kde"] = [(f.get("result"), f.get("reason")) for f in lines
+                            if f["service"] == "kde"]
+        out.extra["fingerprint_requests"] = self.fingerprint_requests(mark)
+        return out
 
 
 def wait_for_bool(probe: Callable[[], bool], timeout: float) -> bool:
