@@ -36,7 +36,10 @@ enum Presence {
         if gathered.facts.vouching == .logindAbsent {
             log.log(.info, "logind is not running: whether someone is at the reader is judged from the terminal and PAM_RHOST only")
         }
-        if let refusal = terminalRefusal(terminal, subject, options: options, log: log) {
+        // An installed screen locker is a graphical program by what it is: its environment
+        // need not name a display (kscreenlocker's greeter gets kwin's socket as WAYLAND_SOCKET).
+        if gathered.facts.caller != .screenLocker,
+           let refusal = terminalRefusal(terminal, subject, options: options, log: log) {
             return Verdict(refusal: refusal)
         }
         // Every fact above was read about the pinned process, not a later one with its pid.

@@ -36,7 +36,8 @@ struct DoctorPlasma {
     func check() -> [Finding] {
         guard let kde = effective("kde") else { return [] }  // Plasma's lock screen is not installed
         var reader = PamStackReader(directory: directory)
-        return fingerStack(&reader) + passwordStack(kde, &reader) + sddm(&reader)
+        let installed = Finding(.ok, "plasma.installed", { l in tr(l, "KDE Plasma's lock screen is installed (%s)", kde) })
+        return [installed] + fingerStack(&reader) + passwordStack(kde, &reader) + sddm(&reader)
     }
 
     /// The service file the README tells the administrator to install.

@@ -906,6 +906,7 @@ def test_plasmas_stock_fingerprint_stack_is_a_warning_with_the_file_to_install(d
     assert r.lines[i + 1].strip() == (f"fix: install /usr/share/doc/localauth/examples/pam.d/kde-fingerprint as "
                                       f"{etc}/kde-fingerprint (it takes precedence over the vendor's file)"), r.lines
     assert any(l.startswith("ok ") and f"{vendor}/kde: the module stands aside" in l for l in r.lines), r.lines
+    assert f"ok       KDE Plasma's lock screen is installed ({vendor}/kde)" in r.lines, r.lines
 
 
 def test_plasma_with_the_shipped_fingerprint_stack_is_sound(doctor):

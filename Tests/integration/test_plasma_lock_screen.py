@@ -106,7 +106,8 @@ class Plasma:
         argv = ["sh", "-c", 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"', "sh", str(cgroup),
                 "setpriv", f"--reuid={self.person.uid}", f"--regid={self.person.gid}", "--clear-groups",
                 *self.world.command([str(locker), service, self.person.name, "authenticate"],
-                                    env={"WAYLAND_DISPLAY": "wayland-0"})]   # kwin's, as its children have it
+                                    # kwin hands its greeter a socket, naming no display
+                                    env={"WAYLAND_SOCKET": "9", "WAYLAND_DISPLAY": "", "DISPLAY": ""})]
         p = subprocess.run(argv, input=(password + "\n") if password else "", capture_output=True, text=True,
                            timeout=90, start_new_session=True, env=self.world._base_env())
         self.syslog._sync()
