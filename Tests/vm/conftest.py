@@ -199,9 +199,9 @@ def console_ready(g: Guest) -> Console:
 @pytest.fixture(autouse=True)
 def no_apparmor_denial(request):
     """Every case of a guest with the package (the console's ``guest``, the desktop's
-    ``desk``) ends with no AppArmor denial that names the package's profiles: what the
+    ``desk``, Plasma's ``plasma``) ends with no AppArmor denial that names the package's profiles: what the
     service and its helpers did for the case was all within them."""
-    name = next((n for n in ("guest", "desk") if n in request.fixturenames), None)
+    name = next((n for n in ("guest", "desk", "plasma") if n in request.fixturenames), None)
     if name is None:
         yield
         return

@@ -67,11 +67,18 @@ def terminal(plasma, first_login):
 
 
 def test_the_first_login_in_sddm_is_by_password_and_opens_kwallet(first_login):
+    """SDDM's greeter takes the password before PAM runs (no parallel stacks): its helper,
+    a child of sddm.service before the session exists, gets no scan (no-session), pam_unix
+    takes the typed password, authsucc records it (the finger's rule: the password once
+    after boot), and pam_kwallet5 opens alice's wallet with it."""
     facts = first_login.facts()
     del facts["passwords_typed"]    # keys before the greeter's field took them are lost
+    facts["password_recorded"] = any("password recorded" in f.get("cause", "")
+                                     for f in first_login.lines if f["ident"] == "sddm-helper")
     assert facts == {"finger_offered": False, "scans": [], "done": True, "rc": None,
-                     "result": "biometryLockout", "reason": "never-used",
-                     "pam": "PAM_AUTHINFO_UNAVAIL", "wallet_open": True}, first_login.evidence()
+                     "result": "notInteractive", "reason": "no-session",
+                     "pam": "PAM_AUTHINFO_UNAVAIL", "wallet_open": True,
+                     "password_recorded": True}, first_login.evidence()
 
 
 def test_sudo_in_konsole_takes_the_finger(plasma, terminal):
