@@ -61,6 +61,7 @@ class GuiOutcome:
 
 class Desktop:
     journal_of = JOURNAL_OF        # whose journal lines a failure shows (plasma.py adds its own)
+    clear_line = "ctrl-c"          # the key that clears a half-typed line before a probe
 
     def __init__(self, guest: Guest, shots: Path):
         self.g = guest
@@ -225,7 +226,7 @@ class Desktop:
             tries.append(self.shot("probe-lost") if tries else "")
             self.q.release_modifiers()
             self.front_window(click=bool(tries[1:]))
-            self.q.key("ctrl-c")    # whatever half-line an earlier try left
+            self.q.key(self.clear_line)    # whatever half-line an earlier try left
             self.q.type(f"la-run {probe} true\n")
         try:
             self._until(lambda: self.g.m.ssh(f"test -f /tmp/la-vm/{probe}.rc",
