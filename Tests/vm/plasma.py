@@ -42,9 +42,8 @@ USER_CONFIG = {
     # KWin seconds apart under load).
     ".config/kcminputrc": "[Keyboard]\nKeyRepeat=nothing\n",
     # No lock on idle or resume: the lock screen's cases lock it themselves; a slow first
-    # login must not meet the lock screen. No grace time: a key within 5 s of a lock
-    # unlocked it with no authentication at all (seen: the second lock of a run).
-    ".config/kscreenlockerrc": "[Daemon]\nAutolock=false\nLockOnResume=false\nLockGrace=0\n",
+    # login must not meet the lock screen.
+    ".config/kscreenlockerrc": "[Daemon]\nAutolock=false\nLockOnResume=false\n",
     # The file indexer: CPU for nothing here.
     ".config/baloofilerc": "[Basic Settings]\nIndexing-Enabled=false\n",
 }
@@ -313,7 +312,11 @@ class Plasma(Desktop):
 
     def lock(self) -> dict:
         """logind's Lock for the session: Plasma's ksmserver locks, kscreenlocker_greet
-        draws the lock screen and sets LockedHint."""
+        draws the lock screen and sets LockedHint. Only once the last lock's greeter has
+        exited: it outlives the unlock by seconds under TCG (its password conversation is
+        ended first), and a lock asked meanwhile was lost ("QProcess::start: Process is
+        already running", then the old greeter's exit taken as this lock's unlock)."""
+        wait_for("the last lock's greeter gone", lambda: not self.running(LOCKER, "alice"))
         s = self.user_session()
         self.g.sh(f"loginctl lock-session {s['Id']}")
         wait_for("LockedHint=yes", lambda: (self.user_session() or {}).get("LockedHint") == "yes")
