@@ -384,6 +384,9 @@ class Plasma(Desktop):
         wait_for_bool(self.unlocked, WAIT)
         if not self.unlocked():
             shots.append(self.shot("still-locked"))
+        # The greeter ends after the unlock once each of its PAM transactions has returned
+        # (6.3 cannot cancel one): only then are all of the module's lines in.
+        ended = wait_for_bool(lambda: not self.running(LOCKER, "alice"), WAIT)
         lines = self.module_lines_of(mark, LOCKER)
         out = GuiOutcome(finger=self.g.finger(mark), scans=scans, passwords=typed,
                          done=self.unlocked(), rc=None,
@@ -393,6 +396,7 @@ class Plasma(Desktop):
         out.extra["kde"] = [(f.get("result"), f.get("reason")) for f in lines
                             if f["service"] == "kde"]
         out.extra["fingerprint_requests"] = self.fingerprint_requests(mark)
+        out.extra["locker_ended"] = ended
         return out
 
 

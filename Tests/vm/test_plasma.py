@@ -145,7 +145,7 @@ def locked(plasma, first_login):
 LOCK_BY_FINGER = {"finger_offered": True, "scans": [PRINTS["alice"]], "passwords_typed": 0,
                   "done": True, "rc": None, "result": "success", "reason": None,
                   "pam": "PAM_SUCCESS", "kde": [("notInteractive", "finger-stack-beside")],
-                  "fingerprint_requests": 1}
+                  "fingerprint_requests": 1, "locker_ended": True}
 
 
 def test_the_lock_screen_unlocks_with_the_finger(locked):
@@ -158,14 +158,21 @@ def test_the_lock_screen_unlocks_with_the_finger(locked):
 
 def test_the_lock_screen_takes_the_password_typed_while_the_reader_waits(locked):
     """The password field is kde's, whose module answered at once: the password typed
-    while kde-fingerprint's scan waits unlocks, and is recorded (authsucc in kde)."""
+    while kde-fingerprint's scan waits unlocks, and is recorded (authsucc in kde). The
+    scan beside it gets no success: 6.3 cannot cancel it, so it ends when no finger came
+    within scan_timeout (then the greeter exits and the reader is free)."""
     out = locked.at_lock_screen(password=True, shot="lock-screen-password")
     recorded = [f for f in out.lines if "password recorded" in f.get("cause", "")]
-    facts = {**out.facts(), "password_recorded": len(recorded)}
+    facts = {"finger_offered": out.finger_offered, "scans": out.scans,
+             "passwords_typed": out.passwords, "done": out.done, "kde": out.extra["kde"],
+             "password_recorded": len(recorded),
+             "fingerprint_requests": out.extra["fingerprint_requests"],
+             "finger_not_taken": out.line.get("pam") not in (None, "PAM_SUCCESS"),
+             "locker_ended": out.extra["locker_ended"], "reader_free": out.finger[-1:] == [False]}
     assert facts == {"finger_offered": True, "scans": [], "passwords_typed": 1, "done": True,
-                     "rc": None, "result": None, "reason": None, "pam": None,
                      "kde": [("notInteractive", "finger-stack-beside"), ("success", None)],
-                     "fingerprint_requests": 0, "password_recorded": 1}, out.evidence()
+                     "password_recorded": 1, "fingerprint_requests": 1, "finger_not_taken": True,
+                     "locker_ended": True, "reader_free": True}, out.evidence()
 
 
 def unlock_after(plasma, cleanup) -> None:
@@ -182,7 +189,7 @@ def unlock_after(plasma, cleanup) -> None:
 # at once and once (6.3 then leaves the finger off until this lock ends: more keys start
 # nothing), kde's password unlocks at once and is recorded.
 HOLDS = {"finger_offered": False, "scans": [], "passwords_typed": 1, "done": True, "rc": None,
-         "pam": "PAM_AUTHINFO_UNAVAIL", "fingerprint_requests": 1,
+         "pam": "PAM_AUTHINFO_UNAVAIL", "fingerprint_requests": 1, "locker_ended": True,
          "kde": [("notInteractive", "finger-stack-beside"), ("success", None)]}
 
 
@@ -208,8 +215,9 @@ def test_fprintd_absent_at_the_lock_screen_gets_the_password_at_once_and_one_fin
     plasma.lock()
     out = plasma.at_lock_screen(password=True, reader_waits=False, wakes=3,
                                 shot="lock-screen-no-fprintd")
-    assert out.facts() == {**HOLDS, "result": "biometryNotAvailable", "reason": out.line.get("reason")}, \
-        out.evidence()
+    facts = out.facts()
+    del facts["reason"]         # names how fprintd is missing; the verdict is what counts
+    assert facts == {**HOLDS, "result": "biometryNotAvailable"}, out.evidence()
 
 
 def test_after_these_locks_the_finger_unlocks_again(locked):
