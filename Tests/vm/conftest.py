@@ -9,6 +9,8 @@
   the base image's, since GNOME's keyring adds itself only to common-password),
   test_desktop.py into graphical.target. One Debian 13 image instead of two spares a fresh
   machine the base image's build (about 110 s) and its downloads.
+  test_plasma.py names the plasma flavour (the base image and Plasma's packages, booted
+  into graphical.target: SDDM), its own image.
 * ``machine``: that image booted with ``-snapshot`` as a console-only guest, once per test
   module; stopped at the module's end on every exit path.
 * ``guest``: that machine prepared as every case starts from it: guest tools, the .deb
