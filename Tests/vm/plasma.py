@@ -10,7 +10,8 @@ files, kwalletd's answer on alice's bus.
     login = plasma.login("alice")          # the password typed into SDDM's focused field
     plasma.open_terminal()                 # Konsole, started in alice's manager, keys reaching it
     out = plasma.run_in_terminal("sudo -k id", ident="sudo", password=...)
-    plasma.lock(); out = plasma.unlock_by_finger()
+    out = plasma.pkexec_by_password(finger="nobody-rif")   # typed while the reader waits
+    plasma.lock(); out = plasma.at_lock_screen(scan="alice-rif")
 
 The Desktop class (desktop.py, GNOME's) gives the common parts: the answer loop (a scan at
 each new finger-needed, the password once the module has returned), la-run's files, shots.
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from desktop import JOURNAL_OF, RETRY, Desktop, GuiOutcome
-from guest import PASSWORDS, PRINTS, WAIT, Guest, GuestError, Mark, wait_for
+from guest import PASSWORDS, WAIT, Guest, GuestError, Mark, wait_for
 
 # Per user, written before the login (the image is the base one plus Plasma's packages:
 # Tests/vm/images.py). Each one takes away a thing that cost the tests under the emulator.
