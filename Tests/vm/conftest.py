@@ -9,6 +9,8 @@
   the base image's, since GNOME's keyring adds itself only to common-password),
   test_desktop.py into graphical.target. One Debian 13 image instead of two spares a fresh
   machine the base image's build (about 110 s) and its downloads.
+  test_plasma.py names the plasma flavour (the base image and Plasma's packages, booted
+  into graphical.target: SDDM), its own image.
 * ``machine``: that image booted with ``-snapshot`` as a console-only guest, once per test
   module; stopped at the module's end on every exit path.
 * ``guest``: that machine prepared as every case starts from it: guest tools, the .deb
@@ -69,8 +71,10 @@ def pytest_configure(config):
 
 
 # The order of the files, each file's guest booted once, one guest at a time: Debian 13's
-# console cases, Debian 12's (console cases too), the desktop's.
-FILE_ORDER = {"test_presence.py": 0, "test_bookworm.py": 1, "test_desktop.py": 2}
+# console cases, Debian 12's (console cases too), GNOME's, then Plasma's (its guest keeps
+# about 1.7 of the 2 cores busy: never beside another).
+FILE_ORDER = {"test_presence.py": 0, "test_bookworm.py": 1, "test_desktop.py": 2,
+              "test_plasma.py": 3}
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -114,7 +118,8 @@ def deb() -> Path:
 def image(request, deb) -> Path:
     suite = getattr(request.module, "GUEST_SUITE", SUITE)
     desktop = getattr(request.module, "GUEST_DESKTOP", True)
-    return ensure_image(desktop=desktop, deb=deb, suite=suite)
+    flavour = getattr(request.module, "GUEST_FLAVOUR", None)    # test_plasma.py: "plasma"
+    return ensure_image(desktop=desktop, deb=deb, suite=suite, flavour=flavour)
 
 
 @pytest.fixture(scope="module")
@@ -196,9 +201,9 @@ def console_ready(g: Guest) -> Console:
 @pytest.fixture(autouse=True)
 def no_apparmor_denial(request):
     """Every case of a guest with the package (the console's ``guest``, the desktop's
-    ``desk``) ends with no AppArmor denial that names the package's profiles: what the
+    ``desk``, Plasma's ``plasma``) ends with no AppArmor denial that names the package's profiles: what the
     service and its helpers did for the case was all within them."""
-    name = next((n for n in ("guest", "desk") if n in request.fixturenames), None)
+    name = next((n for n in ("guest", "desk", "plasma") if n in request.fixturenames), None)
     if name is None:
         yield
         return

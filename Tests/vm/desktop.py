@@ -60,6 +60,9 @@ class GuiOutcome:
 
 
 class Desktop:
+    journal_of = JOURNAL_OF        # whose journal lines a failure shows (plasma.py adds its own)
+    clear_line = "ctrl-c"          # the key that clears a half-typed line before a probe
+
     def __init__(self, guest: Guest, shots: Path):
         self.g = guest
         self.q = guest.m.qmp
@@ -223,7 +226,7 @@ class Desktop:
             tries.append(self.shot("probe-lost") if tries else "")
             self.q.release_modifiers()
             self.front_window(click=bool(tries[1:]))
-            self.q.key("ctrl-c")    # whatever half-line an earlier try left
+            self.q.key(self.clear_line)    # whatever half-line an earlier try left
             self.q.type(f"la-run {probe} true\n")
         try:
             self._until(lambda: self.g.m.ssh(f"test -f /tmp/la-vm/{probe}.rc",
@@ -303,10 +306,15 @@ class Desktop:
         return (f"the screen at each launch and try: {', '.join(self.seen)}\n"
                 f"alice's processes:\n{procs}\nthe shell's journal:\n" + "\n".join(shell[-40:]))
 
-    def run_in_terminal(self, command: str, *, ident: str, password: str) -> GuiOutcome:
+    def run_in_terminal(self, command: str, *, ident: str, password: str,
+                        before: Optional[Callable[[Mark], None]] = None) -> GuiOutcome:
+        """command typed into the terminal, then answered (_answer); before(mark), when
+        given, runs first once the command is typed (plasma.py: the dialog's screen)."""
         name = self.g.unique("gui")
         mark = self.g.mark()
         self.q.type(f"la-run {name} {command}\n")
+        if before is not None:
+            before(mark)
         rc: dict = {}
 
         def done():
@@ -418,7 +426,7 @@ class Desktop:
         lines = self.g.module_lines(mark, ident)
         first = next((f for f in lines if f["phase"] == "auth"), {})
         talk = "\n".join(f"{e.get('SYSLOG_IDENTIFIER')}[{e.get('_PID')}]: {e.get('MESSAGE')}"
-                         for e in self.g.journal(mark) if e.get("SYSLOG_IDENTIFIER") in JOURNAL_OF)
+                         for e in self.g.journal(mark) if e.get("SYSLOG_IDENTIFIER") in self.journal_of)
         return GuiOutcome(finger=self.g.finger(mark), scans=scans, passwords=passwords,
                           done=done(), rc=None, line=first, lines=lines, shots=shots,
                           journal=talk)

@@ -2,6 +2,16 @@
 
     image = ensure_image(desktop=False, deb=Path("build/vm/deb/localauth_0.1.0_amd64.deb"))
     image = ensure_image(desktop=False, deb=..., suite="bookworm")
+    image = ensure_image(flavour="plasma", deb=...)
+
+Three flavours: ``base`` (consoles, sshd, sudo, polkit, fprintd), ``desktop`` (base and
+packages-desktop: GDM 48, GNOME 48) and ``plasma`` (base and image/plasma/packages: Plasma 6,
+SDDM, Konsole, polkit-kde-agent-1). A flavour's own files live in ``image/FLAVOUR/`` and only
+that flavour's key hashes them: the plasma flavour came without a change to the files every
+key hashes, so the cached base and desktop images kept their keys. It is built by the same
+build.sh and setup.sh as base (its packages through ``--include``); what its Plasma needs set
+for the tests (no splash, no key repeat, no idle lock) is per user and written by
+Tests/vm/plasma.py before each login.
 
 The guest is Debian 13 (``SUITE``) unless a test file asks for another suite (Debian 12 for
 test_bookworm.py): its sources are the host's apt sources with every suite renamed
@@ -115,32 +125,55 @@ def deb_depends(deb: Path) -> list[str]:
     return sorted(set(names))
 
 
-def image_key(desktop: bool, include: list[str], suite: str = SUITE) -> str:
+FLAVOURS = ("base", "desktop", "plasma")
+
+
+def flavour_files(flavour: str) -> list[Path]:
+    """The files of image/FLAVOUR/ (none for base and desktop, whose files are image/'s)."""
+    own = IMAGE_SRC / flavour
+    return sorted(f for f in own.iterdir() if f.is_file()) if own.is_dir() else []
+
+
+def flavour_packages(flavour: str) -> list[str]:
+    """The flavour's own package list (image/FLAVOUR/packages), comments left out."""
+    own = IMAGE_SRC / flavour / "packages"
+    if not own.is_file():
+        return []
+    return [w for line in own.read_text().splitlines() for w in line.split("#")[0].split()]
+
+
+def image_key(flavour: str, include: list[str], suite: str = SUITE) -> str:
+    """The hash of what the image is built from. Its first part is the same bytes as
+    before flavours had files of their own (so base's and desktop's keys stayed)."""
     h = hashlib.sha256()
-    h.update(b"desktop" if desktop else b"base")
+    h.update(flavour.encode())
     h.update(b"suite " + suite.encode() + b"\0")
     for f in sorted(IMAGE_SRC.iterdir()):
         if f.is_file():
             h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    for f in flavour_files(flavour):
+        h.update(f"{flavour}/{f.name}".encode() + b"\0" + f.read_bytes() + b"\0")
     h.update(guest_sources(suite).encode())
     h.update(",".join(include).encode())
     return h.hexdigest()[:16]
 
 
 def ensure_image(desktop: bool = False, deb: Optional[Path] = None,
-                 log=sys.stderr, suite: str = SUITE) -> Path:
+                 log=sys.stderr, suite: str = SUITE, flavour: Optional[str] = None) -> Path:
     if not re.fullmatch(r"[a-z]+", suite):
         raise ImageError(f"a Debian suite name, not {suite!r}")
     include = deb_depends(deb) if deb is not None else []
-    flavour = "desktop" if desktop else "base"
+    flavour = flavour or ("desktop" if desktop else "base")
+    if flavour not in FLAVOURS:
+        raise ImageError(f"no image flavour {flavour!r} ({', '.join(FLAVOURS)})")
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    final = root / f"{flavour}-{image_key(desktop, include, suite)}"
+    final = root / f"{flavour}-{image_key(flavour, include, suite)}"
     with open(root / f".{flavour}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _built_suite(final) == suite:
             return final
-        _build(final, desktop, include, log, suite)
+        _build(final, flavour == "desktop", include + flavour_packages(flavour), log, suite)
         _prune(root, flavour, suite, keep=final)
     return final
 
@@ -201,10 +234,11 @@ if __name__ == "__main__":
     import argparse
     ap = argparse.ArgumentParser(description="print the cached image's directory, building it if missing")
     ap.add_argument("--desktop", action="store_true")
+    ap.add_argument("--flavour", choices=FLAVOURS, help="base, desktop (as --desktop) or plasma")
     ap.add_argument("--deb", type=Path, help="the product's .deb (its Depends go into the image)")
     ap.add_argument("--suite", default=SUITE, help=f"the Debian suite (default {SUITE})")
     a = ap.parse_args()
     try:
-        print(ensure_image(a.desktop, a.deb, suite=a.suite))
+        print(ensure_image(a.desktop, a.deb, suite=a.suite, flavour=a.flavour))
     except ImageError as e:
         sys.exit(f"images: {e}")

@@ -3,7 +3,7 @@
 
     Tests/vm/vm.py image [--desktop] [--deb FILE]   the cached image's directory (built if
                                                     missing)
-    Tests/vm/vm.py shell [--desktop] [--deb FILE] [--prepare] [-- COMMAND]
+    Tests/vm/vm.py shell [--desktop | --flavour plasma] [--deb FILE] [--prepare] [-- COMMAND]
         boots the image (-snapshot), copies the guest tools in, installs the .deb if given
         (--prepare: also enables the profiles and enrolls alice-rif and bob-rif, as the
         tests' fixture does), then runs root's shell in the guest (or COMMAND); the guest
@@ -29,15 +29,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["image", "shell"])
     ap.add_argument("--desktop", action="store_true")
+    ap.add_argument("--flavour", choices=("base", "desktop", "plasma"),
+                    help="the image's flavour (plasma: SDDM and Plasma, booted graphical)")
     ap.add_argument("--deb", type=Path)
     ap.add_argument("--prepare", action="store_true")
     ap.add_argument("command", nargs="*")
     a = ap.parse_args()
-    image = ensure_image(a.desktop, a.deb)
+    image = ensure_image(a.desktop, a.deb, flavour=a.flavour)
+    graphical = a.desktop or a.flavour in ("desktop", "plasma")
     if a.what == "image":
         print(image)
         return 0
-    with Machine(image, desktop=a.desktop) as m:
+    with Machine(image, desktop=graphical) as m:
         print(f"guest up after {m.boot_seconds:.0f} s; port {m.port}; run directory {m.run_dir}",
               flush=True)
         g = Guest(m)
