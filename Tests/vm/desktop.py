@@ -17,6 +17,7 @@ sent again only after its effect failed to appear (``RETRY``), never on a guesse
 """
 from __future__ import annotations
 
+import re
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -46,6 +47,12 @@ class GuiOutcome:
     @property
     def finger_offered(self) -> bool:
         return True in self.finger
+
+    @property
+    def approves(self) -> set[str]:
+        """What root said each touch approved: the ``approves=`` field of the helper's
+        approval and refusal lines meanwhile (the helper's own journal lines)."""
+        return set(re.findall(r'^localauth-helper\[\d+\]: .* approves="([^"]*)"$', self.journal, re.M))
 
     def facts(self) -> dict:
         return {"finger_offered": self.finger_offered, "scans": self.scans,

@@ -82,7 +82,14 @@ def test_sudo_in_gnome_terminal_takes_the_finger(desk, terminal):
     out = desk.run_in_terminal("sudo -k id", ident="sudo", password=PASSWORDS["alice"])
     assert out.line.get("user_unit", "").startswith("vte-spawn-"), \
         f"sudo did not run in a GNOME Terminal shell{out.evidence()}"
-    assert out.facts() == TOOK_THE_FINGER, out.evidence()
+    assert {**out.facts(), "approves": out.approves} == {**TOOK_THE_FINGER, "approves": {"run `id` as root"}}, \
+        out.evidence()
+
+
+# What the helper's line says a pkexec of /usr/bin/id approves: polkitd's action, pkexec's
+# program, polkit's message (its backquote made a plain quote by the cleaner).
+PKEXEC_ID = "polkit org.freedesktop.policykit.exec for /usr/bin/id: " \
+    "Authentication is needed to run '/usr/bin/id' as the super user"
 
 
 def polkitd_said_yes(journal: str, command: str) -> bool:
@@ -105,10 +112,11 @@ def test_gnome_shells_polkit_dialog_for_pkexec_takes_the_finger(desk, terminal):
     facts = {"finger_offered": out.finger_offered, "passwords_typed": out.passwords,
              "done": out.done, "rc": out.rc,
              "verdicts": [(f.get("result"), f.get("pam")) for f in firsts],
-             "scans": len(out.scans), "polkitd_authorized": polkitd_said_yes(out.journal, "/usr/bin/id")}
+             "scans": len(out.scans), "polkitd_authorized": polkitd_said_yes(out.journal, "/usr/bin/id"),
+             "approves": out.approves}
     assert facts == {"finger_offered": True, "passwords_typed": 0, "done": True, "rc": 0,
                      "verdicts": [("success", "PAM_SUCCESS")], "scans": 1,
-                     "polkitd_authorized": True}, out.evidence()
+                     "polkitd_authorized": True, "approves": {PKEXEC_ID}}, out.evidence()
 
 
 def test_gnome_shells_polkit_dialog_gives_a_right_of_a_program_without_a_terminal(desk, terminal):

@@ -19,6 +19,7 @@ import pytest
 from guest import PASSWORDS, PRINTS, Guest, wait_for
 from machine import Machine
 from plasma import Plasma
+from test_desktop import PKEXEC_ID
 
 GUEST_FLAVOUR = "plasma"
 NOBODYS_FINGER = "nobody-rif"       # a finger nobody enrolled: a failed match
@@ -85,7 +86,8 @@ def test_sudo_in_konsole_takes_the_finger(plasma, terminal):
     out = plasma.run_in_terminal("sudo -k id", ident="sudo", password=PASSWORDS["alice"])
     assert out.line.get("user_unit", "").startswith("app-org.kde.konsole@"), \
         f"sudo did not run in Konsole's shell{out.evidence()}"
-    assert out.facts() == TOOK_THE_FINGER, out.evidence()
+    assert {**out.facts(), "approves": out.approves} == {**TOOK_THE_FINGER, "approves": {"run `id` as root"}}, \
+        out.evidence()
 
 
 def polkit_agent_said(journal: str, line: str) -> bool:
@@ -104,9 +106,15 @@ def test_polkit_kde_agents_dialog_for_pkexec_takes_the_finger(plasma, terminal):
              "done": out.done, "rc": out.rc,
              "verdicts": [(f.get("result"), f.get("pam")) for f in firsts], "scans": len(out.scans),
              "shown": polkit_agent_said(out.journal, "Swipe your right index finger across the fingerprint reader"),
+             # The dialog's info line that names the request (the agent logs it with its
+             # quotes escaped, so its two ends are looked for).
+             "purpose_shown": "Touch the reader to approve" in out.journal
+             and "(org.freedesktop.policykit.exec, /usr/bin/id)" in out.journal,
+             "approves": out.approves,
              "polkitd_authorized": "successfully authenticated" in out.journal}
     assert facts == {"finger_offered": True, "passwords_typed": 0, "done": True, "rc": 0,
                      "verdicts": [("success", "PAM_SUCCESS")], "scans": 1, "shown": True,
+                     "purpose_shown": True, "approves": {PKEXEC_ID},
                      "polkitd_authorized": True}, out.evidence()
 
 
