@@ -19,15 +19,10 @@ import pytest
 from guest import PASSWORDS, PRINTS, Guest, wait_for
 from machine import Machine
 from plasma import Plasma
-from test_desktop import PKEXEC_ID
+from test_desktop import PKEXEC_ID, TOOK_THE_FINGER
 
 GUEST_FLAVOUR = "plasma"
 NOBODYS_FINGER = "nobody-rif"       # a finger nobody enrolled: a failed match
-
-TOOK_THE_FINGER = {"finger_offered": True, "scans": [PRINTS["alice"]], "passwords_typed": 0,
-                   "done": True, "rc": 0, "result": "success", "reason": None,
-                   "pam": "PAM_SUCCESS"}
-
 
 @pytest.fixture(scope="module")
 def plasma_machine(image):
