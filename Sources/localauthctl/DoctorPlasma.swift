@@ -86,14 +86,15 @@ struct DoctorPlasma {
         })]
     }
 
-    /// SDDM's login: the module in `sddm` asks for the finger after the first login of a boot,
-    /// which takes the password (KWallet is opened with it).
+    /// SDDM's login: its greeter takes the password in its own field before sddm-helper runs
+    /// PAM (before the session exists: the module's line says `no-session`), so the module in
+    /// `sddm` never asks for the finger there; the password opens KWallet and is recorded.
     private func sddm(_ reader: inout PamStackReader) -> [Finding] {
         guard let path = effective("sddm"), let rules = reader.authStack(path),
               rules.contains(where: { $0.isFirstLine }) else { return [] }
         return [Finding(.ok, "plasma.sddm", { l in
-            tr(l, "%s: SDDM's login takes the finger; the first login after boot takes the password (%s), which opens KWallet",
-               path, "password_after_reboot")
+            tr(l, "%s: SDDM's greeter takes the password before PAM runs, so its login never asks for the finger; that password opens KWallet and counts as the password after boot",
+               path)
         })]
     }
 }
