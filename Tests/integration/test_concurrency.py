@@ -171,6 +171,9 @@ def test_parallel_transactions_at_a_busy_reader_let_nobody_in(request, state_dir
         assert bed.scan("nobody-here") == "verify-no-match"
         first = holder.result(90)
     runs = [first, *rest]
+    # Every transaction wrote its line (a run that wrote none is shown whole, with its return).
+    assert [len(outcomes(r.logs)) >= 1 for r in runs] == [True] * len(runs), \
+        [(r.rv, [l.message for l in r.logs]) for r in runs if not outcomes(r.logs)]
     results = [outcomes(r.logs)[0] for r in runs]
     assert [o["pam"] for o in results if o["pam"] == "PAM_SUCCESS"] == []
     assert all(r.rv == "PAM_SUCCESS" and r.children == [] for r in runs)
